@@ -1,0 +1,39 @@
+/* y[b,t,:] = LayerNorm(word[ids[b,t]] + type[type_ids[b,t]] + position[t]) * gamma + beta.
+ * Every id is validated before anything is written, so a bad id leaves `out` untouched.
+ * Mean and variance accumulate in double (the registry records this contract). */
+static int kcc_embedding_three_table_layer_norm_f32(
+    const int32_t *KCC_RESTRICT ids, const int32_t *KCC_RESTRICT type_ids, int64_t n_seq, int64_t n_tok,
+    const float *KCC_RESTRICT word, int64_t n_word, const float *KCC_RESTRICT position, int64_t n_position,
+    const float *KCC_RESTRICT type, int64_t n_type, const float *KCC_RESTRICT gamma,
+    const float *KCC_RESTRICT beta, int64_t n_chan, float eps, float *KCC_RESTRICT out)
+{
+    if (n_tok > n_position) return KCC_EBADINPUT;
+    for (int64_t i = 0; i < n_seq * n_tok; ++i) {
+        if (ids[i] < 0 || ids[i] >= n_word) return KCC_EBADINPUT;
+        if (type_ids[i] < 0 || type_ids[i] >= n_type) return KCC_EBADINPUT;
+    }
+    for (int64_t b = 0; b < n_seq; ++b) {
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const int64_t row = b * n_tok + t;
+            const float *w = word + (int64_t)ids[row] * n_chan;
+            const float *p = position + t * n_chan;
+            const float *ty = type + (int64_t)type_ids[row] * n_chan;
+            float *y = out + row * n_chan;
+            double sum = 0.0;
+            for (int64_t c = 0; c < n_chan; ++c) {
+                y[c] = w[c] + ty[c] + p[c];
+                sum += y[c];
+            }
+            const double mean = sum / (double)n_chan;
+            double var = 0.0;
+            for (int64_t c = 0; c < n_chan; ++c) {
+                const double d = y[c] - mean;
+                var += d * d;
+            }
+            const float inv = (float)(1.0 / sqrt(var / (double)n_chan + (double)eps));
+            const float mu = (float)mean;
+            for (int64_t c = 0; c < n_chan; ++c) y[c] = (y[c] - mu) * inv * gamma[c] + beta[c];
+        }
+    }
+    return KCC_OK;
+}

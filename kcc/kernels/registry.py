@@ -1,0 +1,76 @@
+"""The kernel registry: each C primitive, its exact signature and its numerical contract.
+
+Kernels are model-name free: they know rows, channels and sequences, never 'ALBERT' or
+'decoder'. Lowering picks a kernel by name from here; the emitter checks every call against
+the signature recorded here before it writes a line of C.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+C_DIR = Path(__file__).with_name("c")
+COMMON_HEADER = C_DIR / "kcc_common.h"
+
+# Argument kinds: what the emitter may pass for each.
+IN_F32, IN_I32, OUT_F32, WEIGHT, I64, F32 = "in_f32", "in_i32", "out_f32", "weight", "i64", "f32"
+C_TYPES = {IN_F32: "const float *", IN_I32: "const int32_t *", OUT_F32: "float *",
+           WEIGHT: "const float *", I64: "int64_t", F32: "float"}
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What a caller may rely on numerically."""
+    accumulation: str          # e.g. "f64 statistics, f32 elementwise"
+    tolerance: float           # max-abs error budget vs an FP32 reference at unit-scale inputs
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    source: str                               # file under kcc/kernels/c
+    args: tuple[tuple[str, str], ...]         # (name, kind) in C parameter order
+    contract: Contract
+    requires: tuple[str, ...] = field(default=())  # other kernels this one calls
+
+    @property
+    def path(self) -> Path:
+        return C_DIR / self.source
+
+    def c_source(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+KERNELS: dict[str, Kernel] = {}
+
+
+def register(kernel: Kernel) -> Kernel:
+    if kernel.name in KERNELS:
+        raise ValueError(f"kernel '{kernel.name}' registered twice")
+    if not kernel.path.is_file():
+        raise ValueError(f"kernel '{kernel.name}': source {kernel.path} does not exist")
+    for arg, kind in kernel.args:
+        if kind not in C_TYPES:
+            raise ValueError(f"kernel '{kernel.name}': argument '{arg}' has unknown kind '{kind}'")
+    KERNELS[kernel.name] = kernel
+    return kernel
+
+
+def get_kernel(name: str) -> Kernel:
+    if name not in KERNELS:
+        raise KeyError(f"no kernel named '{name}' in the registry; known: {', '.join(sorted(KERNELS))}")
+    return KERNELS[name]
+
+
+register(Kernel(
+    name="kcc_embedding_three_table_layer_norm_f32",
+    source="embedding_three_table_layer_norm_f32.c",
+    args=(("ids", IN_I32), ("type_ids", IN_I32), ("n_seq", I64), ("n_tok", I64),
+          ("word", WEIGHT), ("n_word", I64), ("position", WEIGHT), ("n_position", I64),
+          ("type", WEIGHT), ("n_type", I64), ("gamma", WEIGHT), ("beta", WEIGHT),
+          ("n_chan", I64), ("eps", F32), ("out", OUT_F32)),
+    contract=Contract(accumulation="LayerNorm mean/variance in f64, sums and affine in f32",
+                      tolerance=2e-5,
+                      notes="validates every id and type id before the first write"),
+))

@@ -1,0 +1,100 @@
+"""Lowering: a validated circuit plus a checkpoint becomes an IR graph with resolved shapes.
+
+Repeated blocks unroll here (their tensors get '<block>.<i>.' prefixes, their weights stay
+shared), weight references resolve against the checkpoint (with weight norm folded where the
+circuit asks), and each op's output shape is inferred by its OpDef. Graph passes run last.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from kcc.checkpoint import Checkpoint, tensor_sha256
+from kcc.ir import Checkpoint as XrayPoint
+from kcc.ir import Graph, Op, Tensor, WeightRef
+from kcc.ops import OPS, LoweringError
+
+Pass = Callable[[Graph], Graph]
+
+
+def resolve_weights(circuit: dict, ckpt: Checkpoint) -> dict[str, np.ndarray]:
+    out = {}
+    for name, spec in circuit["weights"].items():
+        if spec.get("fold", "none") == "weight_norm":
+            out[name] = ckpt.weight_norm(spec["ref"])
+        else:
+            out[name] = ckpt.get(spec["ref"])
+    return out
+
+
+def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> tuple[Graph, dict[str, np.ndarray]]:
+    """Return the graph and the FP32 arrays of the weights its ops use (after folding)."""
+    arrays = resolve_weights(circuit, ckpt)
+    g = Graph(name=circuit["name"],
+              dims={k: (v["min"], v["max"]) for k, v in circuit["dims"].items()},
+              inputs=[i["name"] for i in circuit["inputs"]], outputs=list(circuit["outputs"]))
+    for inp in circuit["inputs"]:
+        g.tensors[inp["name"]] = Tensor(inp["name"], inp["dtype"], tuple(inp["shape"]), "input")
+    for name, spec in circuit["weights"].items():
+        g.weights[name] = WeightRef(name, spec["ref"], spec.get("fold", "none"), tuple(arrays[name].shape))
+
+    visible: dict[str, str] = {n: n for n in g.inputs}
+    for block in circuit["blocks"]:
+        repeat = block.get("repeat", 1)
+        carry = block.get("input", {})
+        carried = next(iter(carry.values()), None)
+        for i in range(repeat):
+            prefix = f"{block['name']}.{i}." if (repeat > 1 or carry) else ""
+            scope = dict(visible)
+            if carry:
+                (local, _), = carry.items()
+                scope[local] = visible[carried] if i == 0 else scope_prev_out
+            for o, spec in enumerate(block["ops"]):
+                _lower_op(g, spec, scope, prefix, f"{block['name']}.{i}.{o}" if repeat > 1 else f"{block['name']}.{o}")
+            for ck in block.get("checkpoints", []):
+                g.checkpoints.append(XrayPoint(ck["name"].format(i=i), scope[ck["tensor"]], ck["layout"], ck["axes"]))
+            if carry:
+                scope_prev_out = scope[block["output"]]
+            else:
+                visible.update({k: v for k, v in scope.items() if k not in visible})
+        if carry:
+            visible[block["name"]] = scope_prev_out
+    g.outputs = [visible[o] for o in circuit["outputs"]]
+
+    used = {w for op in g.ops for w in op.weights.values()}
+    g.weights = {k: v for k, v in g.weights.items() if k in used}
+    arrays = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items() if k in used}
+    for name, w in g.weights.items():
+        w.sha256 = tensor_sha256(arrays[name])
+    for p in passes:
+        g = p(g)
+    return g, arrays
+
+
+def _lower_op(g: Graph, spec: dict, scope: dict[str, str], prefix: str, op_name: str) -> None:
+    defn = OPS[spec["op"]]
+    missing_in = set(defn.inputs) - spec["in"].keys()
+    extra_in = spec["in"].keys() - set(defn.inputs)
+    if missing_in or extra_in:
+        raise LoweringError(f"op {op_name} ({defn.name}): inputs must be {list(defn.inputs)}, got {list(spec['in'])}")
+    wspec = spec.get("w", {})
+    if set(wspec) != set(defn.weights):
+        raise LoweringError(f"op {op_name} ({defn.name}): weights must be {list(defn.weights)}, got {list(wspec)}")
+    attrs = dict(defn.attrs)
+    unknown = set(spec.get("attrs", {})) - set(defn.attrs)
+    if unknown:
+        raise LoweringError(f"op {op_name} ({defn.name}): unknown attr(s) {sorted(unknown)}")
+    attrs.update(spec.get("attrs", {}))
+    absent = [k for k, v in attrs.items() if v is None]
+    if absent:
+        raise LoweringError(f"op {op_name} ({defn.name}): required attr(s) {absent} not given")
+    inputs = {role: scope[t] for role, t in spec["in"].items()}
+    weights = dict(wspec)
+    shapes = {role: g.tensors[t].shape for role, t in inputs.items()}
+    wshapes = {role: g.weights[w].shape for role, w in weights.items()}
+    shape, dtype = defn.infer(op_name, shapes, wshapes, attrs)
+    out = prefix + spec["out"]
+    g.tensors[out] = Tensor(out, dtype, tuple(shape), "activation")
+    g.ops.append(Op(op_name, defn.name, inputs, weights, attrs, out))
+    scope[spec["out"]] = out

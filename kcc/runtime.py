@@ -1,0 +1,178 @@
+"""Load a compiled circuit with ctypes and run it on caller-owned memory.
+
+`compile_circuit` drives the whole pipeline (validate -> lower -> plan -> emit -> build) and
+returns a `CompiledCircuit`: the loaded library, its plan, and the packed read-only weight
+blob. `run` infers the runtime dims from the input shapes, checks them, and calls the
+generated entry point; a nonzero status becomes a KccRunError carrying the C side's message.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kcc.build import BuildOptions, Built, build_library
+from kcc.checkpoint import Checkpoint, load_checkpoint
+from kcc.circuits import load_circuit, validate_circuit
+from kcc.emit import ABI_VERSION, emit_c
+from kcc.ir import Graph
+from kcc.lower import lower_circuit
+from kcc.ops import OPS
+from kcc.plan import MemoryPlan, plan_memory
+
+_NP_DTYPES = {"f32": np.float32, "i32": np.int32}
+
+
+class KccRunError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(f"status {status}: {message}")
+        self.status = status
+
+
+def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarray:
+    """A uint8 array whose data pointer is `offset` bytes past an `alignment` boundary."""
+    raw = np.empty(nbytes + 2 * alignment, dtype=np.uint8)
+    start = (-raw.ctypes.data) % alignment + offset
+    return raw[start:start + nbytes]
+
+
+def pack_weights(g: Graph, plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    blob = aligned_empty(plan.weights_bytes, plan.alignment)
+    blob[:] = 0
+    for name, buf in plan.weights.items():
+        data = np.ascontiguousarray(arrays[name], dtype=np.float32).view(np.uint8).reshape(-1)
+        blob[buf.offset:buf.offset + data.size] = data
+    blob.setflags(write=False)
+    return blob
+
+
+@dataclass
+class RunResult:
+    outputs: dict[str, np.ndarray]
+    checkpoints: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class CompiledCircuit:
+    def __init__(self, graph: Graph, plan: MemoryPlan, built: Built, weights: np.ndarray, source: str):
+        self.graph, self.plan, self.built, self.weights, self.source = graph, plan, built, weights, source
+        self.library_path = str(built.library)
+        self.lib = ctypes.CDLL(self.library_path)
+        self.prefix = "kcc_" + "".join(c if c.isalnum() else "_" for c in graph.name.lower())
+        if getattr(self.lib, f"{self.prefix}_abi_version")() != ABI_VERSION:
+            raise KccRunError(-100, f"{self.library_path}: ABI version differs from {ABI_VERSION}")
+        fn = getattr(self.lib, f"{self.prefix}_run")
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+                       ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p),
+                       ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
+                       ctypes.c_char_p, ctypes.c_size_t]
+        self._run = fn
+        self.weights_sha256 = hashlib.sha256(weights.tobytes()).hexdigest()
+
+    # -- shapes ---------------------------------------------------------------------------
+    def infer_dims(self, inputs: dict[str, np.ndarray]) -> dict[str, int]:
+        g = self.graph
+        missing = [n for n in g.inputs if n not in inputs]
+        if missing:
+            raise ValueError(f"circuit '{g.name}': missing input(s) {missing}")
+        extra = [n for n in inputs if n not in g.inputs]
+        if extra:
+            raise ValueError(f"circuit '{g.name}': unknown input(s) {extra}; inputs are {g.inputs}")
+        dims: dict[str, int] = {}
+        for name in g.inputs:
+            t, arr = g.tensors[name], np.asarray(inputs[name])
+            if arr.ndim != len(t.shape):
+                raise ValueError(f"input '{name}': expected {len(t.shape)} axes {list(t.shape)}, got shape {arr.shape}")
+            for ext, n in zip(t.shape, arr.shape):
+                if isinstance(ext, int):
+                    if n != ext:
+                        raise ValueError(f"input '{name}': extent {n} where {ext} is fixed")
+                elif dims.setdefault(ext, n) != n:
+                    raise ValueError(f"input '{name}': dim {ext} is {n} here but {dims[ext]} in another input")
+        for d, (lo, hi) in g.dims.items():
+            if d not in dims:
+                raise ValueError(f"circuit '{g.name}': dim {d} is not set by any input")
+            if not lo <= dims[d] <= hi:
+                raise ValueError(f"dim {d} = {dims[d]} is outside the planned range [{lo}, {hi}] "
+                                 f"of circuit '{g.name}' (recompile with a larger max)")
+        return dims
+
+    def shape_of(self, tensor: str, dims: dict[str, int]) -> tuple[int, ...]:
+        return tuple(dims[e] if isinstance(e, str) else e for e in self.graph.tensors[tensor].shape)
+
+    def new_arena(self) -> np.ndarray:
+        return aligned_empty(self.plan.arena_bytes, self.plan.alignment)
+
+    # -- calls ----------------------------------------------------------------------------
+    def call(self, inputs: list[np.ndarray], dims: list[int], outputs: list[np.ndarray],
+             arena: np.ndarray, weights: np.ndarray | None = None, arena_bytes: int | None = None,
+             checkpoints: list[np.ndarray | None] | None = None) -> tuple[int, str]:
+        """Raw entry point: returns (status, message) and never raises on a C-side refusal."""
+        weights = self.weights if weights is None else weights
+        err = ctypes.create_string_buffer(512)
+        vp = ctypes.c_void_p
+        c_in = (vp * max(1, len(inputs)))(*[a.ctypes.data for a in inputs])
+        c_out = (vp * max(1, len(outputs)))(*[a.ctypes.data for a in outputs])
+        c_dims = (ctypes.c_int64 * max(1, len(dims)))(*dims)
+        c_ck = None
+        if checkpoints is not None:
+            c_ck = (vp * max(1, len(checkpoints)))(*[None if a is None else a.ctypes.data for a in checkpoints])
+        status = self._run(weights.ctypes.data, weights.nbytes, arena.ctypes.data,
+                           arena.nbytes if arena_bytes is None else arena_bytes,
+                           c_dims, c_in, c_out, c_ck, err, len(err))
+        return status, err.value.decode(errors="replace")
+
+    def run(self, inputs: dict[str, np.ndarray], arena: np.ndarray | None = None,
+            with_checkpoints: bool = False) -> RunResult:
+        g = self.graph
+        dims = self.infer_dims(inputs)
+        ins = []
+        for name in g.inputs:
+            want = _NP_DTYPES[g.tensors[name].dtype]
+            arr = np.asarray(inputs[name])
+            if arr.dtype != want:
+                if arr.dtype.kind != np.dtype(want).kind:
+                    raise ValueError(f"input '{name}': dtype {arr.dtype}, expected {np.dtype(want)}")
+                arr = arr.astype(want)
+            ins.append(np.ascontiguousarray(arr))
+        outs = [np.empty(self.shape_of(n, dims), dtype=np.float32) for n in g.outputs]
+        cks = None
+        if with_checkpoints:
+            cks = [np.empty(self.shape_of(c.tensor, dims), dtype=np.float32) for c in g.checkpoints]
+        status, msg = self.call(ins, [dims[d] for d in g.dims], outs,
+                                self.new_arena() if arena is None else arena, checkpoints=cks)
+        if status != 0:
+            raise KccRunError(status, f"circuit '{g.name}': {msg}")
+        result = RunResult(dict(zip(g.outputs, outs)))
+        if cks is not None:
+            result.checkpoints = {c.name: a for c, a in zip(g.checkpoints, cks)}
+        return result
+
+
+def compile_graph(g: Graph, arrays, options: BuildOptions = BuildOptions(), reuse: bool = True) -> CompiledCircuit:
+    plan = plan_memory(g, reuse=reuse)
+    source = emit_c(g, plan)
+    built = build_library(source, options, name=g.name)
+    return CompiledCircuit(g, plan, built, pack_weights(g, plan, arrays), source)
+
+
+def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint,
+                    options: BuildOptions = BuildOptions(), dims: dict[str, int] | None = None,
+                    passes=None, reuse: bool = True) -> CompiledCircuit:
+    """circuit: a shipped name, a JSON path or a dict; dims: optional new max per runtime dim."""
+    if isinstance(circuit, dict):
+        validate_circuit(circuit, known_ops=set(OPS), source=circuit.get("name", "circuit"))
+        doc = circuit
+    else:
+        doc = load_circuit(circuit)
+    if dims:
+        doc = {**doc, "dims": {**doc["dims"], **{k: {**doc["dims"][k], "max": int(v)} for k, v in dims.items()}}}
+    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+    if passes is None:
+        from kcc.passes import DEFAULT_PASSES
+        passes = DEFAULT_PASSES
+    g, arrays = lower_circuit(doc, ckpt, passes)
+    return compile_graph(g, arrays, options, reuse)
