@@ -203,3 +203,13 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
             arr.setflags(write=False)
             tensors[f"{section}.{_strip_module_prefix(name)}"] = arr
     return Checkpoint(path=path, tensors=tensors)
+
+
+def checkpoint_digest(ckpt: Checkpoint, prefix: str = "") -> str:
+    """One SHA-256 over every tensor's name and digest (optionally only names under `prefix`)."""
+    h = hashlib.sha256()
+    for name in sorted(ckpt.tensors):
+        if name.startswith(prefix):
+            h.update(name.encode())
+            h.update(ckpt.sha256(name).encode())
+    return h.hexdigest()

@@ -56,6 +56,7 @@ class Checkpoint:
     tensor: str
     layout: str
     axes: list[str]
+    gate: dict = field(default_factory=dict)   # per-checkpoint tolerance override, with 'why'
 
 
 @dataclass

@@ -53,7 +53,8 @@ def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> t
             for o, spec in enumerate(block["ops"]):
                 _lower_op(g, spec, scope, prefix, f"{block['name']}.{i}.{o}" if repeat > 1 else f"{block['name']}.{o}")
             for ck in block.get("checkpoints", []):
-                g.checkpoints.append(XrayPoint(ck["name"].format(i=i), scope[ck["tensor"]], ck["layout"], ck["axes"]))
+                g.checkpoints.append(XrayPoint(ck["name"].format(i=i), scope[ck["tensor"]], ck["layout"], ck["axes"],
+                                             ck.get("gate", {})))
             if carry:
                 scope_prev_out = scope[block["output"]]
             else:

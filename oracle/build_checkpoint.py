@@ -15,6 +15,9 @@ from pathlib import Path
 
 from oracle.upstream import kokoro_modules, load_config
 
+# Bump when the weights a seed produces change, so cached checkpoints are rebuilt.
+BUILDER_VERSION = 1
+
 
 def build_modules(config: dict, seed: int):
     """Instantiate exactly what KModel.__init__ builds, seeded, in eval mode."""

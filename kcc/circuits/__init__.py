@@ -75,7 +75,7 @@ def _name(value, where: str) -> str:
 def validate_circuit(doc, known_ops: set[str], source: str = "circuit") -> None:
     """Raise CircuitError at the first problem; return None for a well-formed circuit."""
     _keys(doc, source, {"schema", "name", "dims", "inputs", "weights", "blocks", "outputs"},
-          {"description"})
+          {"description", "capture"})
     _need(doc["schema"] == SCHEMA, f"{source}.schema", f"expected '{SCHEMA}', got {doc['schema']!r}")
     _name(doc["name"], f"{source}.name")
 
@@ -161,7 +161,11 @@ def _validate_block(block, where, known_ops, weights, defined: set[str], checkpo
         _need(block["output"] in produced, f"{where}.output", f"'{block['output']}' is not produced in this block")
     for c, ck in enumerate(block.get("checkpoints", [])):
         cw = f"{where}.checkpoints[{c}]"
-        _keys(ck, cw, {"name", "tensor", "layout", "dtype", "axes"})
+        _keys(ck, cw, {"name", "tensor", "layout", "dtype", "axes"}, {"gate"})
+        if "gate" in ck:
+            _keys(ck["gate"], f"{cw}.gate", {"why"}, {"min_cosine", "max_rmse", "max_rel_rmse", "max_abs"})
+            _need(isinstance(ck["gate"]["why"], str) and len(ck["gate"]["why"]) > 10, f"{cw}.gate.why",
+                  "a loosened gate must say why")
         _need(ck["tensor"] in produced, f"{cw}.tensor", f"'{ck['tensor']}' is not produced in this block")
         _need(ck["layout"] in LAYOUTS, f"{cw}.layout", f"expected one of {LAYOUTS}")
         _need(ck["dtype"] == "f32", f"{cw}.dtype", "checkpoints are FP32")

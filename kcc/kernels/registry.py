@@ -58,19 +58,7 @@ def register(kernel: Kernel) -> Kernel:
 
 
 def get_kernel(name: str) -> Kernel:
+    import kcc.ops  # noqa: F401  (op families register their kernels on import)
     if name not in KERNELS:
         raise KeyError(f"no kernel named '{name}' in the registry; known: {', '.join(sorted(KERNELS))}")
     return KERNELS[name]
-
-
-register(Kernel(
-    name="kcc_embedding_three_table_layer_norm_f32",
-    source="embedding_three_table_layer_norm_f32.c",
-    args=(("ids", IN_I32), ("type_ids", IN_I32), ("n_seq", I64), ("n_tok", I64),
-          ("word", WEIGHT), ("n_word", I64), ("position", WEIGHT), ("n_position", I64),
-          ("type", WEIGHT), ("n_type", I64), ("gamma", WEIGHT), ("beta", WEIGHT),
-          ("n_chan", I64), ("eps", F32), ("out", OUT_F32)),
-    contract=Contract(accumulation="LayerNorm mean/variance in f64, sums and affine in f32",
-                      tolerance=2e-5,
-                      notes="validates every id and type id before the first write"),
-))

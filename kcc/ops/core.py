@@ -1,0 +1,70 @@
+"""The op-definition mechanism: OpDef, BindContext and the OPS table that families fill.
+
+An OpDef's `infer` gives the output extent from input and weight shapes (and rejects
+mismatches by name); its `bind` maps the op onto one registered kernel, argument by argument,
+as C expressions. The emitter checks that mapping against the kernel's recorded signature.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kcc.ir import Shape
+
+
+class LoweringError(Exception):
+    """An op cannot be lowered as declared; the message names the op and the problem."""
+
+
+@dataclass
+class BindContext:
+    """What `bind` may ask about the op being lowered; all answers are C expressions."""
+    op_name: str
+    in_ptr: dict[str, str]
+    in_shape: dict[str, Shape]
+    w_ptr: dict[str, str]
+    w_shape: dict[str, tuple[int, ...]]
+    out_ptr: str
+    attrs: dict
+
+    @staticmethod
+    def extent(e) -> str:
+        return str(e)
+
+    def rows(self, role: str) -> str:
+        """Product of every extent but the last: the row count of a [..., C] tensor."""
+        return "*".join(f"(int64_t)({self.extent(e)})" for e in self.in_shape[role][:-1]) or "1"
+
+    def dim(self, role: str, axis: int) -> str:
+        return self.extent(self.in_shape[role][axis])
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    inputs: tuple[str, ...]
+    weights: tuple[str, ...]
+    attrs: dict                     # name -> default (None: required)
+    infer: Callable[[str, dict, dict, dict], tuple[Shape, str]]
+    bind: Callable[[BindContext], tuple[str, dict[str, str]]]
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def define_op(defn: OpDef) -> OpDef:
+    if defn.name in OPS:
+        raise ValueError(f"op '{defn.name}' defined twice")
+    OPS[defn.name] = defn
+    return defn
+
+
+def expect(cond: bool, op_name: str, msg: str) -> None:
+    if not cond:
+        raise LoweringError(f"op {op_name}: {msg}")
+
+
+def c_float(x) -> str:
+    return f"{float(x)!r}f"
+
+

@@ -1,0 +1,47 @@
+"""Embedding lookups: the three-table ALBERT embedding with its LayerNorm, as one op."""
+from __future__ import annotations
+
+from kcc.kernels.registry import F32, I64, IN_I32, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+
+register(Kernel(
+    name="kcc_embedding_three_table_layer_norm_f32",
+    source="embedding_three_table_layer_norm_f32.c",
+    args=(("ids", IN_I32), ("type_ids", IN_I32), ("n_seq", I64), ("n_tok", I64),
+          ("word", WEIGHT), ("n_word", I64), ("position", WEIGHT), ("n_position", I64),
+          ("type", WEIGHT), ("n_type", I64), ("gamma", WEIGHT), ("beta", WEIGHT),
+          ("n_chan", I64), ("eps", F32), ("out", OUT_F32)),
+    contract=Contract(accumulation="LayerNorm mean/variance in f64, sums and affine in f32",
+                      tolerance=2e-5,
+                      notes="validates every id and type id before the first write"),
+))
+
+# -- embedding_three_table_layer_norm --------------------------------------------------------
+
+def _emb_infer(name, ins, ws, attrs):
+    ids, tids = ins["ids"], ins["type_ids"]
+    expect(len(ids) == 2, name, f"ids must be [batch, token], got {list(ids)}")
+    expect(tuple(ids) == tuple(tids), name, f"type_ids extent {list(tids)} differs from ids {list(ids)}")
+    chan = ws["word"][1]
+    for role in ("word", "position", "type"):
+        expect(len(ws[role]) == 2 and ws[role][1] == chan, name,
+                f"weight '{role}' has shape {ws[role]}, expected [rows, {chan}]")
+    for role in ("gamma", "beta"):
+        expect(tuple(ws[role]) == (chan,), name, f"weight '{role}' has shape {ws[role]}, expected [{chan}]")
+    return (*ids, chan), "f32"
+
+
+def _emb_bind(ctx: BindContext):
+    return "kcc_embedding_three_table_layer_norm_f32", {
+        "ids": ctx.in_ptr["ids"], "type_ids": ctx.in_ptr["type_ids"],
+        "n_seq": ctx.dim("ids", 0), "n_tok": ctx.dim("ids", 1),
+        "word": ctx.w_ptr["word"], "n_word": str(ctx.w_shape["word"][0]),
+        "position": ctx.w_ptr["position"], "n_position": str(ctx.w_shape["position"][0]),
+        "type": ctx.w_ptr["type"], "n_type": str(ctx.w_shape["type"][0]),
+        "gamma": ctx.w_ptr["gamma"], "beta": ctx.w_ptr["beta"],
+        "n_chan": str(ctx.w_shape["word"][1]), "eps": c_float(ctx.attrs["eps"]), "out": ctx.out_ptr,
+    }
+
+
+define_op(OpDef("embedding_three_table_layer_norm", ("ids", "type_ids"),
+          ("word", "position", "type", "gamma", "beta"), {"eps": None}, _emb_infer, _emb_bind))
