@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from kcc.ir import Graph
-from kcc.kernels.registry import C_TYPES, COMMON_HEADER, I64, IN_F32, IN_I32, OUT_F32, WEIGHT, F32, get_kernel
+from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I32, OUT_F32, OUT_I32, WEIGHT, get_kernel
 from kcc.ops import OPS, BindContext
 from kcc.plan import MemoryPlan
 
@@ -95,7 +95,8 @@ def _bind(g: Graph, op, plan: MemoryPlan) -> tuple[str, list[str]]:
         op_name=op.name, in_ptr=in_ptr, in_shape={r: g.tensors[t].shape for r, t in op.inputs.items()},
         w_ptr={r: f"((const float *)(wb + W_{c_ident(w)}))" for r, w in op.weights.items()},
         w_shape={r: g.weights[w].shape for r, w in op.weights.items()},
-        out_ptr=f"((float *)(ar + A_{c_ident(op.output)}))", attrs=op.attrs)
+        out_ptr=f"(({'int32_t' if g.tensors[op.output].dtype == 'i32' else 'float'} *)(ar + A_{c_ident(op.output)}))",
+        attrs=op.attrs)
     kname, args = defn.bind(ctx)
     kernel = get_kernel(kname)
     want = [a for a, _ in kernel.args]
@@ -107,10 +108,10 @@ def _bind(g: Graph, op, plan: MemoryPlan) -> tuple[str, list[str]]:
         kinds_by_ptr[in_ptr[role]] = IN_I32 if g.tensors[t].dtype == "i32" else IN_F32
     for p in ctx.w_ptr.values():
         kinds_by_ptr[p] = WEIGHT
-    kinds_by_ptr[ctx.out_ptr] = OUT_F32
+    kinds_by_ptr[ctx.out_ptr] = OUT_I32 if g.tensors[op.output].dtype == "i32" else OUT_F32
     for a, kind in kernel.args:
         expr = args[a]
-        if kind in (IN_I32, IN_F32, WEIGHT, OUT_F32):
+        if kind in (IN_I32, IN_F32, WEIGHT, OUT_F32, OUT_I32):
             got = kinds_by_ptr.get(expr)
             if got != kind:
                 _fail(f"op {op.name}: argument '{a}' of {kname} must be {kind}, got {got or expr}")

@@ -13,6 +13,29 @@ Shape = tuple[Extent, ...]
 
 DTYPE_BYTES = {"f32": 4, "i32": 4}
 
+_EXTENT_CHARS = set("0123456789+-*/() _")
+
+
+def extent_value(e: Extent, dims: dict[str, int]) -> int:
+    """Value of an extent: an int, a dim name, or an integer expression over dim names such as
+    '((T+2-3)/2+1)'. '/' is C's integer division; every extent kcc makes is positive, so
+    Python's floor division agrees with it. The same string is pasted into the C."""
+    if isinstance(e, int):
+        return e
+    if e in dims:
+        return int(dims[e])
+    names = sorted(dims, key=len, reverse=True)
+    rest = e
+    for n in names:
+        rest = rest.replace(n, " ")
+    if set(rest) - _EXTENT_CHARS:
+        raise ValueError(f"extent {e!r} is not an integer expression over dims {sorted(dims)}")
+    return int(eval(e.replace("/", "//"), {"__builtins__": {}}, dict(dims)))  # noqa: S307 (checked above)
+
+
+def max_dims(dims: dict[str, tuple[int, int]]) -> dict[str, int]:
+    return {k: v[1] for k, v in dims.items()}
+
 
 @dataclass
 class Tensor:
@@ -21,11 +44,15 @@ class Tensor:
     shape: Shape
     kind: str                      # 'input' | 'activation'
 
-    def numel_max(self, dims: dict[str, tuple[int, int]]) -> int:
+    def numel(self, values: dict[str, int]) -> int:
         n = 1
         for e in self.shape:
-            n *= dims[e][1] if isinstance(e, str) else e
+            n *= extent_value(e, values)
         return n
+
+    def numel_max(self, dims: dict[str, tuple[int, int]]) -> int:
+        """Planned element count: every dim at its max (extents grow with their dims)."""
+        return self.numel(max_dims(dims))
 
     def nbytes_max(self, dims) -> int:
         return self.numel_max(dims) * DTYPE_BYTES[self.dtype]
@@ -33,11 +60,12 @@ class Tensor:
 
 @dataclass
 class WeightRef:
-    name: str                      # circuit-local name
+    name: str                      # circuit-local name (packed copies: '<name>.<pack tag>')
     ref: str                       # checkpoint tensor (or module, for fold='weight_norm')
     fold: str
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]         # of the array in the blob (after any packing)
     sha256: str = ""
+    pack: str = ""                 # the OpDef pack tag that produced this layout, '' if none
 
 
 @dataclass

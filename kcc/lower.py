@@ -51,7 +51,7 @@ def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> t
                 (local, _), = carry.items()
                 scope[local] = visible[carried] if i == 0 else scope_prev_out
             for o, spec in enumerate(block["ops"]):
-                _lower_op(g, spec, scope, prefix, f"{block['name']}.{i}.{o}" if repeat > 1 else f"{block['name']}.{o}")
+                _lower_op(g, arrays, spec, scope, prefix, f"{block['name']}.{i}.{o}" if repeat > 1 else f"{block['name']}.{o}")
             for ck in block.get("checkpoints", []):
                 g.checkpoints.append(XrayPoint(ck["name"].format(i=i), scope[ck["tensor"]], ck["layout"], ck["axes"],
                                              ck.get("gate", {})))
@@ -73,10 +73,13 @@ def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> t
     return g, arrays
 
 
-def _lower_op(g: Graph, spec: dict, scope: dict[str, str], prefix: str, op_name: str) -> None:
+def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix: str, op_name: str) -> None:
     defn = OPS[spec["op"]]
-    missing_in = set(defn.inputs) - spec["in"].keys()
-    extra_in = spec["in"].keys() - set(defn.inputs)
+    # A role ending in '?' is optional (e.g. a residual operand).
+    required = {r for r in defn.inputs if not r.endswith("?")}
+    allowed = required | {r[:-1] for r in defn.inputs if r.endswith("?")}
+    missing_in = required - spec["in"].keys()
+    extra_in = spec["in"].keys() - allowed
     if missing_in or extra_in:
         raise LoweringError(f"op {op_name} ({defn.name}): inputs must be {list(defn.inputs)}, got {list(spec['in'])}")
     wspec = spec.get("w", {})
@@ -95,6 +98,14 @@ def _lower_op(g: Graph, spec: dict, scope: dict[str, str], prefix: str, op_name:
     shapes = {role: g.tensors[t].shape for role, t in inputs.items()}
     wshapes = {role: g.weights[w].shape for role, w in weights.items()}
     shape, dtype = defn.infer(op_name, shapes, wshapes, attrs)
+    for role, (tag, fn) in (defn.pack or {}).items():
+        base = weights[role]
+        packed = f"{base}.{tag}"
+        if packed not in g.weights:
+            arrays[packed] = np.ascontiguousarray(fn(arrays[base], attrs), dtype=np.float32)
+            src = g.weights[base]
+            g.weights[packed] = WeightRef(packed, src.ref, src.fold, tuple(arrays[packed].shape), pack=tag)
+        weights[role] = packed
     out = prefix + spec["out"]
     g.tensors[out] = Tensor(out, dtype, tuple(shape), "activation")
     g.ops.append(Op(op_name, defn.name, inputs, weights, attrs, out))

@@ -18,7 +18,7 @@ from kcc.build import BuildOptions, Built, build_library
 from kcc.checkpoint import Checkpoint, load_checkpoint
 from kcc.circuits import load_circuit, validate_circuit
 from kcc.emit import ABI_VERSION, emit_c
-from kcc.ir import Graph
+from kcc.ir import Graph, extent_value
 from kcc.lower import lower_circuit
 from kcc.ops import OPS
 from kcc.plan import MemoryPlan, plan_memory
@@ -101,7 +101,7 @@ class CompiledCircuit:
         return dims
 
     def shape_of(self, tensor: str, dims: dict[str, int]) -> tuple[int, ...]:
-        return tuple(dims[e] if isinstance(e, str) else e for e in self.graph.tensors[tensor].shape)
+        return tuple(extent_value(e, dims) for e in self.graph.tensors[tensor].shape)
 
     def new_arena(self) -> np.ndarray:
         return aligned_empty(self.plan.arena_bytes, self.plan.alignment)
@@ -138,10 +138,11 @@ class CompiledCircuit:
                     raise ValueError(f"input '{name}': dtype {arr.dtype}, expected {np.dtype(want)}")
                 arr = arr.astype(want)
             ins.append(np.ascontiguousarray(arr))
-        outs = [np.empty(self.shape_of(n, dims), dtype=np.float32) for n in g.outputs]
+        outs = [np.empty(self.shape_of(n, dims), dtype=_NP_DTYPES[g.tensors[n].dtype]) for n in g.outputs]
         cks = None
         if with_checkpoints:
-            cks = [np.empty(self.shape_of(c.tensor, dims), dtype=np.float32) for c in g.checkpoints]
+            cks = [np.empty(self.shape_of(c.tensor, dims), dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])
+                   for c in g.checkpoints]
         status, msg = self.call(ins, [dims[d] for d in g.dims], outs,
                                 self.new_arena() if arena is None else arena, checkpoints=cks)
         if status != 0:

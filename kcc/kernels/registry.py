@@ -13,8 +13,9 @@ C_DIR = Path(__file__).with_name("c")
 COMMON_HEADER = C_DIR / "kcc_common.h"
 
 # Argument kinds: what the emitter may pass for each.
-IN_F32, IN_I32, OUT_F32, WEIGHT, I64, F32 = "in_f32", "in_i32", "out_f32", "weight", "i64", "f32"
-C_TYPES = {IN_F32: "const float *", IN_I32: "const int32_t *", OUT_F32: "float *",
+IN_F32, IN_I32, OUT_F32, OUT_I32 = "in_f32", "in_i32", "out_f32", "out_i32"
+WEIGHT, I64, F32 = "weight", "i64", "f32"
+C_TYPES = {IN_F32: "const float *", IN_I32: "const int32_t *", OUT_F32: "float *", OUT_I32: "int32_t *",
            WEIGHT: "const float *", I64: "int64_t", F32: "float"}
 
 

@@ -36,7 +36,7 @@ class BindContext:
         return "*".join(f"(int64_t)({self.extent(e)})" for e in self.in_shape[role][:-1]) or "1"
 
     def dim(self, role: str, axis: int) -> str:
-        return self.extent(self.in_shape[role][axis])
+        return f"(int64_t)({self.extent(self.in_shape[role][axis])})"
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class OpDef:
     attrs: dict                     # name -> default (None: required)
     infer: Callable[[str, dict, dict, dict], tuple[Shape, str]]
     bind: Callable[[BindContext], tuple[str, dict[str, str]]]
+    # role -> (tag, fn): lowering stores fn(weight) in the blob under '<weight>.<tag>' and binds
+    # that instead, so a kernel can read a layout made for it (fn gets the op's attrs too).
+    pack: dict = None
 
 
 OPS: dict[str, OpDef] = {}
