@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import hashlib
 import io
 import json
@@ -43,7 +44,6 @@ def load_kmodel(config: str, seed: int):
 
 
 def write_capture(name: str, config: str, seed: int, data: dict, ckpt_path: Path) -> Path:
-    from kcc.checkpoint import checkpoint_digest, load_checkpoint
     FIXTURES.mkdir(parents=True, exist_ok=True)
     arrays = {f"input/{k}": np.asarray(v) for k, v in data["inputs"].items()}
     arrays.update({f"checkpoint/{k}": np.asarray(v, dtype=np.float32) for k, v in data["checkpoints"].items()})
@@ -52,6 +52,14 @@ def write_capture(name: str, config: str, seed: int, data: dict, ckpt_path: Path
     raw = buf.getvalue()
     out = FIXTURES / f"{name}.{config}.npz"
     out.write_bytes(raw)
+    with open(FIXTURES / ".manifest.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _record(name, config, seed, raw, out, data, ckpt_path)
+    return out
+
+
+def _record(name, config, seed, raw, out, data, ckpt_path) -> None:
+    from kcc.checkpoint import checkpoint_digest, load_checkpoint
     manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
     manifest[out.name] = {
         "sha256": hashlib.sha256(raw).hexdigest(),
@@ -63,7 +71,6 @@ def write_capture(name: str, config: str, seed: int, data: dict, ckpt_path: Path
         "created": datetime.date.today().isoformat(),
     }
     MANIFEST.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
-    return out
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,34 @@
+"""Shared fixtures: seeded upstream-layout checkpoints (built once, cached) and compiled circuits."""
+from __future__ import annotations
+
+import pytest
+
+from kcc.checkpoint import load_checkpoint
+
+
+@pytest.fixture(scope="session")
+def small_ckpt_path():
+    from oracle.checkpoints import test_checkpoint
+    return test_checkpoint("small", 0)
+
+
+@pytest.fixture(scope="session")
+def full_ckpt_path():
+    from oracle.checkpoints import test_checkpoint
+    return test_checkpoint("full", 0)
+
+
+@pytest.fixture(scope="session")
+def small_ckpt(small_ckpt_path):
+    return load_checkpoint(small_ckpt_path)
+
+
+@pytest.fixture(scope="session")
+def full_ckpt(full_ckpt_path):
+    return load_checkpoint(full_ckpt_path)
+
+
+@pytest.fixture(scope="session")
+def ckpt(request, small_ckpt, full_ckpt):
+    """Parametrise a test with indirect=["ckpt"] and params 'small' / 'full'."""
+    return {"small": small_ckpt, "full": full_ckpt}[request.param]
