@@ -29,6 +29,6 @@ def full_ckpt(full_ckpt_path):
 
 
 @pytest.fixture(scope="session")
-def ckpt(request, small_ckpt, full_ckpt):
+def ckpt(request):
     """Parametrise a test with indirect=["ckpt"] and params 'small' / 'full'."""
-    return {"small": small_ckpt, "full": full_ckpt}[request.param]
+    return request.getfixturevalue(f"{request.param}_ckpt")

@@ -1,3 +1,4 @@
 """Semantic ops, one module per family; importing this package fills OPS and the kernel registry."""
 from kcc.ops.core import OPS, BindContext, LoweringError, OpDef, c_float, define_op, expect  # noqa: F401
 from kcc.ops import embedding  # noqa: F401,E402
+from kcc.ops import dense, norm  # noqa: F401,E402

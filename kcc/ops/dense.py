@@ -1,0 +1,59 @@
+"""Dense ops: `linear` (nn.Linear over the last axis) with a fused activation epilogue.
+
+Weights come in torch's nn.Linear layout (`weight` [N, K], `bias` [N]); lowering packs
+`weight` into 16-column panels [ceil(N/16), K, 16] (zero-padded) for the blocked GEMM in
+gemm_f32.c. `bias` is required (every Linear kcc lowers has one).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+
+PANEL = 16  # KCC_GEMM_NR in gemm_f32.c
+ACTIVATIONS = {"none": 0, "gelu_new": 1, "leaky_relu": 2, "tanh": 3, "sigmoid": 4, "relu": 5}
+
+register(Kernel(
+    name="kcc_linear_f32",
+    source="gemm_f32.c",
+    args=(("x", IN_F32), ("rows", I64), ("k", I64), ("wp", WEIGHT), ("bias", WEIGHT), ("n", I64),
+          ("act", I64), ("slope", F32), ("out", OUT_F32)),
+    contract=Contract(
+        accumulation="one f32 accumulator per output summed in k order (blocking keeps the order), "
+                     "then + bias, then the activation evaluated in f64 and rounded once",
+        tolerance=2e-5,
+        notes="vs torch (MKL/oneDNN, FMA, blocked order) expect ~sqrt(K)*2^-24*sum|x*w| per element; "
+              "x and out must not alias"),
+))
+
+
+def pack_panels(w: np.ndarray, attrs=None) -> np.ndarray:
+    """[N, K] -> [ceil(N/16), K, 16] with zeros past N: panel p holds columns p*16..p*16+15."""
+    n, k = w.shape
+    panels = -(-n // PANEL)
+    padded = np.zeros((panels * PANEL, k), dtype=np.float32)
+    padded[:n] = w
+    return np.ascontiguousarray(padded.reshape(panels, PANEL, k).transpose(0, 2, 1))
+
+
+def _infer(name, ins, ws, attrs):
+    x = ins["x"]
+    expect(len(ws["weight"]) == 2, name, f"weight must be [N, K], got {list(ws['weight'])}")
+    n, k = ws["weight"]
+    expect(x[-1] == k, name, f"input last extent {x[-1]} differs from weight K = {k} (weight {list(ws['weight'])})")
+    expect(tuple(ws["bias"]) == (n,), name, f"bias has shape {list(ws['bias'])}, expected [{n}]")
+    expect(attrs["act"] in ACTIVATIONS, name, f"act {attrs['act']!r} is not one of {sorted(ACTIVATIONS)}")
+    return (*x[:-1], n), "f32"
+
+
+def _bind(ctx: BindContext):
+    return "kcc_linear_f32", {
+        "x": ctx.in_ptr["x"], "rows": ctx.rows("x"), "k": ctx.dim("x", -1),
+        "wp": ctx.w_ptr["weight"], "bias": ctx.w_ptr["bias"], "n": str(ctx.w_shape["bias"][0]),
+        "act": str(ACTIVATIONS[ctx.attrs["act"]]), "slope": c_float(ctx.attrs["slope"]), "out": ctx.out_ptr,
+    }
+
+
+define_op(OpDef("linear", ("x",), ("weight", "bias"), {"act": "none", "slope": 0.01}, _infer, _bind,
+                pack={"weight": ("panel16", pack_panels)}))

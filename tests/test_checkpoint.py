@@ -1,0 +1,164 @@
+"""The checkpoint reader: real layout, hashing, weight-norm folding, and every refusal path."""
+from __future__ import annotations
+
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+
+from kcc.checkpoint import SECTIONS, CheckpointError, checkpoint_digest, load_checkpoint, tensor_sha256
+
+
+def test_reads_the_five_sections_with_module_prefix_stripped(small_ckpt):
+    names = small_ckpt.names()
+    assert {n.split(".")[0] for n in names} == set(SECTIONS)
+    assert "bert.embeddings.word_embeddings.weight" in small_ckpt
+    assert not any(".module." in n or n.split(".", 1)[1].startswith("module.") for n in names)
+    assert small_ckpt.get("bert.embeddings.word_embeddings.weight").shape == (178, 128)
+
+
+def test_tensors_equal_what_torch_saved(small_ckpt_path, small_ckpt):
+    import torch
+    saved = torch.load(small_ckpt_path, map_location="cpu", weights_only=True)
+    for section, state in saved.items():
+        for key, value in list(state.items())[:20]:
+            ours = small_ckpt.get(f"{section}.{key[7:]}")
+            np.testing.assert_array_equal(ours, value.numpy())
+
+
+def test_hashes_are_stable_and_sensitive(small_ckpt):
+    w = small_ckpt.get("bert.embeddings.LayerNorm.weight")
+    assert small_ckpt.sha256("bert.embeddings.LayerNorm.weight") == tensor_sha256(w.copy())
+    bumped = w.copy()
+    bumped[0] = np.nextafter(bumped[0], np.float32(np.inf))
+    assert tensor_sha256(bumped) != tensor_sha256(w)
+    assert checkpoint_digest(small_ckpt) == checkpoint_digest(small_ckpt)
+
+
+def test_weights_are_read_only(small_ckpt):
+    w = small_ckpt.get("bert.embeddings.word_embeddings.weight")
+    with pytest.raises(ValueError):
+        w[0, 0] = 1.0
+
+
+def test_weight_norm_fold_matches_torch(small_ckpt):
+    import torch
+    ref = "text_encoder.cnn.0.0"
+    g = torch.from_numpy(small_ckpt.get(f"{ref}.weight_g").copy())
+    v = torch.from_numpy(small_ckpt.get(f"{ref}.weight_v").copy())
+    expected = torch._weight_norm(v, g, 0).numpy()
+    np.testing.assert_allclose(small_ckpt.weight_norm(ref), expected, rtol=1e-6, atol=1e-7)
+    # A layer without weight norm folds to its plain weight.
+    plain = small_ckpt.weight_norm("bert_encoder")
+    np.testing.assert_array_equal(plain, small_ckpt.get("bert_encoder.weight"))
+
+
+def _save(tmp_path, obj, name="ck.pth"):
+    import torch
+    path = tmp_path / name
+    torch.save(obj, path)
+    return path
+
+
+def _tiny_state():
+    import torch
+    return {s: {"module.w.weight": torch.ones(2, 3)} for s in SECTIONS}
+
+
+def test_zero_channel_weight_norm_folds_to_zero_not_nan(tmp_path):
+    import torch
+    state = _tiny_state()
+    v = torch.randn(3, 2, 5)
+    v[1] = 0.0
+    state["decoder"] = {"module.conv.weight_g": torch.tensor([[[2.0]], [[0.0]], [[1.5]]]),
+                        "module.conv.weight_v": v}
+    ck = load_checkpoint(_save(tmp_path, state))
+    w = ck.weight_norm("decoder.conv")
+    assert np.isfinite(w).all()
+    assert np.all(w[1] == 0.0)
+    np.testing.assert_allclose(np.linalg.norm(w[0]), 2.0, rtol=1e-6)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "nope.pth")
+
+
+def test_directory_is_not_a_checkpoint(tmp_path):
+    with pytest.raises(CheckpointError, match="not a regular file"):
+        load_checkpoint(tmp_path)
+
+
+def test_truncated_file(tmp_path):
+    good = _save(tmp_path, _tiny_state())
+    raw = good.read_bytes()
+    bad = tmp_path / "truncated.pth"
+    bad.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(CheckpointError, match="truncated or corrupt|corrupt|missing"):
+        load_checkpoint(bad)
+
+
+def test_corrupt_storage_record(tmp_path):
+    good = _save(tmp_path, _tiny_state())
+    bad = tmp_path / "corrupt.pth"
+    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(bad, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename.endswith("data.pkl"):
+                data = data[:10] + b"\xff\xfe garbage" + data[20:]
+            zout.writestr(item, data)
+    with pytest.raises(CheckpointError, match="corrupt|refusing|unexpected"):
+        load_checkpoint(bad)
+
+
+def test_missing_section(tmp_path):
+    state = _tiny_state()
+    del state["decoder"]
+    with pytest.raises(CheckpointError, match="missing section.*decoder"):
+        load_checkpoint(_save(tmp_path, state))
+
+
+def test_missing_key_and_wrong_shape(small_ckpt):
+    with pytest.raises(CheckpointError, match="no tensor named 'bert.embeddings.nope.weight'"):
+        small_ckpt.get("bert.embeddings.nope.weight")
+    with pytest.raises(CheckpointError, match=r"has shape \(178, 128\), expected \(178, 64\)"):
+        small_ckpt.get("bert.embeddings.word_embeddings.weight", shape=(178, 64))
+
+
+class _Exploit:
+    def __reduce__(self):
+        import os
+        return (os.system, ("touch /tmp/kcc-pwned-by-pickle",))
+
+
+def test_pickle_that_executes_code_is_refused(tmp_path):
+    import os
+    marker = "/tmp/kcc-pwned-by-pickle"
+    if os.path.exists(marker):
+        os.remove(marker)
+    path = tmp_path / "evil.pth"
+    payload = pickle.dumps({s: {"x": _Exploit()} for s in SECTIONS}, protocol=2)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("evil/data.pkl", payload)
+        z.writestr("evil/version", "3\n")
+    with pytest.raises(CheckpointError, match="refusing pickle global"):
+        load_checkpoint(path)
+    assert not os.path.exists(marker)
+
+
+def test_not_a_zip(tmp_path):
+    path = tmp_path / "plain.pth"
+    path.write_bytes(pickle.dumps({"bert": {}}))
+    with pytest.raises(CheckpointError, match="not a torch zip checkpoint"):
+        load_checkpoint(path)
+
+
+def test_non_tensor_entry_is_refused(tmp_path):
+    import torch
+    state = _tiny_state()
+    state["bert"]["module.note"] = 3
+    path = tmp_path / "odd.pth"
+    torch.save(state, path)
+    with pytest.raises(CheckpointError, match="bert.module.note is not a tensor|not a tensor"):
+        load_checkpoint(path)
