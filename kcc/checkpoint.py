@@ -162,16 +162,17 @@ def _strip_module_prefix(name: str) -> str:
     return name[7:] if name.startswith("module.") else name
 
 
-def load_checkpoint(path: str | Path) -> Checkpoint:
+def load_torch_zip(path: str | Path, what: str = "checkpoint"):
+    """Unpickle a torch zip file with the restricted unpickler: tensors come back as numpy."""
     path = Path(path)
     if not path.exists():
-        raise CheckpointError(f"{path}: checkpoint file does not exist")
+        raise CheckpointError(f"{path}: {what} file does not exist")
     if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint path is not a regular file")
+        raise CheckpointError(f"{path}: {what} path is not a regular file")
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
-        raise CheckpointError(f"{path}: not a torch zip checkpoint (truncated or corrupt): {exc}")
+        raise CheckpointError(f"{path}: not a torch zip {what} (truncated or corrupt): {exc}")
     with archive:
         pkl = [n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
         if len(pkl) != 1:
@@ -179,12 +180,17 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
         root = pkl[0].rsplit("/", 1)[0] if "/" in pkl[0] else ""
         try:
             with archive.open(pkl[0]) as fh:
-                obj = _RestrictedUnpickler(fh, archive, root, path).load()
+                return _RestrictedUnpickler(fh, archive, root, path).load()
         except CheckpointError:
             raise
         except (pickle.UnpicklingError, EOFError, zipfile.BadZipFile, ValueError, TypeError,
-                AttributeError, IndexError, OSError) as exc:
-            raise CheckpointError(f"{path}: corrupt checkpoint record {pkl[0]}: {exc}")
+                AttributeError, IndexError, KeyError, OSError) as exc:
+            raise CheckpointError(f"{path}: corrupt {what} record {pkl[0]}: {exc}")
+
+
+def load_checkpoint(path: str | Path) -> Checkpoint:
+    path = Path(path)
+    obj = load_torch_zip(path)
     if not isinstance(obj, dict):
         raise CheckpointError(f"{path}: top level is {type(obj).__name__}, expected a dict of state dicts")
     missing = [s for s in SECTIONS if s not in obj]

@@ -16,7 +16,7 @@ from pathlib import Path
 from oracle.upstream import kokoro_modules, load_config
 
 # Bump when the weights a seed produces change, so cached checkpoints are rebuilt.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 4
 
 
 def build_modules(config: dict, seed: int):
@@ -56,8 +56,15 @@ def build_modules(config: dict, seed: int):
                     p.mul_(0.8 + 0.4 * torch.rand(p.shape, generator=gen))
                 elif "alpha" in name:
                     p.copy_(0.5 + torch.rand(p.shape, generator=gen))
-        # Random duration heads predict ~25 frames a token; bias them to a speech-like ~6.
-        parts["predictor"].duration_proj.linear_layer.bias.sub_(2.0)
+        # Random heads are uninformative: durations would be ~25 frames for every token and F0
+        # ~0 Hz (all unvoiced). Shift them to speech-like ranges (~2-12 frames a token, F0 near
+        # 150 Hz with per-frame variation) so rounding and the voiced source path are exercised.
+        dur = parts["predictor"].duration_proj.linear_layer
+        dur.weight.mul_(6.0)
+        dur.bias.sub_(3.0)
+        f0 = parts["predictor"].F0_proj
+        f0.weight.mul_(40.0)
+        f0.bias.add_(150.0)
     return parts
 
 
