@@ -90,11 +90,12 @@ def validate_circuit(doc, known_ops: set[str], source: str = "circuit") -> None:
         _need(1 <= bound["min"] <= bound["max"], where, f"need 1 <= min <= max, got {bound}")
 
     defined: set[str] = set()
-    for i, inp in enumerate(doc["inputs"] if isinstance(doc["inputs"], list) else [None]):
+    _need(isinstance(doc["inputs"], list), f"{source}.inputs", "expected a list")
+    for i, inp in enumerate(doc["inputs"]):
         where = f"{source}.inputs[{i}]"
         _keys(inp, where, {"name", "dtype", "shape"})
         _name(inp["name"], f"{where}.name")
-        _need(inp["dtype"] in DTYPES, f"{where}.dtype", f"expected one of {DTYPES}, got {inp['dtype']!r}")
+        _need(isinstance(inp["dtype"], str) and inp["dtype"] in DTYPES, f"{where}.dtype", f"expected one of {DTYPES}, got {inp['dtype']!r}")
         _check_shape(inp["shape"], dims, f"{where}.shape")
         _need(inp["name"] not in defined, f"{where}.name", f"'{inp['name']}' defined twice")
         defined.add(inp["name"])
@@ -105,6 +106,7 @@ def validate_circuit(doc, known_ops: set[str], source: str = "circuit") -> None:
         where = f"{source}.weights.{wname}"
         _name(wname, where)
         _keys(spec, where, {"ref"}, {"fold"})
+        _need(isinstance(spec.get("fold", "none"), str), f"{where}.fold", "expected a string")
         _need(isinstance(spec["ref"], str) and spec["ref"], f"{where}.ref", "expected a checkpoint tensor name")
         _need(spec.get("fold", "none") in ("none", "weight_norm"), f"{where}.fold",
               f"expected 'none' or 'weight_norm', got {spec.get('fold')!r}")
@@ -116,14 +118,22 @@ def validate_circuit(doc, known_ops: set[str], source: str = "circuit") -> None:
 
     _need(isinstance(doc["outputs"], list) and doc["outputs"], f"{source}.outputs", "expected a non-empty list")
     for i, out in enumerate(doc["outputs"]):
-        _need(out in defined, f"{source}.outputs[{i}]", f"'{out}' is not produced by any op")
+        _need(isinstance(out, str) and out in defined, f"{source}.outputs[{i}]", f"'{out}' is not produced by any op")
 
 
 def _check_shape(shape, dims, where: str) -> None:
     _need(isinstance(shape, list) and shape, where, "expected a non-empty list of extents")
     for j, ext in enumerate(shape):
         ok = (isinstance(ext, int) and not isinstance(ext, bool) and ext >= 1) or (isinstance(ext, str) and ext in dims)
-        _need(ok, f"{where}[{j}]", f"extent {ext!r} is neither a positive integer nor a declared dim")
+        if not ok and isinstance(ext, str):
+            # An integer expression over declared dims ('(2*F)'), checked against them at run time.
+            from kcc.ir import extent_value
+            try:
+                ok = isinstance(extent_value(ext, {d: 1 for d in dims}), int)
+            except Exception:  # noqa: BLE001 (any failure means: not an expression over dims)
+                ok = False
+        _need(ok, f"{where}[{j}]", f"extent {ext!r} is neither a positive integer, a declared dim, "
+              "nor an integer expression over declared dims")
 
 
 def _validate_block(block, where, known_ops, weights, defined: set[str], checkpoint_names: set[str]) -> None:
@@ -139,26 +149,32 @@ def _validate_block(block, where, known_ops, weights, defined: set[str], checkpo
               "a repeated block carries exactly one tensor: {local_name: outer_tensor}")
         _need("output" in block, f"{where}.output", "a repeated block names the local tensor it carries forward")
         (cname, outer), = carry.items()
-        _need(outer in defined, f"{where}.input.{cname}", f"outer tensor '{outer}' is not defined before this block")
+        _name(cname, f"{where}.input")
+        _need(isinstance(outer, str) and outer in defined, f"{where}.input.{cname}", f"outer tensor '{outer}' is not defined before this block")
         local.add(cname)
     produced: set[str] = set()
     _need(isinstance(block["ops"], list) and block["ops"], f"{where}.ops", "expected a non-empty list")
     for o, op in enumerate(block["ops"]):
         ow = f"{where}.ops[{o}]"
         _keys(op, ow, {"op", "in", "out"}, {"w", "attrs"})
+        _need(isinstance(op["op"], str), f"{ow}.op", "expected an op name")
         _need(op["op"] in known_ops, f"{ow}.op", f"unknown op '{op['op']}'; known: {', '.join(sorted(known_ops))}")
         _need(isinstance(op["in"], dict), f"{ow}.in", "expected an object of role -> tensor")
         for role, tensor in op["in"].items():
-            _need(tensor in local, f"{ow}.in.{role}", f"tensor '{tensor}' is used before it is defined")
+            _need(isinstance(tensor, str) and tensor in local, f"{ow}.in.{role}",
+                  f"tensor '{tensor}' is used before it is defined")
+        _need(isinstance(op.get("w", {}), dict), f"{ow}.w", "expected an object of role -> weight")
         for role, wname in op.get("w", {}).items():
-            _need(wname in weights, f"{ow}.w.{role}", f"weight '{wname}' is not declared in weights")
+            _need(isinstance(wname, str) and wname in weights, f"{ow}.w.{role}",
+                  f"weight '{wname}' is not declared in weights")
         _need(isinstance(op.get("attrs", {}), dict), f"{ow}.attrs", "expected an object")
         out = _name(op["out"], f"{ow}.out")
         _need(out not in local, f"{ow}.out", f"tensor '{out}' is defined twice")
         local.add(out)
         produced.add(out)
     if "output" in block:
-        _need(block["output"] in produced, f"{where}.output", f"'{block['output']}' is not produced in this block")
+        _need(isinstance(block["output"], str) and block["output"] in produced, f"{where}.output", f"'{block['output']}' is not produced in this block")
+    _need(isinstance(block.get("checkpoints", []), list), f"{where}.checkpoints", "expected a list")
     for c, ck in enumerate(block.get("checkpoints", [])):
         cw = f"{where}.checkpoints[{c}]"
         _keys(ck, cw, {"name", "tensor", "layout", "dtype", "axes"}, {"gate"})
@@ -166,12 +182,16 @@ def _validate_block(block, where, known_ops, weights, defined: set[str], checkpo
             _keys(ck["gate"], f"{cw}.gate", {"why"}, {"min_cosine", "max_rmse", "max_rel_rmse", "max_abs"})
             _need(isinstance(ck["gate"]["why"], str) and len(ck["gate"]["why"]) > 10, f"{cw}.gate.why",
                   "a loosened gate must say why")
-        _need(ck["tensor"] in produced, f"{cw}.tensor", f"'{ck['tensor']}' is not produced in this block")
-        _need(ck["layout"] in LAYOUTS, f"{cw}.layout", f"expected one of {LAYOUTS}")
+        _need(isinstance(ck["name"], str) and ck["name"], f"{cw}.name", "expected a checkpoint name")
+        _need(isinstance(ck["tensor"], str) and ck["tensor"] in produced, f"{cw}.tensor", f"'{ck['tensor']}' is not produced in this block")
+        _need(isinstance(ck["layout"], str) and ck["layout"] in LAYOUTS, f"{cw}.layout", f"expected one of {LAYOUTS}")
         _need(ck["dtype"] == "f32", f"{cw}.dtype", "checkpoints are FP32")
         _need(isinstance(ck["axes"], list) and all(isinstance(a, str) for a in ck["axes"]), f"{cw}.axes",
               "expected a list of axis names")
-        names = [ck["name"].format(i=i) for i in range(repeat)]
+        try:
+            names = [ck["name"].format(i=i) for i in range(repeat)]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise CircuitError(f"{cw}.name: bad placeholder in {ck['name']!r}: {exc}")
         for n in names:
             _need(n not in checkpoint_names, f"{cw}.name", f"checkpoint '{n}' declared twice")
             checkpoint_names.add(n)

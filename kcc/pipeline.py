@@ -1,0 +1,68 @@
+"""The whole model: stage circuits run in order over one name-keyed environment of arrays.
+
+Each stage circuit reads its inputs by name from the environment and adds its outputs to it,
+so chaining is dataflow, not glue code: every model operation runs in generated C; Python only
+hands arrays from one compiled circuit to the next. Kokoro's frame count is data-dependent, so
+the run has two phases: the front stages end with integer durations, and the back stages are
+planned for a max frame count F and run with F = sum(durations) (checked again in C).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kcc.build import BuildOptions
+from kcc.checkpoint import Checkpoint, load_checkpoint
+from kcc.runtime import CompiledCircuit, compile_circuit
+
+FRONT = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
+BACK = ["kokoro_prosody", "kokoro_decoder", "kokoro_generator"]
+CONTEXT_TOKENS = 512          # ALBERT positions: 510 phonemes + 2 boundary tokens
+DEFAULT_MAX_FRAMES = 1200     # 30 s of audio per chunk at 40 frames/s (600 samples a frame)
+
+
+class SynthesisError(Exception):
+    """Synthesis cannot proceed; the message names the stage and the problem."""
+
+
+@dataclass
+class Synthesis:
+    audio: np.ndarray                     # float32 [samples] at 24 kHz
+    durations: np.ndarray                 # int32 [tokens], alignment frames per token
+    checkpoints: dict[str, np.ndarray] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Synthesizer:
+    def __init__(self, checkpoint: str | Path | Checkpoint, options: BuildOptions = BuildOptions(),
+                 max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None):
+        self.checkpoint = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+        self.stages = stages or FRONT + BACK
+        self.max_frames = max_frames
+        self.circuits: dict[str, CompiledCircuit] = {}
+        for name in self.stages:
+            dims = {"F": max_frames} if name in BACK else None
+            self.circuits[name] = compile_circuit(name, self.checkpoint, options, dims=dims)
+
+    def run(self, env: dict[str, np.ndarray], with_checkpoints: bool = False) -> dict[str, np.ndarray]:
+        """Run every stage over `env` (mutated: each stage adds its outputs); return checkpoints."""
+        checkpoints: dict[str, np.ndarray] = {}
+        self.seconds: dict[str, float] = {}
+        for name, c in self.circuits.items():
+            missing = [i for i in c.graph.inputs if i not in env]
+            if missing:
+                raise SynthesisError(f"stage {name}: input(s) {missing} are produced by no earlier stage")
+            t0 = time.perf_counter()
+            result = c.run({i: env[i] for i in c.graph.inputs}, with_checkpoints=with_checkpoints)
+            self.seconds[name] = time.perf_counter() - t0
+            env.update(result.outputs)
+            checkpoints.update(result.checkpoints)
+            if name == FRONT[-1] and "durations" in env:
+                frames = int(env["durations"].sum())
+                if frames > self.max_frames:
+                    raise SynthesisError(f"the utterance needs {frames} frames, over the planned "
+                                         f"{self.max_frames}; split the text or raise max_frames")
+        return checkpoints
