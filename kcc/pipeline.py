@@ -66,3 +66,29 @@ class Synthesizer:
                     raise SynthesisError(f"the utterance needs {frames} frames, over the planned "
                                          f"{self.max_frames}; split the text or raise max_frames")
         return checkpoints
+
+    def synthesize(self, ids: list[int], ref_s: np.ndarray, speed: float = 1.0, seed: int = 0,
+                   with_checkpoints: bool = False) -> Synthesis:
+        """Phoneme ids (without the boundary 0s) + a [1, 256] style row -> 24 kHz audio.
+
+        `seed` drives the C RNG that replaces upstream's torch.rand/randn in the sine source.
+        """
+        if not ids:
+            raise SynthesisError("no phoneme ids to synthesise")
+        if len(ids) + 2 > CONTEXT_TOKENS:
+            raise SynthesisError(f"{len(ids)} phonemes exceed the {CONTEXT_TOKENS - 2}-phoneme context; "
+                                 "split the text (kcc.g2p chunks it)")
+        ref_s = np.asarray(ref_s, dtype=np.float32).reshape(1, -1)
+        if ref_s.shape != (1, 256) or not np.isfinite(ref_s).all():
+            raise SynthesisError(f"style must be 256 finite floats, got shape {ref_s.shape}")
+        if not (np.isfinite(speed) and 0 < speed <= 5):
+            raise SynthesisError(f"speed must be in (0, 5], got {speed}")
+        tokens = np.array([[0, *ids, 0]], dtype=np.int32)
+        env = {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
+               "lengths": np.array([tokens.shape[1]], dtype=np.int32),
+               "style_dec": ref_s[:, :128].copy(), "style_pred": ref_s[:, 128:].copy(),
+               "speed": np.array([speed], dtype=np.float32),
+               "seed": np.array([seed & 0x7FFFFFFF], dtype=np.int32)}
+        checkpoints = self.run(env, with_checkpoints)
+        return Synthesis(env["waveform"].reshape(-1), env["durations"].reshape(-1).astype(np.int32),
+                         checkpoints, dict(self.seconds))

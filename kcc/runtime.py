@@ -70,10 +70,18 @@ class CompiledCircuit:
                        ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
                        ctypes.c_char_p, ctypes.c_size_t]
         self._run = fn
+        self._set_threads = getattr(self.lib, f"{self.prefix}_set_threads")
+        self._set_threads.restype = ctypes.c_int
+        self._set_threads.argtypes = [ctypes.c_int]
+
+    def set_threads(self, n: int) -> int:
+        """Use n threads in kernels (OpenMP builds); returns the count in effect (1 if serial)."""
+        return int(self._set_threads(int(n)))
         self.weights_sha256 = hashlib.sha256(weights.tobytes()).hexdigest()
 
     # -- shapes ---------------------------------------------------------------------------
-    def infer_dims(self, inputs: dict[str, np.ndarray]) -> dict[str, int]:
+    def infer_dims(self, inputs: dict[str, np.ndarray], given: dict[str, int] | None = None) -> dict[str, int]:
+        """given: values for dims no input carries (e.g. a frame count the caller computed)."""
         g = self.graph
         missing = [n for n in g.inputs if n not in inputs]
         if missing:
@@ -82,6 +90,7 @@ class CompiledCircuit:
         if extra:
             raise ValueError(f"circuit '{g.name}': unknown input(s) {extra}; inputs are {g.inputs}")
         dims: dict[str, int] = {}
+        derived: list[tuple[str, str, int]] = []
         for name in g.inputs:
             t, arr = g.tensors[name], np.asarray(inputs[name])
             if arr.ndim != len(t.shape):
@@ -90,14 +99,25 @@ class CompiledCircuit:
                 if isinstance(ext, int):
                     if n != ext:
                         raise ValueError(f"input '{name}': extent {n} where {ext} is fixed")
+                elif ext not in g.dims:
+                    derived.append((name, ext, n))      # an expression such as '(2*F)': checked below
                 elif dims.setdefault(ext, n) != n:
                     raise ValueError(f"input '{name}': dim {ext} is {n} here but {dims[ext]} in another input")
+        for d, n in (given or {}).items():
+            if d not in g.dims:
+                raise ValueError(f"circuit '{g.name}': no runtime dim {d}; dims are {list(g.dims)}")
+            if dims.setdefault(d, int(n)) != int(n):
+                raise ValueError(f"dim {d} = {n} was given but the inputs make it {dims[d]}")
         for d, (lo, hi) in g.dims.items():
             if d not in dims:
                 raise ValueError(f"circuit '{g.name}': dim {d} is not set by any input")
             if not lo <= dims[d] <= hi:
                 raise ValueError(f"dim {d} = {dims[d]} is outside the planned range [{lo}, {hi}] "
                                  f"of circuit '{g.name}' (recompile with a larger max)")
+        for name, ext, n in derived:
+            if extent_value(ext, dims) != n:
+                raise ValueError(f"input '{name}': extent {n} where {ext} = {extent_value(ext, dims)} "
+                                 f"for dims {dims}")
         return dims
 
     def shape_of(self, tensor: str, dims: dict[str, int]) -> tuple[int, ...]:
@@ -126,9 +146,10 @@ class CompiledCircuit:
         return status, err.value.decode(errors="replace")
 
     def run(self, inputs: dict[str, np.ndarray], arena: np.ndarray | None = None,
-            with_checkpoints: bool = False) -> RunResult:
+            with_checkpoints: bool = False, dims: dict[str, int] | None = None) -> RunResult:
+        """dims: values of runtime dims that no input's shape carries (see infer_dims)."""
         g = self.graph
-        dims = self.infer_dims(inputs)
+        dims = self.infer_dims(inputs, dims)
         ins = []
         for name in g.inputs:
             want = _NP_DTYPES[g.tensors[name].dtype]

@@ -12,3 +12,15 @@
 #define KCC_ENULL -5       /* a required pointer is NULL */
 
 #define KCC_RESTRICT restrict
+
+/* Threading: kernels mark their outer loops with KCC_PARALLEL_FOR. Built without -fopenmp
+ * the macro is empty (and no pragma reaches -Wunknown-pragmas); with it, each marked loop
+ * splits statically across the threads set by the entry point's set_threads. */
+#ifdef _OPENMP
+#include <omp.h>
+#define KCC_PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
+#define KCC_PARALLEL_FOR_COLLAPSE2 _Pragma("omp parallel for collapse(2) schedule(static)")
+#else
+#define KCC_PARALLEL_FOR
+#define KCC_PARALLEL_FOR_COLLAPSE2
+#endif
