@@ -83,7 +83,10 @@ def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix:
     if missing_in or extra_in:
         raise LoweringError(f"op {op_name} ({defn.name}): inputs must be {list(defn.inputs)}, got {list(spec['in'])}")
     wspec = spec.get("w", {})
-    if set(wspec) != set(defn.weights):
+    # A weight role ending in '?' is optional too (e.g. a conv bias).
+    w_required = {r for r in defn.weights if not r.endswith("?")}
+    w_allowed = w_required | {r[:-1] for r in defn.weights if r.endswith("?")}
+    if not w_required <= set(wspec) <= w_allowed:
         raise LoweringError(f"op {op_name} ({defn.name}): weights must be {list(defn.weights)}, got {list(wspec)}")
     attrs = dict(defn.attrs)
     unknown = set(spec.get("attrs", {})) - set(defn.attrs)
@@ -99,6 +102,8 @@ def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix:
     wshapes = {role: g.weights[w].shape for role, w in weights.items()}
     shape, dtype = defn.infer(op_name, shapes, wshapes, attrs)
     for role, (tag, fn) in (defn.pack or {}).items():
+        if role not in weights:
+            continue
         base = weights[role]
         packed = f"{base}.{tag}"
         if packed not in g.weights:

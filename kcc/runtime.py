@@ -36,7 +36,7 @@ def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarr
     """A uint8 array whose data pointer is `offset` bytes past an `alignment` boundary."""
     raw = np.empty(nbytes + 2 * alignment, dtype=np.uint8)
     start = (-raw.ctypes.data) % alignment + offset
-    return raw[start:start + nbytes]
+    return raw[start:][:nbytes]   # (a zero-length raw[a:a] would drop the offset)
 
 
 def pack_weights(g: Graph, plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
@@ -73,11 +73,11 @@ class CompiledCircuit:
         self._set_threads = getattr(self.lib, f"{self.prefix}_set_threads")
         self._set_threads.restype = ctypes.c_int
         self._set_threads.argtypes = [ctypes.c_int]
+        self.weights_sha256 = hashlib.sha256(weights.tobytes()).hexdigest()
 
     def set_threads(self, n: int) -> int:
         """Use n threads in kernels (OpenMP builds); returns the count in effect (1 if serial)."""
         return int(self._set_threads(int(n)))
-        self.weights_sha256 = hashlib.sha256(weights.tobytes()).hexdigest()
 
     # -- shapes ---------------------------------------------------------------------------
     def infer_dims(self, inputs: dict[str, np.ndarray], given: dict[str, int] | None = None) -> dict[str, int]:

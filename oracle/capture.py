@@ -27,12 +27,15 @@ from oracle.upstream import kokoro_modules, load_config, versions
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
 MANIFEST = FIXTURES / "MANIFEST.json"
 
-def load_kmodel(config: str, seed: int):
-    """Upstream KModel on the seeded checkpoint, loaded by upstream's own loader."""
+def load_kmodel(config: str, seed: int, disable_complex: bool = False):
+    """Upstream KModel on the seeded checkpoint, loaded by upstream's own loader.
+
+    disable_complex selects upstream's CustomSTFT (real-valued, exportable to ONNX)."""
     import torch
     model_mod, _, _ = kokoro_modules()
     path = test_checkpoint(config, seed)
-    kmodel = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config(config), model=str(path)).eval()
+    kmodel = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config(config), model=str(path),
+                              disable_complex=disable_complex).eval()
     # KModel's fallback load is strict=False: prove every tensor really arrived.
     saved = torch.load(path, map_location="cpu", weights_only=True)
     for section, state in saved.items():

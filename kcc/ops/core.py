@@ -26,6 +26,7 @@ class BindContext:
     w_shape: dict[str, tuple[int, ...]]
     out_ptr: str
     attrs: dict
+    out_shape: Shape = ()          # the output's inferred extent (as infer returned it)
 
     @staticmethod
     def extent(e) -> str:

@@ -1,0 +1,64 @@
+/* Inverse of the centred STFT; window, twiddles, checks in stft_window_f32.c. */
+/* x [n_batch, n_frames, 2K] -> out [n_batch, (n_frames-1)*hop]: inverse of the centred STFT
+ * (one-sided inverse DFT with 1/n_fft, ignoring the imaginary part of the DC and Nyquist bins,
+ * windowed overlap-add divided by the overlap-added squared window, n_fft/2 trimmed per side).
+ * mode 0: row = [magnitude | phase]; mode 1: row = [log-magnitude | u], magnitude = exp(.),
+ * phase = sin(u) (the iSTFTNet head). Bin values are formed in f32 as torch does
+ * (m*cos(p), m*sin(p)); the inverse DFT and the overlap-add accumulate in f64 over a ring of
+ * n_fft samples, flushed as each output sample is complete. */
+static int kcc_istft_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t n_frames, int64_t n_fft,
+                         int64_t hop, int64_t mode, float *KCC_RESTRICT out)
+{
+    if (kcc_stft_check(n_fft, hop) != KCC_OK || n_batch < 1 || n_frames < 2) return KCC_EBADINPUT;
+    if (mode != 0 && mode != 1) return KCC_EBADINPUT;
+    float win[KCC_STFT_MAX_FFT];
+    double cs[KCC_STFT_MAX_FFT], sn[KCC_STFT_MAX_FFT], ring[KCC_STFT_MAX_FFT], env[KCC_STFT_MAX_FFT];
+    double re[KCC_STFT_MAX_FFT / 2 + 1], im[KCC_STFT_MAX_FFT / 2 + 1];
+    (void)kcc_hann_window_f32(n_fft, win);
+    kcc_stft_twiddles(n_fft, cs, sn);
+    const int64_t half = n_fft / 2, n_bin = half + 1, n_out = (n_frames - 1) * hop;
+    /* Squared-window overlap at each kept position (periodic in hop away from the ends);
+     * checked before anything is written, as torch refuses a near-zero envelope. */
+    for (int64_t u = half; u < half + n_out; ++u) {
+        float e = 0.0f;
+        const int64_t f_hi = u / hop < n_frames - 1 ? u / hop : n_frames - 1;
+        for (int64_t f = u >= n_fft ? (u - n_fft) / hop + 1 : 0; f <= f_hi; ++f) {
+            const int64_t i = u - f * hop;
+            e += win[i] * win[i];
+        }
+        if (!(fabsf(e) >= 1e-11f)) return KCC_EBADINPUT;
+    }
+    for (int64_t b = 0; b < n_batch; ++b) {
+        float *ob = out + b * n_out;
+        int64_t done = 0;   /* positions [0, done) of the full (untrimmed) signal are flushed */
+        for (int64_t i = 0; i < n_fft; ++i) ring[i] = env[i] = 0.0;
+        for (int64_t f = 0; f <= n_frames; ++f) {
+            /* Positions below f*hop get nothing from frame f or later: flush them. */
+            const int64_t upto = f < n_frames ? f * hop : (n_frames - 1) * hop + n_fft;
+            for (; done < upto; ++done) {
+                const int64_t slot = done % n_fft, t = done - half;
+                if (t >= 0 && t < n_out) ob[t] = (float)(ring[slot] / env[slot]);
+                ring[slot] = env[slot] = 0.0;
+            }
+            if (f == n_frames) break;
+            const float *row = x + (b * n_frames + f) * 2 * n_bin;
+            for (int64_t k = 0; k < n_bin; ++k) {
+                const float m = mode == 1 ? expf(row[k]) : row[k];
+                const float p = mode == 1 ? sinf(row[n_bin + k]) : row[n_bin + k];
+                re[k] = (double)(m * cosf(p));
+                im[k] = (double)(m * sinf(p));
+            }
+            for (int64_t i = 0; i < n_fft; ++i) {
+                double s = re[0] + ((i & 1) ? -re[half] : re[half]);
+                for (int64_t k = 1; k < half; ++k) {
+                    const int64_t m = (k * i) % n_fft;
+                    s += 2.0 * (re[k] * cs[m] - im[k] * sn[m]);
+                }
+                const int64_t slot = (f * hop + i) % n_fft;
+                ring[slot] += s / (double)n_fft * (double)win[i];
+                env[slot] += (double)(win[i] * win[i]);
+            }
+        }
+    }
+    return KCC_OK;
+}

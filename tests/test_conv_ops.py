@@ -1,0 +1,234 @@
+"""conv1d, conv_transpose1d, adain and the elementwise family against torch, op by op.
+
+Each case compiles a one- or two-op circuit (kcc.runtime.compile_circuit) and compares with
+torch.nn.functional / the upstream istftnet modules: random weights for the shape sweep,
+the seeded checkpoint's real (weight-norm-folded) weights for Kokoro's own layer shapes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from kcc.checkpoint import Checkpoint  # noqa: E402
+from kcc.ops import LoweringError  # noqa: E402
+from kcc.ops.elementwise import same_extent  # noqa: E402
+from kcc.runtime import KccRunError, compile_circuit  # noqa: E402
+
+TOL = 2e-5
+
+
+def _circuit(ops, inputs: dict, weights: dict, out: str, t_max: int = 64) -> dict:
+    return {"schema": "kcc.circuit/1", "name": "t_" + ops[0]["op"],
+            "dims": {"B": {"min": 1, "max": 2}, "T": {"min": 1, "max": t_max}},
+            "inputs": [{"name": n, "dtype": "f32", "shape": s} for n, s in inputs.items()],
+            "weights": weights,
+            "blocks": [{"name": "b", "ops": ops, "checkpoints": [
+                {"name": "out", "tensor": out, "layout": "time_major", "dtype": "f32", "axes": ["b", "t", "c"]}]}],
+            "outputs": [out]}
+
+
+def _mem_ckpt(arrays: dict) -> Checkpoint:
+    return Checkpoint(Path("<memory>"), {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()})
+
+
+def run_one(op: str, x: np.ndarray, weights: dict, attrs: dict, extra_inputs: dict | None = None) -> np.ndarray:
+    """Compile `op` over input x ([B, T, C] or [B, T]) with the given weights and run it."""
+    shape = ["B", "T", *x.shape[2:]]
+    inputs = {"x": shape, **{k: ["B", *v.shape[1:]] for k, v in (extra_inputs or {}).items()}}
+    spec = {"op": op, "in": {k: k for k in inputs}, "w": {r: r for r in weights}, "attrs": attrs, "out": "y"}
+    circ = _circuit([spec], inputs, {r: {"ref": f"t.{r}"} for r in weights}, "y")
+    cc = compile_circuit(circ, _mem_ckpt({f"t.{r}": v for r, v in weights.items()}))
+    return cc.run({"x": x, **(extra_inputs or {})}).outputs["y"]
+
+
+def tm(t):       # torch [B, C, T] -> numpy time-major [B, T, C]
+    return t.detach().transpose(1, 2).contiguous().numpy()
+
+
+def cm(a):       # numpy time-major -> torch channel-major
+    return torch.from_numpy(np.ascontiguousarray(a)).transpose(1, 2)
+
+
+def _close(got, ref, tol=TOL):
+    assert got.shape == ref.shape
+    err = float(np.abs(got.astype(np.float64) - ref).max())
+    assert err <= tol, f"max-abs {err:.3e} > {tol}"
+    return err
+
+
+# -- conv1d ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cin,cout,k,stride,pad,dil,groups,bias,act", [
+    (8, 24, 3, 1, 1, 1, 1, True, "none"),            # same padding
+    (6, 20, 5, 2, 2, 1, 2, True, "leaky_relu"),      # stride 2, groups 2
+    (16, 16, 3, 1, 3, 3, 16, False, "none"),         # depthwise, dilated, no bias
+    (33, 5, 1, 1, 0, 1, 1, False, "leaky_relu"),     # conv1x1 shortcut, Cout < the 16-wide tile
+    (12, 40, 7, 3, 0, 2, 4, True, "none"),           # stride 3, dilation 2, groups 4, no padding
+    (64, 64, 11, 1, 25, 5, 1, True, "none"),         # generator resblock shape: K 11, dilation 5
+])
+def test_conv1d_matches_torch(cin, cout, k, stride, pad, dil, groups, bias, act):
+    rng = np.random.default_rng(cin * 100 + k)
+    x = rng.standard_normal((2, 23, cin)).astype(np.float32)
+    w = (rng.standard_normal((cout, cin // groups, k)) / np.sqrt(cin // groups * k)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    ref = F.conv1d(cm(x), torch.from_numpy(w), torch.from_numpy(b) if bias else None, stride, pad, dil, groups)
+    if act == "leaky_relu":
+        ref = F.leaky_relu(ref, 0.2)
+    weights = {"weight": w, **({"bias": b} if bias else {})}
+    got = run_one("conv1d", x, weights, {"stride": stride, "padding": pad, "dilation": dil, "groups": groups,
+                                         "act": act, "slope": 0.2})
+    _close(got, tm(ref))
+
+
+def test_conv1d_one_channel_rows_with_real_f0_conv(full_ckpt):
+    """decoder.F0_conv on an F0 curve in Hz given as a [B, T] row: stride 2, k 3, pad 1."""
+    w, b = full_ckpt.weight_norm("decoder.F0_conv"), np.array(full_ckpt.get("decoder.F0_conv.bias"))
+    f0 = (150 + 100 * np.sin(np.arange(2 * 13) / 3.0))[None].astype(np.float32)
+    got = run_one("conv1d", f0, {"weight": w, "bias": b}, {"stride": 2, "padding": 1})
+    ref = F.conv1d(torch.from_numpy(f0)[:, None], torch.from_numpy(w), torch.from_numpy(b), 2, 1)
+    assert got.shape == (1, 13, 1)
+    _close(got, tm(ref), tol=2e-5 * 300)   # outputs ~ 1e2: a few f32 ulps
+
+
+def test_conv1d_rejects_wrong_channels():
+    w = np.zeros((4, 3, 3), np.float32)
+    with pytest.raises(LoweringError, match="expects 3 input channels, x has 5"):
+        run_one("conv1d", np.zeros((1, 8, 5), np.float32), {"weight": w}, {})
+
+
+def test_conv1d_kernel_rejects_too_short_input():
+    """k 5 without padding needs T >= 5: called with T = 3 the kernel refuses before writing."""
+    w = np.ones((2, 2, 5), np.float32)
+    spec = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "w"}, "out": "y"}
+    cc = compile_circuit(_circuit([spec], {"x": ["B", "T", 2]}, {"w": {"ref": "t.w"}}, "y"), _mem_ckpt({"t.w": w}))
+    out = np.full(8, 7.0, np.float32)
+    status, msg = cc.call([np.zeros((1, 3, 2), np.float32)], [1, 3], [out], cc.new_arena())
+    assert status == -4 and "kcc_conv1d_f32" in msg       # KCC_EDIMS
+    assert (out == 7.0).all()
+
+
+# -- conv_transpose1d ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cin,cout,k,stride,pad,opad,groups", [
+    (10, 10, 3, 2, 1, 1, 10),    # AdainResBlk1d pool: depthwise, output_padding 1
+    (24, 12, 20, 10, 5, 0, 1),   # generator ups[0] geometry
+    (12, 6, 12, 6, 3, 0, 1),     # generator ups[1] geometry
+    (6, 9, 4, 2, 1, 1, 3),       # grouped
+])
+def test_conv_transpose1d_matches_torch(cin, cout, k, stride, pad, opad, groups):
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((2, 7, cin)).astype(np.float32)
+    w = (rng.standard_normal((cin, cout // groups, k)) * 0.3).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    ref = F.conv_transpose1d(cm(x), torch.from_numpy(w), torch.from_numpy(b), stride, pad, opad, groups)
+    got = run_one("conv_transpose1d", x, {"weight": w, "bias": b},
+                  {"stride": stride, "padding": pad, "output_padding": opad, "groups": groups})
+    _close(got, tm(ref))
+
+
+@pytest.mark.parametrize("module,attrs", [
+    ("decoder.decode.3.pool", {"stride": 2, "padding": 1, "output_padding": 1, "groups": 1090}),
+    ("decoder.generator.ups.1", {"stride": 6, "padding": 3}),
+])
+def test_conv_transpose1d_real_weights(small_ckpt, module, attrs):
+    w, b = small_ckpt.weight_norm(module), np.array(small_ckpt.get(f"{module}.bias"))
+    cin = w.shape[0]
+    x = np.random.default_rng(1).standard_normal((1, 9, cin)).astype(np.float32)
+    got = run_one("conv_transpose1d", x, {"weight": w, "bias": b}, attrs)
+    ref = F.conv_transpose1d(cm(x), torch.from_numpy(w), torch.from_numpy(b), attrs["stride"], attrs["padding"],
+                             attrs.get("output_padding", 0), attrs.get("groups", 1))
+    _close(got, tm(ref))
+
+
+# -- adain -----------------------------------------------------------------------------------
+
+def _adain_module(ckpt, ref):
+    from oracle.upstream import kokoro_modules
+    _, _, istft = kokoro_modules()
+    c = ckpt.get(f"{ref}.norm.weight").shape[0]
+    m = istft.AdaIN1d(128, c).eval()
+    m.load_state_dict({k: torch.from_numpy(np.array(ckpt.get(f"{ref}.{k}"))) for k in m.state_dict()})
+    return m
+
+
+@pytest.mark.parametrize("act", ["none", "leaky_relu", "snake"])
+def test_adain_matches_upstream(small_ckpt, act):
+    ref_mod = "decoder.generator.resblocks.1.adain1.2"
+    m = _adain_module(small_ckpt, ref_mod)
+    c = m.norm.weight.shape[0]
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((2, 37, c)) * 2 + 0.5).astype(np.float32)
+    s = (rng.standard_normal((2, 128)) * 0.3).astype(np.float32)
+    w = {r: small_ckpt.get(f"{ref_mod}.{n}") for r, n in
+         (("norm_w", "norm.weight"), ("norm_b", "norm.bias"), ("fc_w", "fc.weight"), ("fc_b", "fc.bias"))}
+    ref = m(cm(x), torch.from_numpy(s))
+    if act == "leaky_relu":
+        ref = F.leaky_relu(ref, 0.2)
+    elif act == "snake":
+        a = torch.from_numpy(np.array(small_ckpt.get("decoder.generator.resblocks.1.alpha1.2")))
+        w["alpha"] = a.numpy()
+        ref = ref + (1 / a) * (torch.sin(a * ref) ** 2)          # upstream Snake1D, verbatim
+    got = run_one("adain", x, w, {"act": act, "slope": 0.2}, extra_inputs={"style": s})
+    _close(got, tm(ref))
+
+
+def test_adain_snake_needs_alpha(small_ckpt):
+    ref_mod = "decoder.encode.norm1"
+    w = {r: small_ckpt.get(f"{ref_mod}.{n}") for r, n in
+         (("norm_w", "norm.weight"), ("norm_b", "norm.bias"), ("fc_w", "fc.weight"), ("fc_b", "fc.bias"))}
+    x = np.zeros((1, 4, w["norm_w"].shape[0]), np.float32)
+    with pytest.raises(LoweringError, match="snake"):
+        run_one("adain", x, w, {"act": "snake"}, extra_inputs={"style": np.zeros((1, 128), np.float32)})
+
+
+# -- elementwise -----------------------------------------------------------------------------
+
+def test_add_scale_and_mean_are_bit_exact():
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal((1, 11, 7)).astype(np.float32) for _ in range(3))
+    ops = [{"op": "add", "in": {"a": "a", "b": "b"}, "attrs": {"scale": 0.7071067811865476}, "out": "s"},
+           {"op": "add", "in": {"a": "s", "b": "b", "c": "c"}, "attrs": {"divisor": 3, "act": "leaky_relu"}, "out": "y"}]
+    circ = _circuit(ops, {n: ["B", "T", 7] for n in "abc"}, {}, "y")
+    circ["blocks"][0]["checkpoints"].append({"name": "s", "tensor": "s", "layout": "time_major", "dtype": "f32",
+                                             "axes": ["b", "t", "c"]})
+    res = compile_circuit(circ, _mem_ckpt({})).run({"a": a, "b": b, "c": c}, with_checkpoints=True)
+    ta, tb, tc = map(torch.from_numpy, (a, b, c))
+    s = (ta + tb) * torch.rsqrt(torch.tensor(2))
+    xs = s.clone()
+    xs += tb
+    xs += tc
+    np.testing.assert_array_equal(res.checkpoints["s"], s.numpy())
+    np.testing.assert_array_equal(res.outputs["y"], F.leaky_relu(xs / 3).numpy())
+
+
+def test_concat_upsample_reflection_pad_leaky():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 6, 3)).astype(np.float32)
+    b = rng.standard_normal((2, 6, 1)).astype(np.float32)
+    ops = [{"op": "concat", "in": {"a": "a", "b": "b", "c": "a", "d": "b"}, "out": "cat"},
+           {"op": "upsample_nearest", "in": {"x": "cat"}, "out": "up"},
+           {"op": "reflection_pad", "in": {"x": "up"}, "attrs": {"left": 1, "right": 0}, "out": "pad"},
+           {"op": "leaky_relu", "in": {"x": "pad"}, "attrs": {"slope": 0.1}, "out": "y"}]
+    circ = _circuit(ops, {"a": ["B", "T", 3], "b": ["B", "T", 1]}, {}, "y")
+    got = compile_circuit(circ, _mem_ckpt({})).run({"a": a, "b": b}).outputs["y"]
+    ref = torch.cat([cm(a), cm(b), cm(a), cm(b)], dim=1)
+    ref = F.interpolate(ref, scale_factor=2, mode="nearest")
+    ref = F.leaky_relu(torch.nn.ReflectionPad1d((1, 0))(ref), 0.1)
+    assert got.shape == (2, 13, 8)
+    np.testing.assert_array_equal(got, tm(ref))
+
+
+def test_reflection_pad_rejects_single_frame():
+    with pytest.raises(KccRunError, match="rejected its input"):
+        run_one("reflection_pad", np.zeros((1, 1, 4), np.float32), {}, {"left": 1})
+
+
+def test_same_extent():
+    assert same_extent("F", "(((2*F)-1)/2+1)")
+    assert not same_extent("F", "((F-1)/2+1)")
+    assert same_extent(12, "(2*6)")
