@@ -44,7 +44,7 @@ def test_decoder_xray_passes_fp32_gate(compiled, pinned):
 
 def test_decoder_output_is_generator_input(compiled, pinned):
     ins = {k: pinned.inputs[k] for k in ("asr", "f0", "n", "style_dec")}
-    out = compiled.run(ins).outputs["dec3"]
+    out = compiled.run(ins).outputs["gen_in"]
     ref = pinned.checkpoints["kokoro.decoder.generator_input"]
     assert out.shape == ref.shape
     assert float(np.abs(out - ref).max()) <= 2e-5

@@ -20,8 +20,8 @@ register(Kernel(
     args=(("x", IN_F32), ("rows", I64), ("k", I64), ("wp", WEIGHT), ("bias", WEIGHT), ("n", I64),
           ("act", I64), ("slope", F32), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="one f32 accumulator per output summed in k order (blocking keeps the order), "
-                     "then + bias, then the activation evaluated in f64 and rounded once",
+        accumulation="f32: each 64-term K chunk summed in k order from zero (FMA where the target has "
+                     "it), chunk sums added in order; then + bias, activation evaluated in f64, rounded once",
         tolerance=2e-5,
         notes="vs torch (MKL/oneDNN, FMA, blocked order) expect ~sqrt(K)*2^-24*sum|x*w| per element; "
               "x and out must not alias"),

@@ -8,6 +8,7 @@ static int kcc_layer_norm_f32(const float *KCC_RESTRICT x, const float *KCC_REST
 {
     if (rows < 0 || n_chan < 1) return KCC_EDIMS;
     if (has_res != 0 && has_res != 1) return KCC_EBADINPUT;
+    KCC_PARALLEL_FOR   /* rows are independent */
     for (int64_t r = 0; r < rows; ++r) {
         const float *xr = x + r * n_chan;
         float *y = out + r * n_chan;
