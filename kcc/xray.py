@@ -224,13 +224,29 @@ def find_capture(capture: str, checkpoint_digest: str, root: Path = FIXTURES) ->
         f"make one with: python -m oracle.capture {capture} --config ...")
 
 
+def _dims_from_checkpoints(g, pinned: PinnedCapture) -> dict[str, int]:
+    """Dims no input's shape carries (a frame count the caller computes from durations) are
+    read from the reference checkpoints' shapes; the C side still checks them (e.g. sum == F)."""
+    carried = {e for n in g.inputs for e in g.tensors[n].shape if isinstance(e, str)}
+    dims: dict[str, int] = {}
+    for c in g.checkpoints:
+        ref = pinned.checkpoints.get(c.name)
+        shape = g.tensors[c.tensor].shape
+        if ref is None or ref.ndim != len(shape):
+            continue
+        for e, n in zip(shape, ref.shape):
+            if isinstance(e, str) and e in g.dims and e not in carried:
+                dims.setdefault(e, int(n))
+    return dims
+
+
 def xray_compiled(compiled, pinned: PinnedCapture, gates: dict[str, Gate] | None = None) -> XrayReport:
     """Run the compiled circuit on the capture's inputs and compare every checkpoint."""
     g = compiled.graph
     if gates is None:
         gates = {c.name: Gate(**{k: v for k, v in c.gate.items() if k != "why"}) for c in g.checkpoints if c.gate}
     inputs = {k: v for k, v in pinned.inputs.items() if k in g.inputs}
-    result = compiled.run(inputs, with_checkpoints=True)
+    result = compiled.run(inputs, with_checkpoints=True, dims=_dims_from_checkpoints(g, pinned))
     order = [c.name for c in g.checkpoints]
     cand = side_manifest("kcc", "generated_native", order, library_path=compiled.library_path,
                          library_sha256=compiled.built.sha256, flags=list(compiled.built.flags),

@@ -45,3 +45,33 @@ def _emb_bind(ctx: BindContext):
 
 define_op(OpDef("embedding_three_table_layer_norm", ("ids", "type_ids"),
           ("word", "position", "type", "gamma", "beta"), {"eps": None}, _emb_infer, _emb_bind))
+
+
+# -- embedding (plain lookup) ----------------------------------------------------------------
+
+register(Kernel(
+    name="kcc_embedding_lookup_f32",
+    source="embedding_lookup_f32.c",
+    args=(("ids", IN_I32), ("n_ids", I64), ("table", WEIGHT), ("n_rows", I64), ("n_chan", I64),
+          ("out", OUT_F32)),
+    contract=Contract(accumulation="none (row copies)", tolerance=0.0,
+                      notes="validates every id against the table rows before the first write"),
+))
+
+
+def _lookup_infer(name, ins, ws, attrs):
+    ids = ins["ids"]
+    expect(len(ids) == 2, name, f"ids must be [batch, token], got {list(ids)}")
+    expect(len(ws["table"]) == 2, name, f"weight 'table' must be [rows, channels], got {list(ws['table'])}")
+    return (*ids, ws["table"][1]), "f32"
+
+
+def _lookup_bind(ctx: BindContext):
+    return "kcc_embedding_lookup_f32", {
+        "ids": ctx.in_ptr["ids"], "n_ids": ctx.rows("ids") + "*" + ctx.dim("ids", 1),
+        "table": ctx.w_ptr["table"], "n_rows": str(ctx.w_shape["table"][0]),
+        "n_chan": str(ctx.w_shape["table"][1]), "out": ctx.out_ptr,
+    }
+
+
+define_op(OpDef("embedding", ("ids",), ("table",), {}, _lookup_infer, _lookup_bind))

@@ -1,0 +1,73 @@
+/* Bidirectional single-layer LSTM recurrence over precomputed input gates, PyTorch semantics
+ * (gate order i, f, g, o; h0 = c0 = 0):
+ *   a = (W_hh h_prev + b_hh) + pre_t;  c = f*c + i*g;  h = o*tanh(c)
+ * pre: [2][n_seq*n_tok][4H] from kcc_lstm_input_gates_f32. whh_t: W_hh transposed to [H][4H]
+ * per direction, so the hidden product is a contiguous axpy over the 4H gates per hidden unit
+ * (vectorises; each gate is one f32 accumulator summed in k order, then + b_hh, then + pre).
+ * Sigmoid and tanh are evaluated in double and rounded once; the cell update rounds each
+ * product and the sum to f32 as torch's cell does.
+ * packed != 0: sequence b covers t < lengths[b], as pack_padded_sequence does (the reverse
+ *   direction starts at lengths[b]-1) and rows t >= lengths[b] are written 0.
+ * packed == 0: every sequence covers all n_tok rows and lengths is not read (may be NULL).
+ * The running cell state and one step's gates live in fixed local arrays, so the hidden size
+ * is bounded by KCC_LSTM_MAX_HIDDEN (checked). h_prev is read back from the previous output row. */
+#define KCC_LSTM_MAX_HIDDEN 512
+
+static float kcc_lstm_sigmoid(float v) { return (float)(1.0 / (1.0 + exp(-(double)v))); }
+
+static int kcc_bilstm_f32(const float *KCC_RESTRICT pre, const int32_t *KCC_RESTRICT lengths,
+                          int64_t n_seq, int64_t n_tok,
+                          const float *KCC_RESTRICT whh_fwd, const float *KCC_RESTRICT bhh_fwd,
+                          const float *KCC_RESTRICT whh_rev, const float *KCC_RESTRICT bhh_rev,
+                          int64_t hidden, int64_t packed, float *KCC_RESTRICT out)
+{
+    if (n_seq < 1 || n_tok < 1 || hidden < 1) return KCC_EDIMS;
+    if (hidden > KCC_LSTM_MAX_HIDDEN) return KCC_EDIMS;
+    if (packed) {
+        if (!lengths) return KCC_ENULL;
+        for (int64_t b = 0; b < n_seq; ++b)
+            if (lengths[b] < 1 || lengths[b] > n_tok) return KCC_EBADINPUT;
+    }
+    const int64_t H = hidden, G = 4 * hidden, width = 2 * hidden;
+    float gate[4 * KCC_LSTM_MAX_HIDDEN];
+    float cell[KCC_LSTM_MAX_HIDDEN];
+    for (int64_t b = 0; b < n_seq; ++b) {
+        const int64_t len = packed ? (int64_t)lengths[b] : n_tok;
+        float *yb = out + b * n_tok * width;
+        for (int64_t dir = 0; dir < 2; ++dir) {
+            const float *wt = dir ? whh_rev : whh_fwd;
+            const float *bias = dir ? bhh_rev : bhh_fwd;
+            const float *pb = pre + (dir * n_seq + b) * n_tok * G;
+            const float *h_prev = NULL;
+            for (int64_t j = 0; j < H; ++j) cell[j] = 0.0f;
+            for (int64_t s = 0; s < len; ++s) {
+                const int64_t t = dir ? len - 1 - s : s;
+                for (int64_t j = 0; j < G; ++j) gate[j] = 0.0f;
+                if (h_prev) {
+                    for (int64_t k = 0; k < H; ++k) {
+                        const float hk = h_prev[k];
+                        const float *w = wt + k * G;
+                        for (int64_t j = 0; j < G; ++j) gate[j] += hk * w[j];
+                    }
+                }
+                const float *p = pb + t * G;
+                for (int64_t j = 0; j < G; ++j) gate[j] = (gate[j] + bias[j]) + p[j];
+                float *h = yb + t * width + dir * H;
+                for (int64_t j = 0; j < H; ++j) {
+                    const float i_g = kcc_lstm_sigmoid(gate[j]);
+                    const float f_g = kcc_lstm_sigmoid(gate[H + j]);
+                    const float g_g = (float)tanh((double)gate[2 * H + j]);
+                    const float o_g = kcc_lstm_sigmoid(gate[3 * H + j]);
+                    const float fc = f_g * cell[j];
+                    const float ig = i_g * g_g;
+                    cell[j] = fc + ig;
+                    h[j] = o_g * (float)tanh((double)cell[j]);
+                }
+                h_prev = h;
+            }
+        }
+        for (int64_t t = len; t < n_tok; ++t)
+            for (int64_t j = 0; j < width; ++j) yb[t * width + j] = 0.0f;
+    }
+    return KCC_OK;
+}

@@ -1,0 +1,115 @@
+"""Recurrent ops: a bidirectional single-layer LSTM (torch.nn.LSTM, bidirectional=True) as two ops.
+
+`lstm_gates` does the input-to-gate GEMM for every timestep and both directions at once into a
+planned arena tensor [2, B, T, 4H] (direction-major; it dies right after the recurrence, so
+the planner reuses its bytes). `bilstm` runs the recurrence over it with W_hh:
+x [B, T, Cin] -> [B, T, 2H] (forward half first, as torch). attr `packed`: true reproduces
+pack_padded_sequence / pad_packed_sequence (sequence b covers t < lengths[b]; the reverse
+direction starts at lengths[b]-1; padded rows are 0) and needs `lengths` [B] i32; false runs
+every sequence over all T rows (torch called on a plain tensor) and takes no lengths.
+Weights in torch's layout: weight_ih_l0 [4H, Cin], weight_hh_l0 [4H, H], biases [4H], and
+the *_reverse ones; gate order i, f, g, o.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kcc.kernels.registry import I64, IN_F32, IN_I32, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.ops.core import BindContext, OpDef, define_op, expect
+from kcc.ops.dense import pack_panels
+
+MAX_HIDDEN = 512  # KCC_LSTM_MAX_HIDDEN in lstm_bidirectional_f32.c
+
+register(Kernel(
+    name="kcc_lstm_input_gates_f32",
+    source="lstm_input_gates_f32.c",
+    args=(("x", IN_F32), ("rows", I64), ("k", I64), ("wp_fwd", WEIGHT), ("b_fwd", WEIGHT),
+          ("wp_rev", WEIGHT), ("b_rev", WEIGHT), ("n_gate", I64), ("gates", OUT_F32)),
+    contract=Contract(accumulation="kcc_linear_f32 per direction: one f32 accumulator per gate in k order, + b_ih",
+                      tolerance=2e-5, notes="x and gates must not alias"),
+    requires=("kcc_linear_f32",),
+))
+
+register(Kernel(
+    name="kcc_bilstm_f32",
+    source="lstm_bidirectional_f32.c",
+    args=(("pre", IN_F32), ("lengths", IN_I32), ("n_seq", I64), ("n_tok", I64),
+          ("whh_fwd", WEIGHT), ("bhh_fwd", WEIGHT), ("whh_rev", WEIGHT), ("bhh_rev", WEIGHT),
+          ("hidden", I64), ("packed", I64), ("out", OUT_F32)),
+    contract=Contract(
+        accumulation="W_hh h: one f32 accumulator per gate in k order, then + b_hh, then + input gates; "
+                     "sigmoid/tanh in f64 rounded once; cell update rounded per op in f32 as torch",
+        tolerance=2e-5,
+        notes=f"hidden <= {MAX_HIDDEN} (fixed local state); lengths checked in [1, T] when packed, "
+              "not read when not packed; errors compound over steps only through the (contracting) recurrence"),
+))
+
+
+def _transpose(w: np.ndarray, attrs=None) -> np.ndarray:
+    """W_hh [4H, H] -> [H, 4H]: row k holds every gate's weight on h[k] (contiguous axpy)."""
+    return np.ascontiguousarray(w.T)
+
+
+# -- lstm_gates --------------------------------------------------------------------------------
+
+def _gates_infer(name, ins, ws, attrs):
+    x = ins["x"]
+    expect(len(x) == 3, name, f"x must be [batch, time, channel], got {list(x)}")
+    wf, wr = ws["w_fwd"], ws["w_rev"]
+    expect(len(wf) == 2 and wf[0] % 4 == 0, name, f"w_fwd must be [4H, Cin], got {list(wf)}")
+    expect(tuple(wr) == tuple(wf), name, f"w_rev shape {list(wr)} differs from w_fwd {list(wf)}")
+    expect(wf[1] == x[-1], name, f"x channels {x[-1]} differ from weight Cin = {wf[1]}")
+    for role in ("b_fwd", "b_rev"):
+        expect(tuple(ws[role]) == (wf[0],), name, f"{role} has shape {list(ws[role])}, expected [{wf[0]}]")
+    return (2, x[0], x[1], wf[0]), "f32"
+
+
+def _gates_bind(ctx: BindContext):
+    return "kcc_lstm_input_gates_f32", {
+        "x": ctx.in_ptr["x"], "rows": ctx.rows("x"), "k": ctx.dim("x", -1),
+        "wp_fwd": ctx.w_ptr["w_fwd"], "b_fwd": ctx.w_ptr["b_fwd"],
+        "wp_rev": ctx.w_ptr["w_rev"], "b_rev": ctx.w_ptr["b_rev"],
+        "n_gate": str(ctx.w_shape["b_fwd"][0]), "gates": ctx.out_ptr,
+    }
+
+
+define_op(OpDef("lstm_gates", ("x",), ("w_fwd", "b_fwd", "w_rev", "b_rev"), {}, _gates_infer, _gates_bind,
+                pack={"w_fwd": ("panel16", pack_panels), "w_rev": ("panel16", pack_panels)}))
+
+
+# -- bilstm ----------------------------------------------------------------------------------
+
+def _lstm_infer(name, ins, ws, attrs):
+    g = ins["gates"]
+    expect(isinstance(attrs["packed"], bool), name, f"attr packed must be true or false, got {attrs['packed']!r}")
+    expect(len(g) == 4 and g[0] == 2, name, f"gates must be [2, batch, time, 4H] (an lstm_gates output), got {list(g)}")
+    wf = ws["w_hh_fwd"]          # torch layout here; bind sees the packed [H, 4H]
+    expect(len(wf) == 2 and wf[0] == 4 * wf[1], name, f"w_hh_fwd must be [4H, H], got {list(wf)}")
+    hidden = wf[1]
+    expect(g[3] == 4 * hidden, name, f"gates width {g[3]} differs from 4H = {4 * hidden} of w_hh")
+    expect(hidden <= MAX_HIDDEN, name, f"hidden size {hidden} exceeds the kernel's {MAX_HIDDEN}")
+    expect(tuple(ws["w_hh_rev"]) == tuple(wf), name, "w_hh_rev shape differs from w_hh_fwd")
+    for role in ("b_hh_fwd", "b_hh_rev"):
+        expect(tuple(ws[role]) == (4 * hidden,), name, f"{role} has shape {list(ws[role])}, expected [{4 * hidden}]")
+    if attrs["packed"]:
+        expect("lengths" in ins, name, "packed: true needs a lengths input [batch] i32")
+        expect(tuple(ins["lengths"]) == (g[1],), name, f"lengths extent {list(ins['lengths'])} is not [{g[1]}]")
+    else:
+        expect("lengths" not in ins, name, "packed: false runs every sequence over all rows; drop the lengths input")
+    return (g[1], g[2], 2 * hidden), "f32"
+
+
+def _lstm_bind(ctx: BindContext):
+    packed = bool(ctx.attrs["packed"])
+    return "kcc_bilstm_f32", {
+        "pre": ctx.in_ptr["gates"], "lengths": ctx.in_ptr["lengths"] if packed else "NULL",
+        "n_seq": ctx.dim("gates", 1), "n_tok": ctx.dim("gates", 2),
+        "whh_fwd": ctx.w_ptr["w_hh_fwd"], "bhh_fwd": ctx.w_ptr["b_hh_fwd"],
+        "whh_rev": ctx.w_ptr["w_hh_rev"], "bhh_rev": ctx.w_ptr["b_hh_rev"],
+        "hidden": str(ctx.w_shape["w_hh_fwd"][0]), "packed": "1" if packed else "0", "out": ctx.out_ptr,
+    }
+
+
+define_op(OpDef("bilstm", ("gates", "lengths?"), ("w_hh_fwd", "b_hh_fwd", "w_hh_rev", "b_hh_rev"),
+                {"packed": None}, _lstm_infer, _lstm_bind,
+                pack={"w_hh_fwd": ("t", _transpose), "w_hh_rev": ("t", _transpose)}))
