@@ -1,4 +1,4 @@
-"""The kcc command line: compile a circuit, X-Ray it against its pinned capture."""
+"""The kcc command line: compile a circuit, X-Ray it against its pinned capture, say, serve."""
 from __future__ import annotations
 
 import argparse
@@ -45,6 +45,32 @@ def cmd_xray(args) -> int:
     return 0 if report.passed else 1
 
 
+def cmd_import_onnx(args) -> int:
+    from kcc.importers.onnx_kokoro import LABEL, main as import_main
+    report = import_main(args.model, args.out, args.report)
+    print(f"{args.out}: {LABEL}")
+    print(report.summary())
+    return 0
+
+
+def cmd_say(args) -> int:
+    from kcc.say import run_cli
+    return run_cli(args)
+
+
+def cmd_serve(args) -> int:
+    from kcc.server import run_cli
+    return run_cli(args)
+
+
+def _speech_args(p) -> None:
+    p.add_argument("--checkpoint", help="kokoro .pth (default: $KCC_CHECKPOINT, else the seeded test checkpoint)")
+    p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
+    p.add_argument("--lang", default="en-us", choices=["en-us", "en-gb"])
+    p.add_argument("--g2p", default="auto", choices=["auto", "misaki", "espeak"])
+    p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 1200, 30 s)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="kcc", description="Kokoro Circuit Compiler")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -60,6 +86,31 @@ def main(argv=None) -> int:
     p.add_argument("--config", help="capture config (default: the one made from this checkpoint)")
     p.add_argument("--json", help="also write the report as JSON")
     p.set_defaults(fn=cmd_xray)
+    p = sub.add_parser("import-onnx", help="import Kokoro-82M weights from the int8 ONNX export into kokoro-v1_0.pth layout")
+    p.add_argument("model", help="kokoro-v1.0.int8.onnx (scripts/fetch_real_weights.py fetches it)")
+    p.add_argument("-o", "--out", required=True, help="output .pth")
+    p.add_argument("--report", help="also write the mapping report as JSON")
+    p.set_defaults(fn=cmd_import_onnx)
+    p = sub.add_parser("say", help="speak text into a WAV file")
+    p.add_argument("text", nargs="?", help="the text (or --text-file)")
+    p.add_argument("--text-file", help="read UTF-8 text from a file, - for stdin")
+    p.add_argument("-o", "--out", required=True, help="output .wav (written atomically)")
+    p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
+    p.add_argument("--speed", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
+    p.add_argument("--timestamps", metavar="JSON", help="also write word timestamps")
+    p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
+    _speech_args(p)
+    p.set_defaults(fn=cmd_say)
+    p = sub.add_parser("serve", help="OpenAI-compatible POST /v1/audio/speech")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8880)
+    p.add_argument("--voice", help="default voice for requests that name none")
+    p.add_argument("--workers", type=int, default=2, help="syntheses run at once")
+    p.add_argument("--max-chars", type=int, default=20000, help="longest input accepted")
+    p.add_argument("--request-timeout", type=float, default=600.0, help="seconds one request may take")
+    _speech_args(p)
+    p.set_defaults(fn=cmd_serve)
     args = ap.parse_args(argv)
     try:
         return args.fn(args)
@@ -71,8 +122,9 @@ def main(argv=None) -> int:
         from kcc.ops import LoweringError
         from kcc.runtime import KccRunError
         from kcc.xray import PinnedCaptureError
+        from kcc.importers.onnx_graph import OnnxImportError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
-                 KccRunError, PinnedCaptureError, ValueError)
+                 KccRunError, PinnedCaptureError, OnnxImportError, ValueError)
         if isinstance(exc, known):
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2

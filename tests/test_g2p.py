@@ -1,0 +1,167 @@
+"""G2P (espeak-ng through misaki's mapping, or misaki.en), vocab encoding, long-text chunking."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kcc.g2p import (G2P, G2PError, G2PWarning, Word, decode_text, encode, espeak_available, load_vocab,
+                     misaki_available)
+from kcc.say import plan
+from kcc.text import MAX_PHONEMES, chunk_words, phoneme_string
+
+ESPEAK, WHY = espeak_available()
+needs_espeak = pytest.mark.skipif(not ESPEAK, reason=f"espeak G2P unavailable: {WHY}")
+
+
+@pytest.fixture(scope="module")
+def us():
+    return G2P("en-us", "espeak")
+
+
+def test_vocab_copy_matches_the_model_config():
+    cfg = json.loads((Path(__file__).parents[1] / "oracle" / "configs" / "full.json").read_text(encoding="utf-8"))
+    assert load_vocab() == cfg["vocab"] and len(load_vocab()) == 114
+
+
+def test_auto_backend_follows_spacy_model():
+    if not ESPEAK:
+        pytest.skip(WHY)
+    assert G2P().backend == ("misaki" if misaki_available()[0] else "espeak")
+
+
+@needs_espeak
+@pytest.mark.parametrize("text, phonemes", [
+    ("Hello world.", "həlˈO wˈɜɹld."),
+    ("I have a dog.", "I hæv ə dˈɑɡ."),                       # 'a' in context, not the letter name
+    ("Isn't it 123?", "ˌɪzənt ɪt wˈʌnhˈʌndɹɪd twˈɛnti θɹˈi?"),
+    ('She said "yes" (twice)!', "ʃi sˈɛd \"jˈɛs\" (twˈIs)!"),
+])
+def test_english_sentences(us, text, phonemes):
+    enc = encode(us(text))
+    assert enc.phonemes == phonemes
+    vocab = load_vocab()
+    assert enc.ids == [vocab[c] for c in phonemes] and not enc.unknown
+    assert all(1 <= i <= max(vocab.values()) for i in enc.ids)
+    # each id maps back to its word (or a joining space), words in order
+    for i, w in zip(enc.ids, enc.word_of):
+        assert w == -1 and i == vocab[" "] or 0 <= w < len(enc.words)
+    owners = [w for w in enc.word_of if w >= 0]
+    assert owners == sorted(owners) and set(owners) == {i for i, w in enumerate(enc.words) if w.phonemes}
+
+
+@needs_espeak
+def test_word_alignment_of_numbers_and_punctuation(us):
+    words = us("Isn't it 123?")
+    assert [(w.text, w.phonemes) for w in words] == [
+        ("Isn't", "ˌɪzənt"), ("it", "ɪt"), ("123", "wˈʌnhˈʌndɹɪd twˈɛnti θɹˈi"), ("?", "?")]
+    assert [w.whitespace for w in words] == [True, True, False, False]
+
+
+@needs_espeak
+def test_british_differs(us):
+    gb = G2P("en-gb", "espeak")
+    assert encode(us("tomato")).phonemes == "təmˈATO"
+    assert encode(gb("tomato")).phonemes == "təmˈɑːtQ"
+
+
+def test_unknown_symbols_are_reported_with_positions():
+    words = [Word("ok", "ok", True), Word("tsk", "tʘk", True), Word("hm", "h\u0298m", False)]
+    with pytest.warns(G2PWarning, match=r"2 symbol\(s\).*'ʘ' \(U\+0298\) at 4 in word 'tsk'.*at 8 in word 'hm'"):
+        enc = encode(words, where="chunk 1")
+    assert [(u.symbol, u.position, u.word) for u in enc.unknown] == [("ʘ", 4, 1), ("ʘ", 8, 2)]
+    assert enc.phonemes == "ok tʘk hʘm" and len(enc.ids) == len(enc.phonemes) - 2
+    assert enc.word_of == [0, 0, -1, 1, 1, -1, 2, 2]
+
+
+def test_decode_text_names_the_bad_byte():
+    assert decode_text(b"caf\xc3\xa9") == "café"
+    with pytest.raises(G2PError, match=r"byte 0xff at offset 2"):
+        decode_text(b"ab\xffcd")
+    with pytest.raises(G2PError, match=r"the argument is not valid UTF-8: byte 0xe9 at offset 3"):
+        decode_text(b"caf\xe9".decode("utf-8", "surrogateescape"), "the argument")
+
+
+def test_bad_language_and_backend():
+    with pytest.raises(G2PError, match="'fr-fr' is not supported"):
+        G2P("fr-fr")
+    with pytest.raises(G2PError, match="backend 'festival' is unknown"):
+        G2P("en-us", "festival")
+    ok, why = misaki_available()
+    if not ok:
+        with pytest.raises(G2PError, match="'misaki' is unavailable: " + why.split(" (")[0]):
+            G2P("en-us", "misaki")
+
+
+# -- chunking -------------------------------------------------------------------------------------
+def _words(n: int, every: int, mark: str, length: int = 6) -> list[Word]:
+    out = []
+    for i in range(n):
+        out.append(Word(f"w{i}", "x" * length, True))
+        if mark and i % every == every - 1:
+            out[-1].whitespace = False
+            out.append(Word(mark, mark, True))
+    out[-1].whitespace = False
+    return out
+
+
+def _check_cover(words, chunks, limit=MAX_PHONEMES):
+    assert [id(w) for c in chunks for w in c] == [id(w) for w in words]      # all words, in order
+    assert all(0 < len(phoneme_string(c)) <= limit for c in chunks)
+
+
+@pytest.mark.parametrize("mark", [".", "!", ";", ",", "—"])
+def test_chunks_end_at_punctuation(mark):
+    words = _words(400, 9, mark)
+    chunks = chunk_words(words)
+    _check_cover(words, chunks)
+    assert len(chunks) > 2 and all(c[-1].phonemes == mark for c in chunks[:-1])
+
+
+def test_sentence_end_preferred_over_comma():
+    words = []
+    for s in range(60):
+        for i in range(8):
+            words.append(Word(f"s{s}w{i}", "abcd", i != 3 and i != 7))
+            if i == 3:
+                words.append(Word(",", ",", True))
+        words.append(Word(".", ".", True))
+    chunks = chunk_words(words)
+    _check_cover(words, chunks)
+    assert all(c[-1].phonemes == "." for c in chunks[:-1])
+
+
+def test_closing_bracket_stays_with_its_sentence():
+    words = []
+    for s in range(80):
+        words += [Word("(", "(", False), Word(f"w{s}", "abcdef", False), Word(".", ".", False), Word(")", ")", True)]
+    chunks = chunk_words(words)
+    _check_cover(words, chunks)
+    assert all(c[-1].phonemes == ")" for c in chunks[:-1])
+
+
+def test_no_punctuation_still_fits():
+    words = _words(300, 0, "", length=7)
+    chunks = chunk_words(words)
+    _check_cover(words, chunks)
+    assert len(chunks) == 5
+
+
+def test_overlong_word_is_cut_with_a_warning():
+    words = [Word("a", "ab", True), Word("long", "z" * 1200, True), Word("b", "cd", False)]
+    with pytest.warns(UserWarning, match="1200 phonemes, over the 510"):
+        chunks = chunk_words(words)
+    assert all(len(phoneme_string(c)) <= MAX_PHONEMES for c in chunks)
+    assert "".join(w.phonemes for c in chunks for w in c) == "ab" + "z" * 1200 + "cd"
+
+
+@needs_espeak
+def test_long_real_text_plans_into_chunks(us):
+    para = " ".join(f"This is sentence {i}, and it keeps going for a while." for i in range(60))
+    text = para + "\nA second paragraph."
+    chunks = plan(text, us)
+    assert len(chunks) >= 4 and all(len(c.ids) <= MAX_PHONEMES and not c.unknown for c in chunks)
+    assert [w.text for c in chunks for w in c.words] == [w.text for w in us(para) + us("A second paragraph.")]
+    assert chunks[-1].text == "A second paragraph."
+    assert all(c.words[-1].phonemes == "." for c in chunks)   # every cut at a sentence end
