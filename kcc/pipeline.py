@@ -16,12 +16,19 @@ import numpy as np
 
 from kcc.build import BuildOptions
 from kcc.checkpoint import Checkpoint, load_checkpoint
+from kcc.circuits import load_circuit
 from kcc.runtime import CompiledCircuit, compile_circuit
 
 FRONT = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
-BACK = ["kokoro_prosody", "kokoro_decoder", "kokoro_generator"]
+BACK = ["kokoro_prosody", "kokoro_decoder", "kokoro_source_noise", "kokoro_generator"]
+NOISE = "kokoro_source_noise"  # parity runs replace it with upstream's own random draws
 CONTEXT_TOKENS = 512          # ALBERT positions: 510 phonemes + 2 boundary tokens
-DEFAULT_MAX_FRAMES = 1200     # 30 s of audio per chunk at 40 frames/s (600 samples a frame)
+DEFAULT_MAX_FRAMES = 1000     # 25 s of audio per chunk at 40 frames/s (600 samples a frame)
+
+
+def frame_dims(frames: int) -> dict[str, int]:
+    """The back stages' frame dims for `frames` alignment frames: F, and N = 2F f0 frames."""
+    return {"F": frames, "N": 2 * frames}
 
 
 class SynthesisError(Exception):
@@ -43,29 +50,44 @@ class Synthesizer:
         self.stages = stages or FRONT + BACK
         self.max_frames = max_frames
         self.circuits: dict[str, CompiledCircuit] = {}
+        planned = frame_dims(max_frames)
         for name in self.stages:
-            dims = {"F": max_frames} if name in BACK else None
-            self.circuits[name] = compile_circuit(name, self.checkpoint, options, dims=dims)
+            doc = load_circuit(name)
+            dims = {d: n for d, n in planned.items() if d in doc["dims"]}
+            self.circuits[name] = compile_circuit(doc, self.checkpoint, options, dims=dims or None)
 
-    def run(self, env: dict[str, np.ndarray], with_checkpoints: bool = False) -> dict[str, np.ndarray]:
-        """Run every stage over `env` (mutated: each stage adds its outputs); return checkpoints."""
+    def set_threads(self, n: int) -> int:
+        return min(c.set_threads(n) for c in self.circuits.values())
+
+    def run(self, env: dict[str, np.ndarray], with_checkpoints: bool = False,
+            skip: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        """Run every stage (but `skip`) over `env`, which each stage extends with its outputs.
+
+        Returns (checkpoints, seconds per stage). Frame dims no input carries (F, N) are set
+        from the durations once the front stages produced them."""
         checkpoints: dict[str, np.ndarray] = {}
-        self.seconds: dict[str, float] = {}
+        seconds: dict[str, float] = {}
+        known: dict[str, int] = {}
         for name, c in self.circuits.items():
+            if name in skip:
+                continue
             missing = [i for i in c.graph.inputs if i not in env]
             if missing:
                 raise SynthesisError(f"stage {name}: input(s) {missing} are produced by no earlier stage")
             t0 = time.perf_counter()
-            result = c.run({i: env[i] for i in c.graph.inputs}, with_checkpoints=with_checkpoints)
-            self.seconds[name] = time.perf_counter() - t0
+            given = {d: v for d, v in known.items() if d in c.graph.dims}
+            result = c.run({i: env[i] for i in c.graph.inputs}, with_checkpoints=with_checkpoints,
+                           dims=given or None)
+            seconds[name] = time.perf_counter() - t0
             env.update(result.outputs)
             checkpoints.update(result.checkpoints)
-            if name == FRONT[-1] and "durations" in env:
+            if "durations" in result.outputs:
                 frames = int(env["durations"].sum())
                 if frames > self.max_frames:
                     raise SynthesisError(f"the utterance needs {frames} frames, over the planned "
                                          f"{self.max_frames}; split the text or raise max_frames")
-        return checkpoints
+                known = frame_dims(frames)
+        return checkpoints, seconds
 
     def synthesize(self, ids: list[int], ref_s: np.ndarray, speed: float = 1.0, seed: int = 0,
                    with_checkpoints: bool = False) -> Synthesis:
@@ -89,6 +111,6 @@ class Synthesizer:
                "style_dec": ref_s[:, :128].copy(), "style_pred": ref_s[:, 128:].copy(),
                "speed": np.array([speed], dtype=np.float32),
                "seed": np.array([seed & 0x7FFFFFFF], dtype=np.int32)}
-        checkpoints = self.run(env, with_checkpoints)
+        checkpoints, seconds = self.run(env, with_checkpoints)
         return Synthesis(env["waveform"].reshape(-1), env["durations"].reshape(-1).astype(np.int32),
-                         checkpoints, dict(self.seconds))
+                         checkpoints, seconds)
