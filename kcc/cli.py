@@ -58,6 +58,49 @@ def cmd_say(args) -> int:
     return run_cli(args)
 
 
+def cmd_synth(args) -> int:
+    """Phoneme ids (or a phoneme string) + a voice -> WAV, entirely in generated C (no G2P)."""
+    import os
+    from pathlib import Path
+
+    from kcc.say import RANDOM_VOICE_NOTICE, load_synthesizer, resolve_voice
+    from kcc.voices import style_for
+    from kcc.wav import write_wav
+    ids = _synth_ids(args)
+    if not args.voice:
+        print(RANDOM_VOICE_NOTICE, file=sys.stderr)
+    pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
+    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
+    if getattr(args, "threads", None):
+        synth.set_threads(args.threads)
+    out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
+    write_wav(args.out, out.audio)
+    print(f"{args.out}: {out.audio.size / 24000:.2f} s from {len(ids)} phoneme ids, "
+          f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C")
+    return 0
+
+
+DEMO_PHONEMES = "kəkˈɔɹO sˈɜɹkjət kəmpˈIlɚ."
+
+
+def _synth_ids(args) -> list[int]:
+    from kcc.g2p import load_vocab
+    if args.ids:
+        try:
+            ids = [int(t) for t in args.ids.replace(",", " ").split()]
+        except ValueError:
+            raise ValueError(f"--ids must be integers separated by commas or spaces, got {args.ids!r}")
+        return ids
+    phonemes = args.phonemes or (DEMO_PHONEMES if args.demo else None)
+    if not phonemes:
+        raise ValueError("pass --ids 50,83,54,... or --phonemes 'həlˈO' (or --demo)")
+    vocab = load_vocab()
+    unknown = sorted({p for p in phonemes if p not in vocab})
+    if unknown:
+        raise ValueError(f"phoneme(s) {unknown} are not in the Kokoro vocabulary")
+    return [vocab[p] for p in phonemes]
+
+
 def cmd_serve(args) -> int:
     from kcc.server import run_cli
     return run_cli(args)
@@ -68,7 +111,7 @@ def _speech_args(p) -> None:
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
     p.add_argument("--lang", default="en-us", choices=["en-us", "en-gb"])
     p.add_argument("--g2p", default="auto", choices=["auto", "misaki", "espeak"])
-    p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 1200, 30 s)")
+    p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 1000, 25 s of audio)")
 
 
 def main(argv=None) -> int:
@@ -102,6 +145,18 @@ def main(argv=None) -> int:
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
     _speech_args(p)
     p.set_defaults(fn=cmd_say)
+    p = sub.add_parser("synth", help="phoneme ids + voice -> WAV in generated C (no G2P)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--ids", help="Kokoro phoneme ids, e.g. 50,83,54 (boundary 0s are added)")
+    g.add_argument("--phonemes", help="a Kokoro phoneme string, mapped through the vocabulary")
+    g.add_argument("--demo", action="store_true", help="a built-in phoneme string")
+    p.add_argument("-o", "--out", required=True, help="output .wav (written atomically)")
+    p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
+    p.add_argument("--speed", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
+    p.add_argument("--native", action="store_true", help="build with -O3 -march=native")
+    _speech_args(p)
+    p.set_defaults(fn=cmd_synth)
     p = sub.add_parser("serve", help="OpenAI-compatible POST /v1/audio/speech")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8880)
