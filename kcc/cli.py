@@ -70,7 +70,8 @@ def cmd_synth(args) -> int:
     if not args.voice:
         print(RANDOM_VOICE_NOTICE, file=sys.stderr)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
+    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
+                             getattr(args, "threads", None))
     if getattr(args, "threads", None):
         synth.set_threads(args.threads)
     out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
@@ -101,6 +102,24 @@ def _synth_ids(args) -> list[int]:
     return [vocab[p] for p in phonemes]
 
 
+def cmd_report(args) -> int:
+    from kcc.report import run_cli
+    return run_cli(args)
+
+
+def cmd_export(args) -> int:
+    import os
+    from pathlib import Path
+
+    from kcc.export import export
+    from kcc.say import load_synthesizer, resolve_voice
+    pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
+    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames)
+    out = export(synth, args.dir, pack)
+    print(f"{out}: {len(synth.circuits)} stage circuits, main.c, Makefile, voice.f32; build with: make -C {out}")
+    return 0
+
+
 def cmd_serve(args) -> int:
     from kcc.server import run_cli
     return run_cli(args)
@@ -112,6 +131,7 @@ def _speech_args(p) -> None:
     p.add_argument("--lang", default="en-us", choices=["en-us", "en-gb"])
     p.add_argument("--g2p", default="auto", choices=["auto", "misaki", "espeak"])
     p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 1000, 25 s of audio)")
+    p.add_argument("--threads", type=int, help="kernel threads (builds the circuits with OpenMP; default: serial)")
 
 
 def main(argv=None) -> int:
@@ -129,6 +149,18 @@ def main(argv=None) -> int:
     p.add_argument("--config", help="capture config (default: the one made from this checkpoint)")
     p.add_argument("--json", help="also write the report as JSON")
     p.set_defaults(fn=cmd_xray)
+    p = sub.add_parser("report", help="per-op FLOPs, bytes moved, arena and roofline bound at given dims")
+    p.add_argument("circuit")
+    p.add_argument("--checkpoint")
+    p.add_argument("--dims", help="runtime dim values, e.g. T=36,F=200 (others: their planned max)")
+    p.add_argument("--passes", default="default", choices=["default", "none"], help="graph passes (fusion)")
+    p.add_argument("--threads", type=int, default=1, help="threads for the roofline measurement")
+    p.add_argument("--bandwidth", type=float, metavar="GBPS", help="skip measuring: memory bandwidth in GB/s")
+    p.add_argument("--peak", type=float, metavar="GFLOPS", help="skip measuring: peak GFLOP/s (with --bandwidth)")
+    p.add_argument("--no-roofline", action="store_true", help="costs only, no measurement")
+    p.add_argument("--summary", action="store_true", help="per op type only, not per op")
+    p.add_argument("--json", help="also write the report as JSON")
+    p.set_defaults(fn=cmd_report)
     p = sub.add_parser("import-onnx", help="import Kokoro-82M weights from the int8 ONNX export into kokoro-v1_0.pth layout")
     p.add_argument("model", help="kokoro-v1.0.int8.onnx (scripts/fetch_real_weights.py fetches it)")
     p.add_argument("-o", "--out", required=True, help="output .pth")
@@ -157,6 +189,11 @@ def main(argv=None) -> int:
     p.add_argument("--native", action="store_true", help="build with -O3 -march=native")
     _speech_args(p)
     p.set_defaults(fn=cmd_synth)
+    p = sub.add_parser("export", help="write a standalone C program (stages, weights, main.c, Makefile)")
+    p.add_argument("dir")
+    p.add_argument("--voice", help="voice pack written as voice.f32 (default: a seeded random pack)")
+    _speech_args(p)
+    p.set_defaults(fn=cmd_export)
     p = sub.add_parser("serve", help="OpenAI-compatible POST /v1/audio/speech")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8880)
