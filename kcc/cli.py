@@ -42,6 +42,10 @@ def cmd_xray(args) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report.to_json(), fh, indent=1, default=str)
+    if args.plot:
+        from kcc.plot import plot_results
+        title = f"X-Ray {doc['name']} ({config} config)"
+        print(f"plot: {plot_results(report.results, args.plot, title)}")
     return 0 if report.passed else 1
 
 
@@ -148,6 +152,7 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint")
     p.add_argument("--config", help="capture config (default: the one made from this checkpoint)")
     p.add_argument("--json", help="also write the report as JSON")
+    p.add_argument("--plot", metavar="PNG", help="also plot the error per checkpoint")
     p.set_defaults(fn=cmd_xray)
     p = sub.add_parser("report", help="per-op FLOPs, bytes moved, arena and roofline bound at given dims")
     p.add_argument("circuit")
@@ -160,6 +165,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-roofline", action="store_true", help="costs only, no measurement")
     p.add_argument("--summary", action="store_true", help="per op type only, not per op")
     p.add_argument("--json", help="also write the report as JSON")
+    p.add_argument("--plot", metavar="PNG", help="also plot the error per checkpoint")
     p.set_defaults(fn=cmd_report)
     p = sub.add_parser("import-onnx", help="import Kokoro-82M weights from the int8 ONNX export into kokoro-v1_0.pth layout")
     p.add_argument("model", help="kokoro-v1.0.int8.onnx (scripts/fetch_real_weights.py fetches it)")

@@ -1,0 +1,50 @@
+"""X-Ray every shipped stage circuit against its pinned captures; print the README status rows.
+
+Usage: python scripts/xray_all.py [--plot docs/xray.png]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kcc.checkpoint import load_checkpoint  # noqa: E402
+from kcc.circuits import load_circuit, shipped_circuits  # noqa: E402
+from kcc.runtime import compile_circuit  # noqa: E402
+from kcc.xray import FIXTURES, load_pinned, xray_compiled  # noqa: E402
+from oracle.checkpoints import test_checkpoint  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plot")
+    args = ap.parse_args(argv)
+    manifest = json.loads((FIXTURES / "MANIFEST.json").read_text())
+    rows, all_results = [], []
+    for name in sorted(shipped_circuits()):
+        doc = load_circuit(name)
+        if "capture" not in doc:
+            continue
+        for config in ("small", "full"):
+            if f"{doc['capture']}.{config}.npz" not in manifest:
+                continue
+            ckpt = load_checkpoint(test_checkpoint(config, 0))
+            report = xray_compiled(compile_circuit(doc, ckpt), load_pinned(doc["capture"], config))
+            worst = report.worst()
+            rows.append((name, config, report.passed, len(report.results), worst.name, worst.max_abs,
+                         min(r.snr_db for r in report.results)))
+            if config == "full" or not any(r[0] == name and r[1] == "full" for r in rows):
+                all_results.extend(report.results)
+    for name, config, ok, n, wname, wabs, snr in rows:
+        print(f"| {name} | {config} | {'PASS' if ok else 'FAIL'} | {n} | {wname} | {wabs:.2e} | {snr:.1f} |")
+    if args.plot:
+        from kcc.plot import plot_results
+        print(plot_results(all_results, args.plot, "X-Ray per checkpoint, every stage circuit vs pinned upstream captures"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
