@@ -18,7 +18,7 @@ from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I3
 from kcc.ops import OPS, BindContext
 from kcc.plan import MemoryPlan
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class CheckedCallCodegenError(Exception):
@@ -180,7 +180,7 @@ static int kcc_fail(char *err, size_t err_len, int status, const char *what)
 """)
     L.append(f"int {prefix}_run(const void *weights, size_t weights_bytes, void *arena, size_t arena_bytes,")
     L.append("        const int64_t *dims, const void *const *inputs, void *const *outputs,")
-    L.append("        void *const *checkpoints, char *err, size_t err_len)")
+    L.append("        void *const *checkpoints, const void *const *inject, char *err, size_t err_len)")
     L.append("{")
     L.append("    if (!arena) return kcc_fail(err, err_len, KCC_ENULL, \"arena is NULL\");")
     L.append("    if ((uintptr_t)arena % KCC_ALIGN) return kcc_fail(err, err_len, KCC_EARENA, "
@@ -214,12 +214,16 @@ static int kcc_fail(char *err, size_t err_len, int status, const char *what)
         L.append(f"    if (st) return kcc_fail(err, err_len, st, \"op {op.name} ({kname}) rejected its input\");")
         for k in ck_index.get(op.output, []):
             nbytes = f"{_numel_expr(g.tensors[op.output].shape)}*4u"
+            # X-Ray teacher forcing: a caller may replace a checkpoint tensor with the reference
+            # value before anything downstream reads it, to isolate the stages after it.
+            L.append(f"    if (inject && inject[{k}]) memcpy(ar + A_{c_ident(op.output)}, inject[{k}], {nbytes});")
             L.append(f"    if (checkpoints && checkpoints[{k}]) memcpy(checkpoints[{k}], ar + A_{c_ident(op.output)}, {nbytes});")
     for i, name in enumerate(g.outputs):
         t = g.tensors[name]
         L.append(f"    memcpy(outputs[{i}], ar + A_{c_ident(name)}, {_numel_expr(t.shape)}*4u);")
     L.append("    (void)wb;")
     L.append("    (void)checkpoints;")
+    L.append("    (void)inject;")
     L.append("    return KCC_OK;")
     L.append("}")
     return "\n".join(L) + "\n"

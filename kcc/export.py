@@ -38,12 +38,13 @@ def _main_c(synth: Synthesizer) -> str:
          "#define _POSIX_C_SOURCE 200809L",
          "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>", "",
          "typedef int (*kcc_run_fn)(const void *, size_t, void *, size_t, const int64_t *,",
-         "                          const void *const *, void *const *, void *const *, char *, size_t);"]
+         "                          const void *const *, void *const *, void *const *, const void *const *,",
+         "                          char *, size_t);"]
     for name in synth.circuits:
         L.append(f"size_t kcc_{name}_arena_bytes(void);")
         L.append(f"size_t kcc_{name}_weights_bytes(void);")
         L.append(f"int kcc_{name}_run(const void *, size_t, void *, size_t, const int64_t *, "
-                 "const void *const *, void *const *, void *const *, char *, size_t);")
+                 "const void *const *, void *const *, void *const *, const void *const *, char *, size_t);")
     L.append(_RUNTIME_HELPERS)
     L.append("int main(int argc, char **argv)")
     L.append("{")
@@ -166,7 +167,7 @@ static int run_stage(const char *name, kcc_run_fn run, size_t wbytes, size_t aby
     void *weights = load_blob(dir, name, wbytes);
     void *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
     if (!weights || !arena) { free(weights); free(arena); return fail("cannot load a stage"); }
-    int st = run(weights, wbytes, arena, abytes, dims, ins, outs, NULL, err, errlen);
+    int st = run(weights, wbytes, arena, abytes, dims, ins, outs, NULL, NULL, err, errlen);
     free(weights);
     free(arena);
     if (st) fprintf(stderr, "kokoro: stage %s failed with status %d: %s\n", name, st, err);

@@ -68,7 +68,7 @@ class CompiledCircuit:
         fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
                        ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p),
                        ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
-                       ctypes.c_char_p, ctypes.c_size_t]
+                       ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]
         self._run = fn
         self._set_threads = getattr(self.lib, f"{self.prefix}_set_threads")
         self._set_threads.restype = ctypes.c_int
@@ -129,7 +129,8 @@ class CompiledCircuit:
     # -- calls ----------------------------------------------------------------------------
     def call(self, inputs: list[np.ndarray], dims: list[int], outputs: list[np.ndarray],
              arena: np.ndarray, weights: np.ndarray | None = None, arena_bytes: int | None = None,
-             checkpoints: list[np.ndarray | None] | None = None) -> tuple[int, str]:
+             checkpoints: list[np.ndarray | None] | None = None,
+             inject: list[np.ndarray | None] | None = None) -> tuple[int, str]:
         """Raw entry point: returns (status, message) and never raises on a C-side refusal."""
         weights = self.weights if weights is None else weights
         err = ctypes.create_string_buffer(512)
@@ -140,14 +141,19 @@ class CompiledCircuit:
         c_ck = None
         if checkpoints is not None:
             c_ck = (vp * max(1, len(checkpoints)))(*[None if a is None else a.ctypes.data for a in checkpoints])
+        c_inj = None
+        if inject is not None:
+            c_inj = (vp * max(1, len(inject)))(*[None if a is None else a.ctypes.data for a in inject])
         status = self._run(weights.ctypes.data, weights.nbytes, arena.ctypes.data,
                            arena.nbytes if arena_bytes is None else arena_bytes,
-                           c_dims, c_in, c_out, c_ck, err, len(err))
+                           c_dims, c_in, c_out, c_ck, c_inj, err, len(err))
         return status, err.value.decode(errors="replace")
 
     def run(self, inputs: dict[str, np.ndarray], arena: np.ndarray | None = None,
-            with_checkpoints: bool = False, dims: dict[str, int] | None = None) -> RunResult:
-        """dims: values of runtime dims that no input's shape carries (see infer_dims)."""
+            with_checkpoints: bool = False, dims: dict[str, int] | None = None,
+            inject: dict[str, np.ndarray] | None = None) -> RunResult:
+        """dims: values of runtime dims that no input's shape carries (see infer_dims).
+        inject: checkpoint name -> array that replaces that tensor once produced (teacher forcing)."""
         g = self.graph
         dims = self.infer_dims(inputs, dims)
         ins = []
@@ -164,8 +170,24 @@ class CompiledCircuit:
         if with_checkpoints:
             cks = [np.empty(self.shape_of(c.tensor, dims), dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])
                    for c in g.checkpoints]
+        inj = None
+        if inject:
+            names = [c.name for c in g.checkpoints]
+            unknown = sorted(set(inject) - set(names))
+            if unknown:
+                raise ValueError(f"circuit '{g.name}': cannot inject {unknown}: not checkpoints of this circuit")
+            inj = []
+            for c in g.checkpoints:
+                if c.name not in inject:
+                    inj.append(None)
+                    continue
+                want = self.shape_of(c.tensor, dims)
+                arr = np.ascontiguousarray(inject[c.name], dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])
+                if arr.shape != want:
+                    raise ValueError(f"inject '{c.name}': shape {arr.shape}, expected {want}")
+                inj.append(arr)
         status, msg = self.call(ins, [dims[d] for d in g.dims], outs,
-                                self.new_arena() if arena is None else arena, checkpoints=cks)
+                                self.new_arena() if arena is None else arena, checkpoints=cks, inject=inj)
         if status != 0:
             raise KccRunError(status, f"circuit '{g.name}': {msg}")
         result = RunResult(dict(zip(g.outputs, outs)))

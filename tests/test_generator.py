@@ -5,17 +5,15 @@ Two views of one circuit:
   upsampler hold the FP32 gate; the STFT differs from torch only by the frame-0 +-pi branch cut
   (see test_signal_ops), and upstream's waveform depends on that rounding sign, so downstream
   checkpoints are compared here for structure, not at the gate;
-- the body from upstream's own `har` (the circuit's source block replaced by an input), which
-  must hold the FP32 gate at every checkpoint, and waveform SNR >= 60 dB.
+- the body teacher-forced with upstream's own `har` (injected into the compiled circuit as
+  soon as the STFT produced it), which must hold the FP32 gate at every checkpoint, and
+  waveform SNR >= 60 dB.
 """
 from __future__ import annotations
-
-import copy
 
 import numpy as np
 import pytest
 
-from kcc.circuits import load_circuit
 from kcc.runtime import compile_circuit
 from kcc.xray import compare_arrays, load_pinned, xray_compiled
 
@@ -30,17 +28,6 @@ def pinned():
 @pytest.fixture(scope="module")
 def full(small_ckpt):
     return compile_circuit("kokoro_generator", small_ckpt)
-
-
-def body_circuit() -> dict:
-    """kokoro_generator with its source block replaced by a `har` input (same ops, same weights)."""
-    doc = copy.deepcopy(load_circuit("kokoro_generator"))
-    src = doc["blocks"].pop(0)
-    assert src["name"] == "source" and src["ops"][-1]["out"] == "har"
-    doc["name"] = "kokoro_generator_body"
-    doc["inputs"] = [i for i in doc["inputs"] if i["name"] not in ("rand_ini", "sine_noise")]
-    doc["inputs"].append({"name": "har", "dtype": "f32", "shape": ["B", "((300*N)/5+1)", 22]})
-    return doc
 
 
 def test_capture_shapes(pinned):
@@ -63,34 +50,38 @@ def test_full_circuit_from_f0(full, pinned):
         assert r.finite and r.cosine > 0.99, (r.name, r.cosine)
 
 
-def test_body_from_upstream_har_holds_fp32_gate(small_ckpt, pinned):
-    cc = compile_circuit(body_circuit(), small_ckpt)
-    ins = {k: v for k, v in pinned.inputs.items() if k in cc.graph.inputs}
-    ins["har"] = pinned.checkpoints[HAR]
-    got = cc.run(ins, with_checkpoints=True).checkpoints
-    names = [c.name for c in cc.graph.checkpoints]
-    assert sorted(names) == sorted(n for n in pinned.checkpoints if n not in ("kokoro.generator.source", HAR))
+def test_body_from_upstream_har_holds_fp32_gate(full, pinned):
+    """Teacher-forced at the STFT: upstream's har is injected into the compiled circuit."""
+    report = xray_compiled(full, pinned, inject=[HAR])
     worst = {}
-    for name in names:
-        r = compare_arrays(name, pinned.checkpoints[name], got[name])
-        assert r.status == "PASS", (name, r.reason)
-        worst[name] = (r.max_abs, r.snr_db)
-    wave = compare_arrays("w", pinned.checkpoints["kokoro.waveform"], got["kokoro.waveform"])
+    for r in report.results:
+        if r.name in ("kokoro.generator.source", HAR):
+            continue
+        assert r.status == "PASS", (r.name, r.reason)
+        worst[r.name] = (r.max_abs, r.snr_db)
+    assert report.result(HAR).status == "INJECTED"
+    wave = report.result("kokoro.waveform")
     assert wave.snr_db >= 60.0 and wave.max_abs <= 2e-5, worst
     print("body X-Ray (max_abs, snr_db):", worst)
 
 
-def test_waveform_is_sensitive_to_the_frame0_branch_cut(small_ckpt, pinned):
+def test_waveform_is_sensitive_to_the_frame0_branch_cut(full, pinned):
     """Why the whole-circuit waveform is not gated: flipping only the frame-0 +-pi phases of
     upstream's har (what the C STFT gives) moves upstream's own waveform far past the gate."""
-    cc = compile_circuit(body_circuit(), small_ckpt)
-    ins = {k: v for k, v in pinned.inputs.items() if k in cc.graph.inputs}
+    ins = {k: v for k, v in pinned.inputs.items() if k in full.graph.inputs}
     har = pinned.checkpoints[HAR].copy()
     ph = har[0, 0, 11:]
     flip = np.abs(np.abs(ph) - np.pi) < 1e-3
     assert flip.any()
     ph[flip] = -ph[flip]
-    ins["har"] = har
-    got = cc.run(ins, with_checkpoints=True).checkpoints["kokoro.waveform"]
+    got = full.run(ins, with_checkpoints=True, inject={HAR: har}).checkpoints["kokoro.waveform"]
     r = compare_arrays("w", pinned.checkpoints["kokoro.waveform"], got)
     assert r.max_abs > 1e-3
+
+
+def test_inject_rejects_unknown_names_and_shapes(full, pinned):
+    ins = {k: v for k, v in pinned.inputs.items() if k in full.graph.inputs}
+    with pytest.raises(ValueError, match="not checkpoints of this circuit"):
+        full.run(ins, inject={"kokoro.nowhere": np.zeros(3, np.float32)})
+    with pytest.raises(ValueError, match="inject 'kokoro.generator.har': shape"):
+        full.run(ins, inject={HAR: np.zeros((1, 2, 22), np.float32)})
