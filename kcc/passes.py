@@ -1,7 +1,18 @@
-"""Graph passes that run after lowering, in order. Each takes and returns a Graph."""
+"""Graph passes that run after lowering, in order. Each takes and returns a Graph.
+
+Fusion passes rewrite chains so intermediates never materialise; a tensor is fused away only
+when its one consumer is the next op of the chain and it is neither a checkpoint nor an output
+(X-Ray still sees every declared checkpoint). Fused ops compute bit-identical results.
+"""
 from __future__ import annotations
 
-from kcc.ir import Graph
+from kcc.ir import Graph, Op
+from kcc.ops.conv import is_gemm
+from kcc.ops.elementwise import same_extent
+from kcc.ops.fused import ATTRS as FUSED_ATTRS
+from kcc.ops.fused import fits_norm_conv
+
+RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d")
 
 
 def drop_dead_ops(g: Graph) -> Graph:
@@ -18,4 +29,73 @@ def drop_dead_ops(g: Graph) -> Graph:
     return g
 
 
-DEFAULT_PASSES = [drop_dead_ops]
+def _consumers(g: Graph) -> dict[str, list[Op]]:
+    out: dict[str, list[Op]] = {}
+    for op in g.ops:
+        for t in op.inputs.values():
+            out.setdefault(t, []).append(op)
+    return out
+
+
+def _private(g: Graph, tensor: str, consumers: dict, reader: Op) -> bool:
+    """tensor is read by `reader` only, and is no checkpoint or output."""
+    pinned = set(g.outputs) | {c.tensor for c in g.checkpoints}
+    return tensor not in pinned and [id(o) for o in consumers.get(tensor, [])] == [id(reader)]
+
+
+def fuse_adain_conv(g: Graph) -> Graph:
+    """adain -> conv1d (GEMM path, fits the tile) becomes one adain_conv1d at the conv's place."""
+    consumers = _consumers(g)
+    drop: set[int] = set()
+    for i, conv in enumerate(g.ops):
+        if conv.type != "conv1d" or set(conv.inputs) != {"x"}:
+            continue
+        norm = g.producer(conv.inputs["x"])
+        if norm is None or norm.type != "adain" or not _private(g, conv.inputs["x"], consumers, conv):
+            continue
+        a, w = conv.attrs, g.weights[conv.weights["weight"]].shape       # GEMM pack [K, panels, Cin, 16]
+        c_in, c_out = g.tensors[conv.inputs["x"]].shape[2], g.tensors[conv.output].shape[2]
+        if not is_gemm(c_in, c_out, a["stride"], a["groups"], False) or len(w) != 4:
+            continue
+        if not fits_norm_conv(c_in, a["dilation"] * (w[0] - 1)):
+            continue
+        attrs = dict(FUSED_ATTRS, eps=norm.attrs["eps"], norm_act=norm.attrs["act"], norm_slope=norm.attrs["slope"],
+                     padding=a["padding"], dilation=a["dilation"], act=a["act"], slope=a["slope"])
+        g.ops[i] = Op(conv.name, "adain_conv1d", dict(norm.inputs), {**norm.weights, **conv.weights}, attrs,
+                      conv.output)
+        drop.add(id(norm))
+    g.ops = [op for op in g.ops if id(op) not in drop]
+    return drop_dead_ops(g)
+
+
+def fuse_residual_add(g: Graph) -> Graph:
+    """add(a, b) (no scale, divisor or act) where one operand comes from a conv read only by
+    this add, and the other exists before that conv runs, becomes the conv's `res` epilogue."""
+    consumers = _consumers(g)
+    index = {id(op): i for i, op in enumerate(g.ops)}
+    drop: set[int] = set()
+    for add in g.ops:
+        if (add.type != "add" or set(add.inputs) != {"a", "b"}
+                or (add.attrs["scale"], add.attrs["divisor"], add.attrs["act"]) != (1.0, 1.0, "none")):
+            continue
+        for role, other in (("a", "b"), ("b", "a")):
+            t, res = add.inputs[role], add.inputs[other]
+            prod = g.producer(t)
+            if prod is None or prod.type not in RES_PRODUCERS or "res" in prod.inputs or id(prod) in drop:
+                continue
+            if not _private(g, t, consumers, add):
+                continue
+            rp = g.producer(res)
+            if rp is not None and index[id(rp)] >= index[id(prod)]:
+                continue
+            if not all(same_extent(p, q) for p, q in zip(g.tensors[res].shape, g.tensors[t].shape)):
+                continue
+            prod.inputs["res"] = res
+            prod.output = add.output
+            drop.add(id(add))
+            break
+    g.ops = [op for op in g.ops if id(op) not in drop]
+    return drop_dead_ops(g)
+
+
+DEFAULT_PASSES = [drop_dead_ops, fuse_adain_conv, fuse_residual_add]

@@ -11,9 +11,12 @@ Two views of one circuit:
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
+from kcc.circuits import load_circuit
 from kcc.runtime import compile_circuit
 from kcc.xray import compare_arrays, load_pinned, xray_compiled
 
@@ -28,6 +31,18 @@ def pinned():
 @pytest.fixture(scope="module")
 def full(small_ckpt):
     return compile_circuit("kokoro_generator", small_ckpt)
+
+
+def body_circuit() -> dict:
+    """kokoro_generator with its source block replaced by a `har` input (same ops, same weights):
+    the generator body alone, for tests that compile it separately (tests/test_fusion.py)."""
+    doc = copy.deepcopy(load_circuit("kokoro_generator"))
+    src = doc["blocks"].pop(0)
+    assert src["name"] == "source" and src["ops"][-1]["out"] == "har"
+    doc["name"] = "kokoro_generator_body"
+    doc["inputs"] = [i for i in doc["inputs"] if i["name"] not in ("rand_ini", "sine_noise")]
+    doc["inputs"].append({"name": "har", "dtype": "f32", "shape": ["B", "((300*N)/5+1)", 22]})
+    return doc
 
 
 def test_capture_shapes(pinned):

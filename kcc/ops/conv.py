@@ -4,6 +4,8 @@ Activations are time-major: x [B, T, Cin] (a rank-2 [B, T] input is one channel)
 [B, T', Cout]. Weights come in torch's layouts (Conv1d [Cout, Cin/groups, K], ConvTranspose1d
 [Cin, Cout/groups, K]; weight-normed layers are declared with "fold": "weight_norm") and are
 packed for kcc_conv1d_f32 (see conv1d_f32.c). `bias` is optional (conv1x1 shortcuts have none).
+Input `res` is optional: a residual [B, T', Cout] added after the activation (kcc.passes fuses
+an `add` into its producing conv this way).
 
 Attrs: stride, padding, dilation, groups (and output_padding for the transposed form);
 act "none" | "leaky_relu" with slope, fused after the bias.
@@ -17,9 +19,10 @@ import numpy as np
 
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
-from kcc.ops.elementwise import paren_extent
+from kcc.ops.elementwise import paren_extent, same_extent
 
-NR = 8  # KCC_CONV_NR in conv1d_f32.c: dense layouts are column panels of 8, zero-padded
+NR = 8  # KCC_CONV_NR in conv1d_f32.c: general dense layouts are column panels of 8, zero-padded
+GEMM_NR = 16  # KCC_GEMM_NR in gemm_f32.c: the GEMM path's panel width
 ACTS = ("none", "leaky_relu")
 
 register(Kernel(
@@ -28,14 +31,19 @@ register(Kernel(
     args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("bias", WEIGHT),
           ("has_bias", I64), ("c_out", I64), ("k_size", I64), ("stride", I64), ("pad", I64),
           ("dilation", I64), ("output_padding", I64), ("groups", I64), ("transposed", I64),
-          ("neg_slope", F32), ("out", OUT_F32)),
+          ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="f32 register partial sums over <= 32 input channels of one tap, summed in f64 "
-                     "across chunks and taps (padded edges: f64 throughout), rounded once after the "
-                     "f64 bias add; the leaky slope is applied in f32 to the rounded value",
+        accumulation="GEMM path (stride 1, groups 1, direct; and transposed with groups 1, dilation 1, "
+                     "as stride phases): f32 throughout, each tap's 64-channel "
+                     "chunks summed from zero (FMA where the target has it) and added in (tap, chunk) "
+                     "order to the output's f32 partial, then + bias in f32. General path: f32 partial "
+                     "sums over <= 32 input channels of one tap, summed in f64 across chunks and taps, "
+                     "rounded once after the f64 bias add. Then the leaky slope, then + res, in f32",
         tolerance=2e-5,
-        notes="torch accumulates in f32 (oneDNN order); the difference is torch's own rounding, "
-              "~sqrt(K*Cin/groups)*2^-24*sum|w*x|. bias is not read when has_bias = 0"),
+        notes="torch accumulates in f32 (oneDNN order); the difference is of torch's own rounding, "
+              "~sqrt(K*Cin/64)*2^-24*|out| on the GEMM path. Per-output arithmetic does not depend "
+              "on blocking: identical for any thread count. bias / res are not read when has_* = 0"),
+    requires=("kcc_linear_f32",),
 ))
 
 
@@ -43,9 +51,32 @@ def _is_depthwise(c_in: int, c_out: int, groups: int) -> bool:
     return c_in // groups == 1 and c_out // groups == 1
 
 
-def _pack(w: np.ndarray, transposed: bool, groups: int) -> np.ndarray:
-    """torch layout -> the kernel's: [K, C] (depthwise) or [G, panels, K, cig, 8] (dense, zero-padded)."""
+def is_gemm(c_in: int, c_out: int, stride: int, groups: int, transposed: bool) -> bool:
+    """kcc_conv_is_gemm in conv1d_f32.c: the shifted-GEMM path and its weight layout."""
+    return stride == 1 and groups == 1 and not transposed and not (c_in == 1 and c_out == 1)
+
+
+def is_polyphase(c_in: int, c_out: int, groups: int, dilation: int, transposed: bool) -> bool:
+    """kcc_conv_is_polyphase in conv1d_f32.c: a transposed conv as stride phases of GEMMs."""
+    return transposed and groups == 1 and dilation == 1 and not (c_in == 1 and c_out == 1)
+
+
+def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: int) -> np.ndarray:
+    """torch layout -> the kernel's: [K, panels, Cin, 16] (GEMM and polyphase paths), [K, C]
+    (depthwise) or [G, panels, K, cig, 8] (general dense); panels zero-padded."""
     k = w.shape[2]
+    if not transposed and is_gemm(w.shape[1] * groups, w.shape[0], stride, groups, transposed):
+        c_out, c_in = w.shape[0], w.shape[1]
+        panels = -(-c_out // GEMM_NR)
+        out = np.zeros((k, c_in, panels * GEMM_NR), dtype=np.float32)
+        out[..., :c_out] = w.transpose(2, 1, 0)                             # [K, Cin, Cout]
+        return np.ascontiguousarray(out.reshape(k, c_in, panels, GEMM_NR).transpose(0, 2, 1, 3))
+    if is_polyphase(w.shape[0], w.shape[1] * groups, groups, dilation, transposed):
+        c_in, c_out = w.shape[0], w.shape[1]
+        panels = -(-c_out // GEMM_NR)
+        out = np.zeros((k, c_in, panels * GEMM_NR), dtype=np.float32)
+        out[..., :c_out] = w.transpose(2, 0, 1)                             # [K, Cin, Cout]
+        return np.ascontiguousarray(out.reshape(k, c_in, panels, GEMM_NR).transpose(0, 2, 1, 3))
     if transposed:
         c_in, cog = w.shape[0], w.shape[1]
         c_out, cig = cog * groups, c_in // groups
@@ -104,7 +135,12 @@ def _make(op: str, transposed: bool):
             expect(tuple(ws["bias"]) == (c_out,), name, f"bias has shape {list(ws['bias'])}, expected [{c_out}]")
         t_out = _out_extent(x[1], transposed, w[2], a)
         expect(not isinstance(t_out, int) or t_out >= 1, name, f"time extent {x[1]} is too short for this conv")
-        return (x[0], t_out, c_out), "f32"
+        shape = (x[0], t_out, c_out)
+        if "res" in ins:
+            r = ins["res"]
+            expect(len(r) == 3 and all(same_extent(p, q) for p, q in zip(r, shape)), name,
+                   f"residual {list(r)} must have the output's extent {list(shape)}")
+        return shape, "f32"
 
     def bind(ctx: BindContext):
         a = ctx.attrs
@@ -119,18 +155,20 @@ def _make(op: str, transposed: bool):
             "k_size": str(_k(ctx)), "stride": str(a["stride"]), "pad": str(a["padding"]),
             "dilation": str(a["dilation"]), "output_padding": str(a.get("output_padding", 0)),
             "groups": str(a["groups"]), "transposed": "1" if transposed else "0",
-            "neg_slope": c_float(a["slope"] if a["act"] == "leaky_relu" else 1.0), "out": ctx.out_ptr,
+            "neg_slope": c_float(a["slope"] if a["act"] == "leaky_relu" else 1.0),
+            "res": ctx.in_ptr.get("res", ctx.in_ptr["x"]), "has_res": "1" if "res" in ctx.in_ptr else "0",
+            "out": ctx.out_ptr,
         }
 
     def pack(w, a):
-        return _pack(w, transposed, a["groups"])
+        return _pack(w, transposed, a["groups"], a["stride"], a["dilation"])
 
-    define_op(OpDef(op, ("x",), ("weight", "bias?"), attrs, infer, bind, pack={"weight": ("conv_pack", pack)}))
+    define_op(OpDef(op, ("x", "res?"), ("weight", "bias?"), attrs, infer, bind, pack={"weight": ("conv_pack", pack)}))
 
 
 def _k(ctx: BindContext) -> int:
-    wp = ctx.w_shape["weight"]          # packed: [K, C] depthwise, [G, panels, K, cig, 8] dense
-    return wp[0] if len(wp) == 2 else wp[2]
+    wp = ctx.w_shape["weight"]  # packed: [K, panels, Cin, 16] GEMM, [K, C] depthwise, [G, panels, K, cig, 8] dense
+    return wp[0] if len(wp) in (2, 4) else wp[2]
 
 
 _make("conv1d", transposed=False)

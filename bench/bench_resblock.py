@@ -1,0 +1,111 @@
+"""Generator resblock r0 (decoder.generator.resblocks.3: C=128, K=3, dilations 1/3/5, T=7681):
+unfused (passes=[], op by op) vs fused (DEFAULT_PASSES), portable -O2 and -O3 -march=native,
+1 and 2 OpenMP threads, plus the X-Ray error of each against upstream AdaINResBlock1.
+
+    python bench/bench_resblock.py [--t 7681] [--reps 3] [--quick]
+
+One process, one run. The ops are cut from kokoro_generator.json (the rb3_* ops that make up
+resblocks.3, input s1_x), so the block is exactly what the generator emits.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kcc.build import BuildOptions  # noqa: E402
+from kcc.checkpoint import load_checkpoint  # noqa: E402
+from kcc.circuits import load_circuit  # noqa: E402
+from kcc.passes import DEFAULT_PASSES  # noqa: E402
+from kcc.runtime import compile_circuit  # noqa: E402
+from kcc.xray import compare_arrays  # noqa: E402
+
+BLOCK, PREFIX, C = 3, "rb3_", 128
+
+
+def resblock_circuit(t_max: int) -> dict:
+    gen = load_circuit("kokoro_generator")
+    ops = [o for b in gen["blocks"] for o in b["ops"] if o["out"].startswith(PREFIX)]
+    used = {w for o in ops for w in o.get("w", {}).values()}
+    return {"schema": "kcc.circuit/1", "name": "bench_resblock", "capture": "none",
+            "dims": {"B": {"min": 1, "max": 1}, "T": {"min": 1, "max": t_max}},
+            "inputs": [{"name": "s1_x", "dtype": "f32", "shape": ["B", "T", C]},
+                       {"name": "style_dec", "dtype": "f32", "shape": ["B", 128]}],
+            "weights": {k: v for k, v in gen["weights"].items() if k in used},
+            "blocks": [{"name": "rb", "ops": copy.deepcopy(ops), "checkpoints": [
+                {"name": "out", "tensor": f"{PREFIX}x2", "layout": "time_major", "dtype": "f32",
+                 "axes": ["b", "t", "c"]}]}],
+            "outputs": [f"{PREFIX}x2"]}
+
+
+def torch_reference(x: np.ndarray, style: np.ndarray) -> np.ndarray:
+    import torch
+    from oracle.capture import load_kmodel
+    block = load_kmodel("small", 0)[0].decoder.generator.resblocks[BLOCK]
+    with torch.no_grad():
+        y = block(torch.from_numpy(x).transpose(1, 2), torch.from_numpy(style))
+    return y.transpose(1, 2).contiguous().numpy()
+
+
+def timed(cc, ins, reps: int) -> tuple[float, np.ndarray]:
+    arena = cc.new_arena()
+    out = cc.run(ins, arena=arena).outputs[f"{PREFIX}x2"]          # warm-up
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        cc.run(ins, arena=arena)
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--t", type=int, default=7681)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="portable -O2, 1 thread only")
+    args = ap.parse_args()
+    from oracle.checkpoints import test_checkpoint
+    ckpt = load_checkpoint(test_checkpoint("small", 0))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, args.t, C)).astype(np.float32)
+    style = rng.standard_normal((1, 128)).astype(np.float32)
+    ins = {"s1_x": x, "style_dec": style}
+    ref = torch_reference(x, style)
+    circ = resblock_circuit(args.t)
+    flops = 6 * 2 * args.t * C * C * 3
+    builds = [("portable -O2", BuildOptions(openmp=True))]
+    if not args.quick:
+        builds.append(("native -O3", BuildOptions(opt="-O3", native=True, openmp=True)))
+    threads = (1,) if args.quick else (1, 2)
+    print(f"resblocks.{BLOCK}: C={C} K=3 T={args.t}; conv work {flops / 1e9:.2f} GFLOP; best of {args.reps}")
+    for label, opts in builds:
+        cc = {name: compile_circuit(circ, ckpt, options=opts, passes=p)
+              for name, p in (("unfused", []), ("fused", DEFAULT_PASSES))}
+        n_ops = {k: len(v.graph.ops) for k, v in cc.items()}
+        outs = {}
+        for n in threads:
+            ms = {}
+            for name in ("unfused", "fused"):
+                cc[name].set_threads(n)
+                ms[name], outs[name, n] = timed(cc[name], ins, args.reps)
+            print(f"{label:13s} {n} thr: unfused {ms['unfused']:8.1f} ms ({n_ops['unfused']} ops)  "
+                  f"fused {ms['fused']:8.1f} ms ({n_ops['fused']} ops)  ratio {ms['unfused'] / ms['fused']:.2f}x  "
+                  f"fused conv-equiv {flops / ms['fused'] / 1e6:.1f} GFLOP/s")
+        for name in ("unfused", "fused"):
+            r = compare_arrays(name, ref, outs[name, 1])
+            print(f"  X-Ray {name:7s} vs torch: {r.status} max_abs {r.max_abs:.3e} rel_rmse {r.rel_rmse:.3e} "
+                  f"cos {r.cosine:.8f}")
+        d = np.abs(outs["fused", 1].astype(np.float64) - outs["unfused", 1])
+        print(f"  fused vs unfused: max_abs {d.max():.3e}, bit-identical {bool((d == 0).all())}; "
+              f"threads 1 vs {threads[-1]} bit-identical "
+              f"{all(np.array_equal(outs[k, 1], outs[k, threads[-1]]) for k in ('unfused', 'fused'))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Fused ops that kcc.passes makes from chains of the families' ops (usable in circuits too).
+
+- `adain_conv1d`: adain (act none | leaky_relu | snake) feeding a stride-1, groups-1 conv1d,
+  with the conv's epilogue (bias, act leaky_relu, optional residual `res`). The normalised
+  tensor never materialises: kcc_norm_conv1d_f32 normalises time tiles (with the conv's halo)
+  into a local buffer and runs the GEMM-path conv on them. Attrs: the adain's as eps,
+  norm_act, norm_slope; the conv's as padding, dilation, act, slope. Weights: the adain's
+  (norm_w, norm_b, fc_w, fc_b, alpha?) and the conv's (weight, bias?), the conv weight in
+  torch layout [Cout, Cin, K] (packed here) or already in the GEMM pack (from the pass).
+
+`fits_norm_conv(c_in, span)` is the kernel's size condition (norm_conv1d_f32.c).
+"""
+from __future__ import annotations
+
+from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.ops.adain import ACTS as NORM_ACTS
+from kcc.ops.adain import _infer as adain_infer
+from kcc.ops.conv import GEMM_NR, _pack, is_gemm
+from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.elementwise import same_extent
+
+NC_MAX_C, NC_TILE, GEMM_MR = 2048, 32768, 4   # KCC_NC_MAX_C, KCC_NC_TILE, KCC_GEMM_MR
+
+
+def fits_norm_conv(c_in: int, span: int) -> bool:
+    return c_in <= NC_MAX_C and c_in * (span + GEMM_MR) <= NC_TILE
+
+
+register(Kernel(
+    name="kcc_norm_conv1d_f32",
+    source="norm_conv1d_f32.c",
+    args=(("x", IN_F32), ("style", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("n_style", I64),
+          ("norm_w", WEIGHT), ("norm_b", WEIGHT), ("fc_w", WEIGHT), ("fc_b", WEIGHT), ("alpha", WEIGHT),
+          ("act", I64), ("slope", F32), ("eps", F32), ("wp", WEIGHT), ("bias", WEIGHT), ("has_bias", I64),
+          ("c_out", I64), ("k_size", I64), ("pad", I64), ("dilation", I64), ("neg_slope", F32),
+          ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
+    contract=Contract(
+        accumulation="the adain of kcc_instance_norm_style_f32 and the GEMM path of kcc_conv1d_f32, "
+                     "through the same helpers",
+        tolerance=2e-5,
+        notes="bit-identical to the unfused adain -> conv1d (-> add) for any thread count; "
+              "KCC_EDIMS unless fits_norm_conv(c_in, dilation*(K-1))"),
+    requires=("kcc_instance_norm_style_f32", "kcc_conv1d_f32"),
+))
+
+ATTRS = {"eps": 1e-5, "norm_act": "none", "norm_slope": 0.01, "padding": 0, "dilation": 1,
+         "act": "none", "slope": 0.01}
+
+
+def _geometry(w) -> tuple[int, int, int]:
+    """(c_out, c_in, K) from the torch layout [Cout, Cin, K] or the GEMM pack [K, panels, Cin, 16]."""
+    if len(w) == 4:
+        return w[1] * GEMM_NR, w[2], w[0]
+    return w[0], w[1], w[2]
+
+
+def _infer(name, ins, ws, a):
+    norm_ws = {r: ws[r] for r in ("norm_w", "norm_b", "fc_w", "fc_b", "alpha") if r in ws}
+    shape, _ = adain_infer(name, {"x": ins["x"], "style": ins["style"]}, norm_ws,
+                           {"eps": a["eps"], "act": a["norm_act"], "slope": a["norm_slope"]})
+    w = ws["weight"]
+    expect(len(w) in (3, 4), name, f"weight must be [Cout, Cin, K] or the GEMM pack, got {list(w)}")
+    c_out, c_in, k = _geometry(w)
+    if "bias" in ws:
+        c_out = ws["bias"][0]
+    expect(c_in == shape[2], name, f"weight {list(w)} expects {c_in} input channels, x has {shape[2]}")
+    for key in ("padding", "dilation"):
+        expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
+    expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")
+    span = a["dilation"] * (k - 1)
+    expect(fits_norm_conv(c_in, span), name, f"Cin {c_in} with tap span {span} does not fit the kernel's tile")
+    t = shape[1]
+    add = 2 * a["padding"] - span
+    t_out = t + add if isinstance(t, int) else (t if add == 0 else f"({t}{'+' if add > 0 else '-'}{abs(add)})")
+    out = (shape[0], t_out, c_out)
+    if "res" in ins:
+        expect(len(ins["res"]) == 3 and all(same_extent(p, q) for p, q in zip(ins["res"], out)), name,
+               f"residual {list(ins['res'])} must have the output's extent {list(out)}")
+    return out, "f32"
+
+
+def _bind(ctx: BindContext):
+    a, w = ctx.attrs, ctx.w_ptr
+    c_out, c_in, k = _geometry(ctx.w_shape["weight"])
+    return "kcc_norm_conv1d_f32", {
+        "x": ctx.in_ptr["x"], "style": ctx.in_ptr["style"], "n_batch": ctx.dim("x", 0), "t_in": ctx.dim("x", 1),
+        "c_in": ctx.dim("x", 2), "n_style": ctx.dim("style", 1), "norm_w": w["norm_w"], "norm_b": w["norm_b"],
+        "fc_w": w["fc_w"], "fc_b": w["fc_b"], "alpha": w.get("alpha", w["norm_w"]),
+        "act": str(NORM_ACTS[a["norm_act"]]), "slope": c_float(a["norm_slope"]), "eps": c_float(a["eps"]),
+        "wp": w["weight"], "bias": w.get("bias", w["weight"]), "has_bias": "1" if "bias" in w else "0",
+        "c_out": str(ctx.out_shape[2]), "k_size": str(k), "pad": str(a["padding"]), "dilation": str(a["dilation"]),
+        "neg_slope": c_float(a["slope"] if a["act"] == "leaky_relu" else 1.0),
+        "res": ctx.in_ptr.get("res", ctx.in_ptr["x"]), "has_res": "1" if "res" in ctx.in_ptr else "0",
+        "out": ctx.out_ptr,
+    }
+
+
+def _pack_weight(w, a):
+    expect(is_gemm(w.shape[1], w.shape[0], 1, 1, False), "adain_conv1d", f"weight {list(w.shape)} is not a GEMM-path conv")
+    return _pack(w, False, 1, 1, 1)
+
+
+define_op(OpDef("adain_conv1d", ("x", "style", "res?"),
+                ("norm_w", "norm_b", "fc_w", "fc_b", "alpha?", "weight", "bias?"), ATTRS, _infer, _bind,
+                pack={"weight": ("conv_pack", _pack_weight)}))
