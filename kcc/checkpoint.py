@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kcc.digest import file_sha256
+
 SECTIONS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
 
 _STORAGE_DTYPES = {
@@ -188,8 +190,14 @@ def load_torch_zip(path: str | Path, what: str = "checkpoint"):
             raise CheckpointError(f"{path}: corrupt {what} record {pkl[0]}: {exc}")
 
 
-def load_checkpoint(path: str | Path) -> Checkpoint:
+def load_checkpoint(path: str | Path, sha256: str | None = None) -> Checkpoint:
+    """sha256: the file's expected SHA-256 (hex); a mismatch is refused before unpickling."""
     path = Path(path)
+    if sha256 is not None and path.is_file():
+        digest = file_sha256(path)
+        if digest != sha256.lower():
+            raise CheckpointError(f"{path}: SHA-256 {digest} differs from the expected {sha256}: "
+                                  "wrong or modified file")
     obj = load_torch_zip(path)
     if not isinstance(obj, dict):
         raise CheckpointError(f"{path}: top level is {type(obj).__name__}, expected a dict of state dicts")

@@ -162,3 +162,11 @@ def test_non_tensor_entry_is_refused(tmp_path):
     torch.save(state, path)
     with pytest.raises(CheckpointError, match="bert.module.note is not a tensor|not a tensor"):
         load_checkpoint(path)
+
+
+def test_sha_mismatched_checkpoint_is_refused(small_ckpt_path, tmp_path):
+    from kcc.checkpoint import file_sha256
+    good = file_sha256(small_ckpt_path)
+    assert load_checkpoint(small_ckpt_path, sha256=good).names()
+    with pytest.raises(CheckpointError, match="differs from the expected"):
+        load_checkpoint(small_ckpt_path, sha256="0" * 64)
