@@ -22,28 +22,17 @@ import numpy as np
 
 from oracle.captures import load_all
 from oracle.checkpoints import test_checkpoint
-from oracle.upstream import kokoro_modules, load_config, versions
+from oracle.upstream import kmodel_from_path, load_config, versions
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
 MANIFEST = FIXTURES / "MANIFEST.json"
 
 def load_kmodel(config: str, seed: int, disable_complex: bool = False):
-    """Upstream KModel on the seeded checkpoint, loaded by upstream's own loader.
+    """Upstream KModel on the seeded checkpoint (see kmodel_from_path), and that checkpoint's path.
 
     disable_complex selects upstream's CustomSTFT (real-valued, exportable to ONNX)."""
-    import torch
-    model_mod, _, _ = kokoro_modules()
     path = test_checkpoint(config, seed)
-    kmodel = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config(config), model=str(path),
-                              disable_complex=disable_complex).eval()
-    # KModel's fallback load is strict=False: prove every tensor really arrived.
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    for section, state in saved.items():
-        live = getattr(kmodel, section).state_dict()
-        for k, v in state.items():
-            if not torch.equal(live[k[7:] if k.startswith("module.") else k], v):
-                raise RuntimeError(f"upstream KModel did not load {section}.{k}")
-    return kmodel, path
+    return kmodel_from_path(path, config, disable_complex), path
 
 
 def write_capture(name: str, config: str, seed: int, data: dict, ckpt_path: Path) -> Path:

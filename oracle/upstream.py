@@ -46,3 +46,19 @@ def versions() -> dict:
     import transformers
     return {"kokoro": KOKORO_VERSION, "torch": torch.__version__,
             "transformers": transformers.__version__, "numpy": numpy.__version__}
+
+
+def kmodel_from_path(path, config: str = "full", disable_complex: bool = False):
+    """Upstream KModel on the checkpoint at `path`, loaded by upstream's own loader, with proof
+    that every saved tensor arrived (KModel's fallback load is strict=False and would not say)."""
+    import torch
+    model_mod, _, _ = kokoro_modules()
+    kmodel = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config(config), model=str(path),
+                              disable_complex=disable_complex).eval()
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    for section, state in saved.items():
+        live = getattr(kmodel, section).state_dict()
+        for k, v in state.items():
+            if not torch.equal(live[k[7:] if k.startswith("module.") else k], v):
+                raise RuntimeError(f"upstream KModel did not load {section}.{k}")
+    return kmodel

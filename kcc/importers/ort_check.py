@@ -89,18 +89,9 @@ def deterministic_source():
 
 
 def load_kmodel(pth):
-    """Upstream KModel on `pth`, proving every saved tensor arrived (its fallback load is strict=False)."""
-    import torch
-    from oracle.upstream import kokoro_modules, load_config
-    model_mod, _, _ = kokoro_modules()
-    kmodel = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config("full"), model=str(pth)).eval()
-    saved = torch.load(pth, map_location="cpu", weights_only=True)
-    for section, state in saved.items():
-        live = getattr(kmodel, section).state_dict()
-        for k, v in state.items():
-            if not torch.equal(live[k[7:] if k.startswith("module.") else k], v):
-                raise RuntimeError(f"upstream KModel did not load {section}.{k}")
-    return kmodel
+    """Upstream KModel on `pth`, proving every saved tensor arrived."""
+    from oracle.upstream import kmodel_from_path
+    return kmodel_from_path(pth, "full")
 
 
 def run_torch(kmodel, ids: list[int], style: np.ndarray, speed: float = 1.0,

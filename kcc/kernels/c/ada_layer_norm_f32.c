@@ -15,15 +15,8 @@ static int kcc_ada_layer_norm_f32(const float *KCC_RESTRICT x, const float *KCC_
         for (int64_t t = 0; t < n_tok; ++t) {
             const float *xr = x + (b * n_tok + t) * n_chan;
             float *y = out + (b * n_tok + t) * n_chan;
-            double sum = 0.0;
-            for (int64_t c = 0; c < n_chan; ++c) sum += xr[c];
-            const double mean = sum / (double)n_chan;
-            double var = 0.0;
-            for (int64_t c = 0; c < n_chan; ++c) {
-                const double d = (double)xr[c] - mean;
-                var += d * d;
-            }
-            const double inv = 1.0 / sqrt(var / (double)n_chan + (double)eps);
+            double mean, inv;
+            kcc_mean_rstd_f64(xr, n_chan, eps, &mean, &inv);
             for (int64_t c = 0; c < n_chan; ++c) {
                 const float xn = (float)(((double)xr[c] - mean) * inv);
                 const float scale = 1.0f + gamma[c];

@@ -19,20 +19,10 @@ static int kcc_embedding_three_table_layer_norm_f32(
             const float *p = position + t * n_chan;
             const float *ty = type + (int64_t)type_ids[row] * n_chan;
             float *y = out + row * n_chan;
-            double sum = 0.0;
-            for (int64_t c = 0; c < n_chan; ++c) {
-                y[c] = w[c] + ty[c] + p[c];
-                sum += y[c];
-            }
-            const double mean = sum / (double)n_chan;
-            double var = 0.0;
-            for (int64_t c = 0; c < n_chan; ++c) {
-                const double d = y[c] - mean;
-                var += d * d;
-            }
-            const float inv = (float)(1.0 / sqrt(var / (double)n_chan + (double)eps));
-            const float mu = (float)mean;
-            for (int64_t c = 0; c < n_chan; ++c) y[c] = (y[c] - mu) * inv * gamma[c] + beta[c];
+            for (int64_t c = 0; c < n_chan; ++c) y[c] = w[c] + ty[c] + p[c];
+            double mean, inv;
+            kcc_mean_rstd_f64(y, n_chan, eps, &mean, &inv);
+            for (int64_t c = 0; c < n_chan; ++c) y[c] = (float)(((double)y[c] - mean) * inv) * gamma[c] + beta[c];
         }
     }
     return KCC_OK;

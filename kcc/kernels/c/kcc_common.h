@@ -24,3 +24,19 @@
 #define KCC_PARALLEL_FOR
 #define KCC_PARALLEL_FOR_COLLAPSE2
 #endif
+
+/* Mean and 1/sqrt(biased variance + eps) of n floats, both accumulated in double (two passes):
+ * the statistics contract every row normalisation (LayerNorm and its variants) shares. */
+static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, double *mean, double *rstd)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += x[i];
+    const double mu = sum / (double)n;
+    double var = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double d = (double)x[i] - mu;
+        var += d * d;
+    }
+    *mean = mu;
+    *rstd = 1.0 / sqrt(var / (double)n + (double)eps);
+}

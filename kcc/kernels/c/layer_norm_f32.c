@@ -18,15 +18,8 @@ static int kcc_layer_norm_f32(const float *KCC_RESTRICT x, const float *KCC_REST
         } else {
             for (int64_t c = 0; c < n_chan; ++c) y[c] = xr[c];
         }
-        double sum = 0.0;
-        for (int64_t c = 0; c < n_chan; ++c) sum += y[c];
-        const double mean = sum / (double)n_chan;
-        double var = 0.0;
-        for (int64_t c = 0; c < n_chan; ++c) {
-            const double d = (double)y[c] - mean;
-            var += d * d;
-        }
-        const double inv = 1.0 / sqrt(var / (double)n_chan + (double)eps);
+        double mean, inv;
+        kcc_mean_rstd_f64(y, n_chan, eps, &mean, &inv);
         for (int64_t c = 0; c < n_chan; ++c) y[c] = (float)(((double)y[c] - mean) * inv) * gamma[c] + beta[c];
     }
     return KCC_OK;
