@@ -165,8 +165,10 @@ class Progress:
 
 
 # -- command line ----------------------------------------------------------------------------
-def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False):
-    """The compiled Synthesizer (first run compiles; kcc.build caches the libraries)."""
+def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False,
+                     threads: int | None = None):
+    """The compiled Synthesizer (first run compiles; kcc.build caches the libraries).
+    threads: build with OpenMP and run kernels on that many threads (None: serial build)."""
     from kcc.build import BuildOptions
     from kcc.pipeline import DEFAULT_MAX_FRAMES, Synthesizer
     if not checkpoint:
@@ -176,7 +178,11 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
             raise SayError("no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)") from None
         print(RANDOM_WEIGHTS_NOTICE, file=sys.stderr)
         checkpoint = str(test_checkpoint("full", 0))
-    return Synthesizer(checkpoint, BuildOptions(native=native), max_frames=max_frames or DEFAULT_MAX_FRAMES)
+    synth = Synthesizer(checkpoint, BuildOptions(native=native, openmp=bool(threads)),
+                        max_frames=max_frames or DEFAULT_MAX_FRAMES)
+    if threads:
+        synth.set_threads(threads)
+    return synth
 
 
 def read_input(args) -> str:
@@ -208,7 +214,8 @@ def run_cli(args) -> int:
             print(RANDOM_VOICE_NOTICE, file=sys.stderr)
         pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
         chunks = plan(text, g2p)           # text errors surface before the (slow) compile
-        synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames)
+        synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
+                                 threads=getattr(args, "threads", None))
         result = say(text, synth, pack, args.speed, args.seed, g2p, chunks=chunks,
                      progress=Progress(len(chunks), enabled=True if args.progress else None))
     except (SayError, G2PError, VoiceError, SynthesisError) as exc:

@@ -1,0 +1,168 @@
+"""kcc.costs formulas against hand-computed counts, and `kcc report` on real circuits (small config)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from kcc.costs import FORMULAS, graph_costs, op_cost
+from kcc.lower import lower_circuit
+from kcc.ops import OPS
+from kcc.report import Roofline, build_report, measure_roofline, parse_dims, render
+
+RF = Roofline(bandwidth=20e9, peak=50e9, threads=1, how="fixed for the test")
+
+
+class _Arrays:
+    """The two methods lowering asks of a Checkpoint, over a dict of arrays."""
+
+    def __init__(self, arrays):
+        self.arrays = arrays
+
+    def get(self, ref):
+        return self.arrays[ref]
+
+    def weight_norm(self, ref):
+        return self.arrays[ref]
+
+
+def _one_op(op: str, x_shape, weights: dict, attrs: dict, extra_inputs=(), dims=None):
+    rng = np.random.default_rng(0)
+    arrays = {k: rng.standard_normal(s).astype(np.float32) for k, s in weights.items()}
+    doc = {"name": "t", "dims": dims or {"B": {"min": 1, "max": 2}, "T": {"min": 1, "max": 64}},
+           "inputs": [{"name": "x", "dtype": "f32", "shape": x_shape}, *extra_inputs],
+           "weights": {k: {"ref": k} for k in weights},
+           "blocks": [{"name": "b", "ops": [{"op": op, "in": {"x": "x", **{i["name"]: i["name"] for i in extra_inputs}},
+                                             "w": {r: r for r in weights}, "attrs": attrs, "out": "y"}]}],
+           "outputs": ["y"]}
+    g, packed = lower_circuit(doc, _Arrays(arrays), [])
+    return g, packed
+
+
+def test_linear_cost_matches_hand_formula():
+    g, packed = _one_op("linear", ["B", "T", 96], {"weight": (40, 96), "bias": (40,)}, {})
+    c = op_cost(g, g.ops[0], {"B": 2, "T": 36})
+    m, k, n = 2 * 36, 96, 40
+    assert c.flops == 2 * m * k * n + m * n                      # multiply-adds + bias
+    assert c.bytes_in == m * k * 4 and c.bytes_out == m * n * 4
+    assert c.bytes_w == sum(a.nbytes for a in packed.values())   # the packed panels, zero padding included
+    assert c.bytes_w == (48 * 96 + 40) * 4                       # 40 columns padded to 3 panels of 16
+
+
+def test_linear_activation_is_one_op_per_output():
+    g, _ = _one_op("linear", ["B", "T", 8], {"weight": (8, 8), "bias": (8,)}, {"act": "leaky_relu"})
+    c = op_cost(g, g.ops[0], {"B": 1, "T": 10})
+    assert c.flops == 2 * 10 * 8 * 8 + 10 * 8 + 10 * 8 and c.fused == "leaky_relu"
+
+
+@pytest.mark.parametrize("attrs,k,t_out,groups", [
+    ({"padding": 2}, 5, 36, 1),                                   # 'same', GEMM path
+    ({"padding": 1, "stride": 2}, 3, (36 + 2 - 3) // 2 + 1, 1),   # strided, general path
+    ({"padding": 1, "groups": 64}, 3, 36, 64),                    # depthwise
+])
+def test_conv1d_cost_matches_hand_formula(attrs, k, t_out, groups):
+    c_in, c_out = 64, 64 if groups > 1 else 96
+    g, packed = _one_op("conv1d", ["B", "T", c_in], {"weight": (c_out, c_in // groups, k), "bias": (c_out,)}, attrs)
+    c = op_cost(g, g.ops[0], {"B": 1, "T": 36})
+    assert c.flops == 2 * t_out * c_out * (c_in // groups) * k + t_out * c_out
+    assert c.bytes_out == t_out * c_out * 4 and c.bytes_in == 36 * c_in * 4
+    assert c.bytes_w == sum(a.nbytes for a in packed.values())
+
+
+def test_conv_transpose1d_cost_matches_hand_formula():
+    g, _ = _one_op("conv_transpose1d", ["B", "T", 64], {"weight": (64, 32, 4), "bias": (32,)},
+                   {"stride": 2, "padding": 1})
+    c = op_cost(g, g.ops[0], {"B": 1, "T": 20})
+    t_out = (20 - 1) * 2 - 2 + 4
+    assert c.bytes_out == t_out * 32 * 4
+    assert c.flops == 2 * 20 * 64 * 32 * 4 + t_out * 32       # each input row scatters to Cout*K outputs
+
+
+def test_attention_cost_matches_hand_formula():
+    lengths = {"name": "lengths", "dtype": "i32", "shape": ["B"]}
+    doc_inputs = [{"name": "k", "dtype": "f32", "shape": ["B", "T", 64]},
+                  {"name": "v", "dtype": "f32", "shape": ["B", "T", 64]}, lengths]
+    doc = {"name": "t", "dims": {"B": {"min": 1, "max": 2}, "T": {"min": 1, "max": 64}},
+           "inputs": [{"name": "q", "dtype": "f32", "shape": ["B", "T", 64]}, *doc_inputs], "weights": {},
+           "blocks": [{"name": "b", "ops": [{"op": "attention", "in": {"q": "q", "k": "k", "v": "v", "lengths": "lengths"},
+                                             "attrs": {"heads": 4}, "out": "y"}]}], "outputs": ["y"]}
+    g, _ = lower_circuit(doc, _Arrays({}), [])
+    b, t, w, h = 1, 36, 64, 4
+    c = op_cost(g, g.ops[0], {"B": b, "T": t})
+    assert c.flops == 4 * b * t * t * w + 5 * b * h * t * t + b * t * w    # QK^T + PV, softmax, 1/sum
+    assert c.bytes_in == 3 * b * t * w * 4 + b * 4 and c.bytes_w == 0
+
+
+def test_every_op_type_has_a_formula():
+    assert sorted(set(OPS) - set(FORMULAS)) == []
+
+
+def test_parse_dims():
+    assert parse_dims("T=36, F=200") == {"T": 36, "F": 200}
+    with pytest.raises(ValueError, match="NAME=INTEGER"):
+        parse_dims("T36")
+
+
+def test_report_embedding(small_ckpt_path):
+    r = build_report("kokoro_embedding", small_ckpt_path, {"B": 1, "T": 36}, roofline=RF)
+    (c,) = r.costs
+    from kcc.checkpoint import load_checkpoint
+    ck = load_checkpoint(small_ckpt_path)
+    chan = ck.get("bert.embeddings.word_embeddings.weight").shape[1]
+    # ids + type ids; one row of each of the three tables per token; gamma, beta; the output
+    assert c.bytes_in == 2 * 36 * 4 and c.bytes_out == 36 * chan * 4
+    rows = [ck.get(f"bert.embeddings.{t}_embeddings.weight").shape[0] for t in ("word", "position", "token_type")]
+    assert c.bytes_w == (sum(min(n, 36) for n in rows) + 2) * chan * 4
+    assert c.flops == 10 * 36 * chan
+    assert r.bound_s() == pytest.approx(max(c.bytes / RF.bandwidth, c.flops / RF.peak))
+    assert r.arena_bytes_at < r.arena_bytes_max
+    text = render(r)
+    assert "embedding_three_table_layer_norm" in text and "bound" in text
+
+
+def test_report_generator_fusion_keeps_flops_and_cuts_bytes(small_ckpt_path):
+    dims = {"B": 1, "N": 40}
+    fused = build_report("kokoro_generator", small_ckpt_path, dims, roofline=RF)
+    plain = build_report("kokoro_generator", small_ckpt_path, dims, passes=[], roofline=RF)
+    assert not fused.notes and not plain.notes
+    assert all(c.flops is not None for c in fused.costs)
+    # fusion rewrites ops, never the arithmetic: the same FLOPs, fewer bytes through memory
+    assert fused.flops == plain.flops
+    assert fused.bytes < plain.bytes and len(fused.costs) < len(plain.costs)
+    convs = sum(c.flops for c in plain.costs if c.type in ("conv1d", "conv_transpose1d"))
+    assert convs / plain.flops > 0.95                     # the vocoder is its convolutions
+    assert fused.bound_s() == pytest.approx(sum(max(c.bytes / RF.bandwidth, c.flops / RF.peak) for c in fused.costs))
+    js = fused.to_json()
+    assert js["flops"] == fused.flops and len(js["ops"]) == len(fused.costs)
+    json.dumps(js)
+    # costs scale with the runtime dim: twice the frames, about twice the work
+    double = graph_costs(*_graph_at(small_ckpt_path), {"B": 1, "N": 80})
+    assert 1.9 < sum(c.flops for c in double) / fused.flops < 2.1
+
+
+def _graph_at(ckpt):
+    from kcc.checkpoint import load_checkpoint
+    from kcc.circuits import load_circuit
+    from kcc.passes import DEFAULT_PASSES
+    g, _ = lower_circuit(load_circuit("kokoro_generator"), load_checkpoint(ckpt), DEFAULT_PASSES)
+    return (g,)
+
+
+def test_measured_roofline_is_plausible():
+    rf = measure_roofline(threads=1, triad_floats=1 << 20, gemm_n=256, reps=2)
+    assert 1e8 < rf.bandwidth < 1e13 and 1e8 < rf.peak < 1e13 and math.isfinite(rf.bound(
+        type("C", (), {"bytes": 1e6, "flops": 1e6})()))
+
+
+def test_cli_report(small_ckpt_path, tmp_path, capsys):
+    from kcc.cli import main
+    out = tmp_path / "r.json"
+    assert main(["report", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--dims", "B=1,T=16",
+                 "--bandwidth", "10", "--peak", "100", "--json", str(out)]) == 0
+    js = json.loads(out.read_text())
+    assert js["dims"] == {"B": 1, "T": 16} and js["roofline"]["bandwidth_Bps"] == 10e9
+    assert "FLOP/B" in capsys.readouterr().out
+    assert main(["report", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--dims", "Q=3",
+                 "--no-roofline"]) == 2
