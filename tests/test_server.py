@@ -240,7 +240,7 @@ def test_cli_serve_wiring(monkeypatch, capsys):
         seen["service"] = self.service
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(say_mod, "load_synthesizer", lambda ckpt, max_frames=None: FakeSynth())
+    monkeypatch.setattr(say_mod, "load_synthesizer", lambda ckpt, max_frames=None, native=False, threads=None: FakeSynth())
     monkeypatch.setattr("kcc.g2p.G2P", lambda lang, backend: LetterG2P())
     monkeypatch.setattr(ThreadingHTTPServer, "serve_forever", fake_serve_forever)
     assert cli.main(["serve", "--port", "0", "--workers", "3", "--max-chars", "99"]) == 0

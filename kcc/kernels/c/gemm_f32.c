@@ -65,28 +65,31 @@ static int kcc_linear_f32(const float *KCC_RESTRICT x, int64_t rows, int64_t k,
     if (act < 0 || act >= KCC_ACT_COUNT) return KCC_EBADINPUT;
     const int64_t panels = (n + KCC_GEMM_NR - 1) / KCC_GEMM_NR;
     const int64_t blocks = (rows + KCC_GEMM_MC - 1) / KCC_GEMM_MC;
-    for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
-        const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
-        KCC_PARALLEL_FOR_COLLAPSE2   /* each (row block, panel) tile is written by one thread */
-        for (int64_t mb = 0; mb < blocks; ++mb) {
-            for (int64_t p = 0; p < panels; ++p) {
-                const int64_t m0 = mb * KCC_GEMM_MC;
-                const int64_t m1 = rows - m0 < KCC_GEMM_MC ? rows : m0 + KCC_GEMM_MC;
-                const int64_t nr = n - p * KCC_GEMM_NR < KCC_GEMM_NR ? n - p * KCC_GEMM_NR : KCC_GEMM_NR;
+    /* One parallel region per call (a barrier per K chunk costs a scheduler slice when another
+     * process holds a core); each (row block, panel) tile runs its K chunks in order, so every
+     * output's summation order is the same for any thread count. */
+    KCC_PARALLEL_FOR_COLLAPSE2
+    for (int64_t mb = 0; mb < blocks; ++mb) {
+        for (int64_t p = 0; p < panels; ++p) {
+            const int64_t m0 = mb * KCC_GEMM_MC;
+            const int64_t m1 = rows - m0 < KCC_GEMM_MC ? rows : m0 + KCC_GEMM_MC;
+            const int64_t j0 = p * KCC_GEMM_NR;
+            const int64_t nr = n - j0 < KCC_GEMM_NR ? n - j0 : KCC_GEMM_NR;
+            for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
+                const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
                 const float *b = wp + (p * k + k0) * KCC_GEMM_NR;
                 for (int64_t i = m0; i < m1; i += KCC_GEMM_MR)
                     kcc_gemm_tile_f32(x + i * k + k0, k, m1 - i < KCC_GEMM_MR ? m1 - i : KCC_GEMM_MR,
-                                      b, kc, out + i * n + p * KCC_GEMM_NR, n, nr, k0 == 0);
+                                      b, kc, out + i * n + j0, n, nr, k0 == 0);
             }
-        }
-    }
-    KCC_PARALLEL_FOR
-    for (int64_t i = 0; i < rows; ++i) {
-        float *y = out + i * n;
-        if (act == 0) {
-            for (int64_t j = 0; j < n; ++j) y[j] += bias[j];
-        } else {
-            for (int64_t j = 0; j < n; ++j) y[j] = kcc_activate_f32(y[j] + bias[j], act, slope);
+            for (int64_t i = m0; i < m1; ++i) {
+                float *y = out + i * n + j0;
+                if (act == 0) {
+                    for (int64_t j = 0; j < nr; ++j) y[j] += bias[j0 + j];
+                } else {
+                    for (int64_t j = 0; j < nr; ++j) y[j] = kcc_activate_f32(y[j] + bias[j0 + j], act, slope);
+                }
+            }
         }
     }
     return KCC_OK;
