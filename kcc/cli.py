@@ -18,7 +18,7 @@ def cmd_compile(args) -> int:
     from kcc.build import BuildOptions
     from kcc.runtime import compile_circuit
     dims = dict(kv.split("=") for kv in args.max) if args.max else None
-    c = compile_circuit(args.circuit, _checkpoint_arg(args), BuildOptions(native=args.native), dims=dims)
+    c = compile_circuit(args.circuit, _checkpoint_arg(args), BuildOptions(opt="-O3" if args.native else "-O2", native=args.native), dims=dims)
     print(f"circuit {c.graph.name}: {len(c.graph.ops)} ops, {len(c.graph.checkpoints)} checkpoints")
     print(f"plan: {c.plan.summary()}")
     print(f"library: {c.library_path} sha256 {c.built.sha256} ({'cached' if c.built.cached else 'built'})")
@@ -118,7 +118,7 @@ def cmd_export(args) -> int:
     from kcc.export import export
     from kcc.say import load_synthesizer, resolve_voice
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames)
+    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
     out = export(synth, args.dir, pack)
     print(f"{out}: {len(synth.circuits)} stage circuits, main.c, Makefile, voice.f32; build with: make -C {out}")
     return 0
@@ -134,8 +134,9 @@ def _speech_args(p) -> None:
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
     p.add_argument("--lang", default="en-us", choices=["en-us", "en-gb"])
     p.add_argument("--g2p", default="auto", choices=["auto", "misaki", "espeak"])
-    p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 1000, 25 s of audio)")
+    p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
     p.add_argument("--threads", type=int, help="kernel threads (builds the circuits with OpenMP; default: serial)")
+    p.add_argument("--native", action="store_true", help="build with -O3 -march=native (default: portable -O2)")
 
 
 def main(argv=None) -> int:
@@ -145,7 +146,7 @@ def main(argv=None) -> int:
     p.add_argument("circuit")
     p.add_argument("--checkpoint")
     p.add_argument("--max", nargs="*", metavar="DIM=N", help="raise a runtime dim's planned max")
-    p.add_argument("--native", action="store_true", help="build with -march=native")
+    p.add_argument("--native", action="store_true", help="build with -O3 -march=native")
     p.set_defaults(fn=cmd_compile)
     p = sub.add_parser("xray", help="compare a compiled circuit with its pinned upstream capture")
     p.add_argument("circuit")
@@ -192,7 +193,6 @@ def main(argv=None) -> int:
     p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
-    p.add_argument("--native", action="store_true", help="build with -O3 -march=native")
     _speech_args(p)
     p.set_defaults(fn=cmd_synth)
     p = sub.add_parser("export", help="write a standalone C program (stages, weights, main.c, Makefile)")

@@ -84,14 +84,27 @@ def check_speed(speed) -> float:
     return s
 
 
-def plan(text, g2p, limit: int = MAX_PHONEMES) -> list[Encoded]:
-    """Text (str or UTF-8 bytes) -> encoded chunks, each <= limit phonemes, words in order."""
+# The first chunk is cut short (at a phrase boundary) so the first audio comes early:
+# measured on a 996-word text, 11.8 s to first audio with a full 456-phoneme first chunk,
+# 3.2 s with a 91-phoneme one (bench/results/bench_synth.md).
+FIRST_CHUNK_PHONEMES = 100
+
+
+def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FIRST_CHUNK_PHONEMES) -> list[Encoded]:
+    """Text (str or UTF-8 bytes) -> encoded chunks, each <= limit phonemes (the first <=
+    first_limit where a boundary allows), words in order."""
     text = decode_text(text)
     if not text.strip():
         raise SayError("input text is empty")
     chunks: list[Encoded] = []
     for para in paragraphs(text):
-        for words in chunk_words(g2p(para), limit):
+        words = g2p(para)
+        pieces = chunk_words(words, limit)
+        if first_limit and not chunks and pieces and first_limit < limit:
+            head = chunk_words(words, first_limit)[0]
+            if head == words[:len(head)] and len(head) < len(words):
+                pieces = [head, *chunk_words(words[len(head):], limit)]
+        for words in pieces:
             enc = encode(words, where=f"chunk {len(chunks) + 1}")
             if enc.ids:
                 chunks.append(enc)
@@ -178,7 +191,7 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
             raise SayError("no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)") from None
         print(RANDOM_WEIGHTS_NOTICE, file=sys.stderr)
         checkpoint = str(test_checkpoint("full", 0))
-    synth = Synthesizer(checkpoint, BuildOptions(native=native, openmp=bool(threads)),
+    synth = Synthesizer(checkpoint, BuildOptions(opt="-O3" if native else "-O2", native=native, openmp=bool(threads)),
                         max_frames=max_frames or DEFAULT_MAX_FRAMES)
     if threads:
         synth.set_threads(threads)
@@ -215,7 +228,7 @@ def run_cli(args) -> int:
         pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
         chunks = plan(text, g2p)           # text errors surface before the (slow) compile
         synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
-                                 threads=getattr(args, "threads", None))
+                                 native=getattr(args, "native", False), threads=getattr(args, "threads", None))
         result = say(text, synth, pack, args.speed, args.seed, g2p, chunks=chunks,
                      progress=Progress(len(chunks), enabled=True if args.progress else None))
     except (SayError, G2PError, VoiceError, SynthesisError) as exc:

@@ -334,7 +334,7 @@ def run_cli(args) -> int:
         if not args.voice:
             print(RANDOM_VOICE_NOTICE + " (requests without 'voice' get it)", file=sys.stderr)
         synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
-                                 threads=getattr(args, "threads", None))
+                                 native=getattr(args, "native", False), threads=getattr(args, "threads", None))
         service = SpeechService(synth, g2p, args.voices_dir, args.voice, workers=args.workers,
                                 max_input_chars=args.max_chars, request_timeout_s=args.request_timeout)
     except (SayError, G2PError, VoiceError, SynthesisError) as exc:
