@@ -21,6 +21,7 @@
 #else
 #define KCC_MADD(a, b, c) ((a) * (b) + (c))
 #endif
+KCC_VECTOR_CLONES
 static void kcc_gemm_tile_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t mr,
                               const float *KCC_RESTRICT b, int64_t kc,
                               float *KCC_RESTRICT c, int64_t ldc, int64_t nr, int first)

@@ -70,6 +70,7 @@ static float kcc_in_style_y(float x, double mean, double inv, float nw, float nb
 
 /* One row of channels [0, n): yr = act((1 + gamma) * xn + beta); per-channel arrays indexed 0..n.
  * Full blocks of KCC_IN_NC channels have a constant trip count: they vectorise at -O2. */
+KCC_VECTOR_CLONES
 static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const double *KCC_RESTRICT mean,
                              const double *KCC_RESTRICT inv, const float *KCC_RESTRICT norm_w,
                              const float *KCC_RESTRICT norm_b, const float *KCC_RESTRICT gain,

@@ -40,3 +40,13 @@ static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, doubl
     *mean = mu;
     *rstd = 1.0 / sqrt(var / (double)n + (double)eps);
 }
+
+/* Portable builds stay baseline x86-64 but dispatch their hottest micro-kernels at load time
+ * to AVX-512 / AVX2 clones (GCC target_clones, glibc ifunc). No FMA is contracted in ISO C mode,
+ * and each clone keeps every lane's summation order, so all clones give identical results. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__AVX2__) && !defined(__SANITIZE_ADDRESS__)
+#define KCC_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KCC_VECTOR_CLONES
+#endif
