@@ -4,10 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KCC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export KCC_CACHE_DIR="${KCC_CACHE_DIR:-$PWD/.cache/kcc}-asan"
-mkdir -p "$KCC_CACHE_DIR"
+plain="${KCC_CACHE_DIR:-$HOME/.cache/kcc}"
+export KCC_CACHE_DIR="$plain-asan"
+mkdir -p "$KCC_CACHE_DIR" "$plain/checkpoints"
 # Seeded checkpoints do not depend on the build flags: share them with the plain cache.
-[ -e "$KCC_CACHE_DIR/checkpoints" ] || ln -s "${KCC_CACHE_DIR%-asan}/checkpoints" "$KCC_CACHE_DIR/checkpoints" 2>/dev/null || true
+[ -L "$KCC_CACHE_DIR/checkpoints" ] || [ -d "$KCC_CACHE_DIR/checkpoints" ] || ln -s "$plain/checkpoints" "$KCC_CACHE_DIR/checkpoints"
 LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
   .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/test_embedding_boundary.py tests/test_phoneme_encoder.py tests/test_text_encoder.py \
