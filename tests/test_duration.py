@@ -1,6 +1,6 @@
 """kokoro_duration: DurationEncoder + duration head vs upstream, integer durations exactly.
 
-X-Ray PASS at 3 lengths (small) and 1 (full); durations equal upstream's pred_dur as integers
+X-Ray PASS at 3 lengths (small and full); durations equal upstream's pred_dur as integers
 at 3 lengths x 3 speeds; the rounding is torch.round's half-to-even; bad speed, NaN style and
 bad lengths give a nonzero status with both output canaries untouched.
 """
@@ -41,7 +41,7 @@ def test_xray_small(dur_small, capture):
 @pytest.mark.full
 def test_xray_full(full_ckpt):
     c = compile_circuit("kokoro_duration", full_ckpt)
-    for capture in ("middle_t12", "middle_t36"):
+    for capture in ("middle_t12", "middle_t24", "middle_t36"):
         pinned = load_pinned(capture, "full")
         report = xray_compiled(c, pinned)
         print(render(report))

@@ -26,8 +26,9 @@ def test_xray_small(te_small, capture):
 
 
 @pytest.mark.full
-def test_xray_full(full_ckpt):
-    report = xray_compiled(compile_circuit("kokoro_text_encoder", full_ckpt), load_pinned("middle_t12", "full"))
+@pytest.mark.parametrize("capture", ["middle_t12", "middle_t24", "middle_t36"])
+def test_xray_full(full_ckpt, capture):
+    report = xray_compiled(compile_circuit("kokoro_text_encoder", full_ckpt), load_pinned(capture, "full"))
     print(render(report))
     assert report.passed, render(report)
 
