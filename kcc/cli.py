@@ -17,13 +17,23 @@ def _checkpoint_arg(args) -> str:
 def cmd_compile(args) -> int:
     from kcc.build import BuildOptions
     from kcc.runtime import compile_circuit
-    dims = dict(kv.split("=") for kv in args.max) if args.max else None
+    dims = _dim_values(args.max or [])
     c = compile_circuit(args.circuit, _checkpoint_arg(args), BuildOptions(opt="-O3" if args.native else "-O2", native=args.native), dims=dims)
     print(f"circuit {c.graph.name}: {len(c.graph.ops)} ops, {len(c.graph.checkpoints)} checkpoints")
     print(f"plan: {c.plan.summary()}")
     print(f"library: {c.library_path} sha256 {c.built.sha256} ({'cached' if c.built.cached else 'built'})")
     print(f"source: {c.built.source}")
     return 0
+
+
+def _dim_values(pairs: list[str]) -> dict[str, int] | None:
+    dims = {}
+    for kv in pairs:
+        name, sep, value = kv.partition("=")
+        if not sep or not name or not value.isdigit():
+            raise ValueError(f"--max expects DIM=N with N a positive integer, got {kv!r}")
+        dims[name] = int(value)
+    return dims or None
 
 
 def cmd_xray(args) -> int:
@@ -76,8 +86,6 @@ def cmd_synth(args) -> int:
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
                              getattr(args, "threads", None))
-    if getattr(args, "threads", None):
-        synth.set_threads(args.threads)
     out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
     write_wav(args.out, out.audio)
     print(f"{args.out}: {out.audio.size / 24000:.2f} s from {len(ids)} phoneme ids, "
@@ -166,7 +174,6 @@ def main(argv=None) -> int:
     p.add_argument("--no-roofline", action="store_true", help="costs only, no measurement")
     p.add_argument("--summary", action="store_true", help="per op type only, not per op")
     p.add_argument("--json", help="also write the report as JSON")
-    p.add_argument("--plot", metavar="PNG", help="also plot the error per checkpoint")
     p.set_defaults(fn=cmd_report)
     p = sub.add_parser("import-onnx", help="import Kokoro-82M weights from the int8 ONNX export into kokoro-v1_0.pth layout")
     p.add_argument("model", help="kokoro-v1.0.int8.onnx (scripts/fetch_real_weights.py fetches it)")
@@ -221,8 +228,11 @@ def main(argv=None) -> int:
         from kcc.runtime import KccRunError
         from kcc.xray import PinnedCaptureError
         from kcc.importers.onnx_graph import OnnxImportError
+        from kcc.pipeline import SynthesisError
+        from kcc.voices import VoiceError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
-                 KccRunError, PinnedCaptureError, OnnxImportError, ValueError)
+                 KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,
+                 ValueError)  # G2PError and SayError are ValueErrors
         if isinstance(exc, known):
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.build import STRICT_FLAGS
+from kcc.emit import numel_expr
 from kcc.pipeline import Synthesizer
 from kcc.voices import PACK_ROWS, STYLE_DIM
 
@@ -22,11 +23,6 @@ _SEED_TENSORS = {
     "style_dec": ("float", "128"), "style_pred": ("float", "128"), "speed": ("float", "1"),
     "seed": ("int32_t", "1"),
 }
-_DIMS = {"B": "B", "T": "T", "F": "F", "N": "N"}
-
-
-def _numel(shape) -> str:
-    return "*".join(f"(size_t)({e})" for e in shape) or "1"
 
 
 def _ctype(dtype: str) -> str:
@@ -40,10 +36,10 @@ def _main_c(synth: Synthesizer) -> str:
          "typedef int (*kcc_run_fn)(const void *, size_t, void *, size_t, const int64_t *,",
          "                          const void *const *, void *const *, void *const *, const void *const *,",
          "                          char *, size_t);"]
-    for name in synth.circuits:
-        L.append(f"size_t kcc_{name}_arena_bytes(void);")
-        L.append(f"size_t kcc_{name}_weights_bytes(void);")
-        L.append(f"int kcc_{name}_run(const void *, size_t, void *, size_t, const int64_t *, "
+    for c in synth.circuits.values():
+        L.append(f"size_t {c.prefix}_arena_bytes(void);")
+        L.append(f"size_t {c.prefix}_weights_bytes(void);")
+        L.append(f"int {c.prefix}_run(const void *, size_t, void *, size_t, const int64_t *, "
                  "const void *const *, void *const *, void *const *, const void *const *, char *, size_t);")
     L.append(_RUNTIME_HELPERS)
     L.append("int main(int argc, char **argv)")
@@ -71,14 +67,17 @@ def _main_c(synth: Synthesizer) -> str:
             if out in produced:
                 raise ValueError(f"stage {name}: output '{out}' is produced twice")
             t = g.tensors[out]
-            L.append(f"        t_{out} = malloc({_numel(t.shape)} * sizeof({_ctype(t.dtype)}));")
+            L.append(f"        t_{out} = malloc({numel_expr(t.shape)} * sizeof({_ctype(t.dtype)}));")
             L.append(f"        if (!t_{out}) return fail(\"out of memory for {out}\");")
-        dims = ", ".join(_DIMS[d] for d in g.dims)
+        unknown = set(g.dims) - {"B", "T", "F", "N"}
+        if unknown:
+            raise ValueError(f"stage {name}: main.c knows dims B, T, F, N, not {sorted(unknown)}")
+        dims = ", ".join(g.dims)
         L.append(f"        const int64_t dims[] = {{{dims}}};")
         L.append(f"        const void *ins[] = {{{', '.join(f't_{i}' for i in g.inputs)}}};")
         L.append(f"        void *outs[] = {{{', '.join(f't_{o}' for o in g.outputs)}}};")
-        L.append(f"        st = run_stage(\"{name}\", kcc_{name}_run, kcc_{name}_weights_bytes(), "
-                 f"kcc_{name}_arena_bytes(), a.dir, dims, ins, outs, err, sizeof err);")
+        L.append(f"        st = run_stage(\"{name}\", {c.prefix}_run, {c.prefix}_weights_bytes(), "
+                 f"{c.prefix}_arena_bytes(), a.dir, dims, ins, outs, err, sizeof err);")
         L.append("        if (st) return st;")
         L.append("    }")
         for out in g.outputs:

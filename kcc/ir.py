@@ -67,6 +67,13 @@ class WeightRef:
     sha256: str = ""
     pack: str = ""                 # the OpDef pack tag that produced this layout, '' if none
 
+    @property
+    def nbytes(self) -> int:
+        n = 4                      # weights are FP32
+        for e in self.shape:
+            n *= e
+        return n
+
 
 @dataclass
 class Op:

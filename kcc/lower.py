@@ -43,12 +43,11 @@ def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> t
     for block in circuit["blocks"]:
         repeat = block.get("repeat", 1)
         carry = block.get("input", {})
-        carried = next(iter(carry.values()), None)
+        (local, carried), = carry.items() if carry else ((None, None),)
         for i in range(repeat):
             prefix = f"{block['name']}.{i}." if (repeat > 1 or carry) else ""
             scope = dict(visible)
             if carry:
-                (local, _), = carry.items()
                 scope[local] = visible[carried] if i == 0 else scope_prev_out
             for o, spec in enumerate(block["ops"]):
                 _lower_op(g, arrays, spec, scope, prefix, f"{block['name']}.{i}.{o}" if repeat > 1 else f"{block['name']}.{o}")

@@ -26,6 +26,8 @@ def drop_dead_ops(g: Graph) -> Graph:
     g.ops = list(reversed(keep))
     live = {op.output for op in g.ops} | set(g.inputs)
     g.tensors = {k: v for k, v in g.tensors.items() if k in live}
+    used = {w for op in g.ops for w in op.weights.values()}
+    g.weights = {k: v for k, v in g.weights.items() if k in used}
     return g
 
 

@@ -64,11 +64,8 @@ def plan_memory(g: Graph, reuse: bool = True, alignment: int = ALIGNMENT) -> Mem
     plan = MemoryPlan(alignment=alignment)
     offset = 0
     for name, w in g.weights.items():
-        n = 4
-        for e in w.shape:
-            n *= e
-        plan.weights[name] = Buffer(name, offset, n, -1, len(g.ops))
-        offset = align_up(offset + n, alignment)
+        plan.weights[name] = Buffer(name, offset, w.nbytes, -1, len(g.ops))
+        offset = align_up(offset + w.nbytes, alignment)
     plan.weights_bytes = offset
 
     placed: list[Buffer] = []
@@ -86,6 +83,5 @@ def plan_memory(g: Graph, reuse: bool = True, alignment: int = ALIGNMENT) -> Mem
         buf.offset = at
         placed.append(buf)
     plan.activations = {b.name: b for b in sorted(placed, key=lambda b: b.first)}
-    plan.arena_bytes = max((b.offset + b.nbytes for b in placed), default=0)
-    plan.arena_bytes = max(plan.arena_bytes, alignment)
+    plan.arena_bytes = max((b.offset + b.nbytes for b in placed), default=alignment)
     return plan

@@ -16,8 +16,8 @@ import numpy as np
 
 from kcc.build import BuildOptions, Built, build_library
 from kcc.checkpoint import Checkpoint, load_checkpoint
-from kcc.circuits import load_circuit, validate_circuit
-from kcc.emit import ABI_VERSION, emit_c
+from kcc.circuits import CircuitError, load_circuit, validate_circuit
+from kcc.emit import ABI_VERSION, emit_c, symbol_prefix
 from kcc.ir import Graph, extent_value
 from kcc.lower import lower_circuit
 from kcc.ops import OPS
@@ -39,7 +39,7 @@ def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarr
     return raw[start:][:nbytes]   # (a zero-length raw[a:a] would drop the offset)
 
 
-def pack_weights(g: Graph, plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
+def pack_weights(plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
     blob = aligned_empty(plan.weights_bytes, plan.alignment)
     blob[:] = 0
     for name, buf in plan.weights.items():
@@ -60,7 +60,7 @@ class CompiledCircuit:
         self.graph, self.plan, self.built, self.weights, self.source = graph, plan, built, weights, source
         self.library_path = str(built.library)
         self.lib = ctypes.CDLL(self.library_path)
-        self.prefix = "kcc_" + "".join(c if c.isalnum() else "_" for c in graph.name.lower())
+        self.prefix = symbol_prefix(graph.name)
         if getattr(self.lib, f"{self.prefix}_abi_version")() != ABI_VERSION:
             raise KccRunError(-100, f"{self.library_path}: ABI version differs from {ABI_VERSION}")
         fn = getattr(self.lib, f"{self.prefix}_run")
@@ -200,7 +200,7 @@ def compile_graph(g: Graph, arrays, options: BuildOptions = BuildOptions(), reus
     plan = plan_memory(g, reuse=reuse)
     source = emit_c(g, plan)
     built = build_library(source, options, name=g.name)
-    return CompiledCircuit(g, plan, built, pack_weights(g, plan, arrays), source)
+    return CompiledCircuit(g, plan, built, pack_weights(plan, arrays), source)
 
 
 def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint,
@@ -213,7 +213,11 @@ def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpo
     else:
         doc = load_circuit(circuit)
     if dims:
-        doc = {**doc, "dims": {**doc["dims"], **{k: {**doc["dims"][k], "max": int(v)} for k, v in dims.items()}}}
+        unknown = sorted(set(dims) - set(doc["dims"]))
+        if unknown:
+            raise CircuitError(f"circuit '{doc['name']}' has no dim(s) {unknown} to re-plan; dims are {list(doc['dims'])}")
+        doc = {**doc, "dims": {**doc["dims"], **{k: {**doc["dims"][k], "max": v} for k, v in dims.items()}}}
+        validate_circuit(doc, known_ops=set(OPS), source=f"{doc['name']} (re-planned dims)")
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
     if passes is None:
         from kcc.passes import DEFAULT_PASSES

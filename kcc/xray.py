@@ -96,13 +96,17 @@ class CheckpointResult:
     reason: str = ""
 
 
+def _failed(name: str, shape: tuple, gate: Gate, reason: str) -> CheckpointResult:
+    """A checkpoint that could not be compared at all: worst possible figures, and why."""
+    return CheckpointResult(name, "FAIL", shape, math.nan, math.inf, math.inf, math.inf, -math.inf,
+                            False, (), math.nan, math.nan, gate, reason)
+
+
 def compare_arrays(name: str, reference: np.ndarray, candidate: np.ndarray, gate: Gate = FP32_GATE) -> CheckpointResult:
     ref = np.asarray(reference, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
     if ref.shape != cand.shape:
-        return CheckpointResult(name, "FAIL", cand.shape, math.nan, math.inf, math.inf, math.inf, -math.inf,
-                                False, (), math.nan, math.nan, gate,
-                                f"shape {cand.shape} differs from reference {ref.shape}")
+        return _failed(name, cand.shape, gate, f"shape {cand.shape} differs from reference {ref.shape}")
     finite = bool(np.isfinite(cand).all() and np.isfinite(ref).all())
     diff = cand - ref
     rmse = float(np.sqrt(np.mean(diff * diff))) if diff.size else 0.0
@@ -147,14 +151,11 @@ class XrayReport:
 
     @property
     def passed(self) -> bool:
-        return bool(self.results) and all(r.status in ("PASS", "INJECTED") for r in self.results) \
+        return all(r.status in ("PASS", "INJECTED") for r in self.results) \
             and any(r.status == "PASS" for r in self.results)
 
     def result(self, name: str) -> CheckpointResult:
         return next(r for r in self.results if r.name == name)
-
-    def worst(self) -> CheckpointResult:
-        return max(self.results, key=lambda r: r.max_abs)
 
     def stage_status(self) -> list[tuple[str, str, str]]:
         by_name = {r.name: r for r in self.results}
@@ -183,11 +184,9 @@ def compare(circuit: str, reference: dict[str, np.ndarray], candidate: dict[str,
     for name in order:
         gate = gates.get(name, FP32_GATE)
         if name not in reference:
-            results.append(CheckpointResult(name, "FAIL", (), math.nan, math.inf, math.inf, math.inf, -math.inf,
-                                            False, (), math.nan, math.nan, gate, "absent from the pinned capture"))
+            results.append(_failed(name, (), gate, "absent from the pinned capture"))
         elif name not in candidate:
-            results.append(CheckpointResult(name, "FAIL", (), math.nan, math.inf, math.inf, math.inf, -math.inf,
-                                            False, (), math.nan, math.nan, gate, "not produced by the candidate"))
+            results.append(_failed(name, (), gate, "not produced by the candidate"))
         else:
             results.append(compare_arrays(name, reference[name], candidate[name], gate))
     return XrayReport(circuit, results, candidate_manifest, reference_manifest)
@@ -252,6 +251,9 @@ def xray_compiled(compiled, pinned: PinnedCapture, gates: dict[str, Gate] | None
     if gates is None:
         gates = {c.name: Gate(**{k: v for k, v in c.gate.items() if k != "why"}) for c in g.checkpoints if c.gate}
     inputs = {k: v for k, v in pinned.inputs.items() if k in g.inputs}
+    absent = [n for n in inject if n not in pinned.checkpoints]
+    if absent:
+        raise PinnedCaptureError(f"{pinned.file.name}: cannot inject {absent}: not in the capture")
     result = compiled.run(inputs, with_checkpoints=True, dims=_dims_from_checkpoints(g, pinned),
                           inject={n: pinned.checkpoints[n] for n in inject})
     order = [c.name for c in g.checkpoints]

@@ -170,3 +170,31 @@ def test_cli_compile_and_named_errors(small_ckpt_path, tmp_path, capsys):
     report = tmp_path / "r.json"
     assert main(["xray", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--json", str(report)]) == 0
     assert json.loads(report.read_text())["passed"] is True
+
+
+def test_an_input_is_not_an_output(doc):
+    doc["outputs"] = ["input_ids"]
+    _rejects(doc, r"c.outputs\[0\]: 'input_ids' is not produced by any op")
+
+
+def test_gate_thresholds_must_be_numbers(doc):
+    doc["blocks"][0]["checkpoints"][0]["gate"] = {"max_abs": "loose", "why": "a long enough reason"}
+    _rejects(doc, r"gate.max_abs: expected a number >= 0")
+
+
+def test_replanned_dims_are_validated(small_ckpt_path, capsys):
+    from kcc.cli import main
+    assert main(["compile", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--max", "Q=5"]) == 2
+    assert "has no dim(s) ['Q'] to re-plan" in capsys.readouterr().err
+    assert main(["compile", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--max", "T=0"]) == 2
+    assert "need 1 <= min <= max" in capsys.readouterr().err
+    assert main(["compile", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--max", "T"]) == 2
+    assert "--max expects DIM=N" in capsys.readouterr().err
+
+
+def test_cli_voice_and_speed_errors_are_named(small_ckpt_path, tmp_path, capsys):
+    from kcc.cli import main
+    assert main(["synth", "--ids", "50,83", "-o", str(tmp_path / "x.wav"), "--voice", str(tmp_path / "nosuch.pt"),
+                 "--checkpoint", str(small_ckpt_path)]) == 2
+    assert "VoiceError" in capsys.readouterr().err
+    assert not (tmp_path / "x.wav").exists()

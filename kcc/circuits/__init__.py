@@ -106,7 +106,6 @@ def validate_circuit(doc, known_ops: set[str], source: str = "circuit") -> None:
         where = f"{source}.weights.{wname}"
         _name(wname, where)
         _keys(spec, where, {"ref"}, {"fold"})
-        _need(isinstance(spec.get("fold", "none"), str), f"{where}.fold", "expected a string")
         _need(isinstance(spec["ref"], str) and spec["ref"], f"{where}.ref", "expected a checkpoint tensor name")
         _need(spec.get("fold", "none") in ("none", "weight_norm"), f"{where}.fold",
               f"expected 'none' or 'weight_norm', got {spec.get('fold')!r}")
@@ -117,8 +116,10 @@ def validate_circuit(doc, known_ops: set[str], source: str = "circuit") -> None:
         _validate_block(block, f"{source}.blocks[{b}]", known_ops, weights, defined, checkpoint_names)
 
     _need(isinstance(doc["outputs"], list) and doc["outputs"], f"{source}.outputs", "expected a non-empty list")
+    inputs = {i["name"] for i in doc["inputs"]}
     for i, out in enumerate(doc["outputs"]):
-        _need(isinstance(out, str) and out in defined, f"{source}.outputs[{i}]", f"'{out}' is not produced by any op")
+        _need(isinstance(out, str) and out in defined and out not in inputs, f"{source}.outputs[{i}]",
+              f"'{out}' is not produced by any op")
 
 
 def _check_shape(shape, dims, where: str) -> None:
@@ -182,6 +183,9 @@ def _validate_block(block, where, known_ops, weights, defined: set[str], checkpo
             _keys(ck["gate"], f"{cw}.gate", {"why"}, {"min_cosine", "max_rmse", "max_rel_rmse", "max_abs"})
             _need(isinstance(ck["gate"]["why"], str) and len(ck["gate"]["why"]) > 10, f"{cw}.gate.why",
                   "a loosened gate must say why")
+            for key, value in ck["gate"].items():
+                _need(key == "why" or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                       and value >= 0), f"{cw}.gate.{key}", f"expected a number >= 0, got {value!r}")
         _need(isinstance(ck["name"], str) and ck["name"], f"{cw}.name", "expected a checkpoint name")
         _need(isinstance(ck["tensor"], str) and ck["tensor"] in produced, f"{cw}.tensor", f"'{ck['tensor']}' is not produced in this block")
         _need(isinstance(ck["layout"], str) and ck["layout"] in LAYOUTS, f"{cw}.layout", f"expected one of {LAYOUTS}")
