@@ -39,21 +39,25 @@ def _consumers(g: Graph) -> dict[str, list[Op]]:
     return out
 
 
-def _private(g: Graph, tensor: str, consumers: dict, reader: Op) -> bool:
+def _pinned(g: Graph) -> set[str]:
+    """Tensors a pass must keep materialised: graph outputs and X-Ray checkpoints."""
+    return set(g.outputs) | {c.tensor for c in g.checkpoints}
+
+
+def _private(tensor: str, pinned: set[str], consumers: dict, reader: Op) -> bool:
     """tensor is read by `reader` only, and is no checkpoint or output."""
-    pinned = set(g.outputs) | {c.tensor for c in g.checkpoints}
     return tensor not in pinned and [id(o) for o in consumers.get(tensor, [])] == [id(reader)]
 
 
 def fuse_adain_conv(g: Graph) -> Graph:
     """adain -> conv1d (GEMM path, fits the tile) becomes one adain_conv1d at the conv's place."""
-    consumers = _consumers(g)
+    consumers, pinned = _consumers(g), _pinned(g)
     drop: set[int] = set()
     for i, conv in enumerate(g.ops):
         if conv.type != "conv1d" or set(conv.inputs) != {"x"}:
             continue
         norm = g.producer(conv.inputs["x"])
-        if norm is None or norm.type != "adain" or not _private(g, conv.inputs["x"], consumers, conv):
+        if norm is None or norm.type != "adain" or not _private(conv.inputs["x"], pinned, consumers, conv):
             continue
         a, w = conv.attrs, g.weights[conv.weights["weight"]].shape       # GEMM pack [K, panels, Cin, 16]
         c_in, c_out = g.tensors[conv.inputs["x"]].shape[2], g.tensors[conv.output].shape[2]
@@ -73,7 +77,7 @@ def fuse_adain_conv(g: Graph) -> Graph:
 def fuse_residual_add(g: Graph) -> Graph:
     """add(a, b) (no scale, divisor or act) where one operand comes from a conv read only by
     this add, and the other exists before that conv runs, becomes the conv's `res` epilogue."""
-    consumers = _consumers(g)
+    consumers, pinned = _consumers(g), _pinned(g)
     index = {id(op): i for i, op in enumerate(g.ops)}
     drop: set[int] = set()
     for add in g.ops:
@@ -85,7 +89,7 @@ def fuse_residual_add(g: Graph) -> Graph:
             prod = g.producer(t)
             if prod is None or prod.type not in RES_PRODUCERS or "res" in prod.inputs or id(prod) in drop:
                 continue
-            if not _private(g, t, consumers, add):
+            if not _private(t, pinned, consumers, add):
                 continue
             rp = g.producer(res)
             if rp is not None and index[id(rp)] >= index[id(prod)]:

@@ -32,9 +32,14 @@ class BindContext:
     def extent(e) -> str:
         return str(e)
 
+    @staticmethod
+    def numel(shape) -> str:
+        """int64_t C expression for the element count of `shape` (ints and dim expressions)."""
+        return "*".join(f"(int64_t)({e})" for e in shape) or "1"
+
     def rows(self, role: str) -> str:
         """Product of every extent but the last: the row count of a [..., C] tensor."""
-        return "*".join(f"(int64_t)({self.extent(e)})" for e in self.in_shape[role][:-1]) or "1"
+        return self.numel(self.in_shape[role][:-1])
 
     def dim(self, role: str, axis: int) -> str:
         return f"(int64_t)({self.extent(self.in_shape[role][axis])})"

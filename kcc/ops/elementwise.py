@@ -84,10 +84,6 @@ def paren_extent(e) -> str:
     return e if _IDENT.fullmatch(e) or (e.startswith("(") and e.endswith(")")) else f"({e})"
 
 
-def _numel(shape) -> str:
-    return "*".join(f"(int64_t)({e})" for e in shape)
-
-
 # -- add / leaky_relu ------------------------------------------------------------------------
 
 def _add_infer(name, ins, ws, attrs):
@@ -103,7 +99,7 @@ def _sum_bind(ctx: BindContext, roles, mul, div, slope):
     ptr = [ctx.in_ptr[r] for r in present] + [ctx.in_ptr[present[0]]] * (4 - len(present))
     return "kcc_eltwise_sum_f32", {
         "a": ptr[0], "b": ptr[1], "c": ptr[2], "d": ptr[3], "n_in": str(len(present)),
-        "n": _numel(ctx.out_shape), "mul": c_float(mul), "div": c_float(div), "neg_slope": c_float(slope),
+        "n": ctx.numel(ctx.out_shape), "mul": c_float(mul), "div": c_float(div), "neg_slope": c_float(slope),
         "out": ctx.out_ptr}
 
 
@@ -138,7 +134,7 @@ def _concat_infer(name, ins, ws, attrs):
 
 
 def _concat_bind(ctx: BindContext):
-    args = {"rows": "*".join(f"(int64_t)({e})" for e in ctx.out_shape[:-1]), "out": ctx.out_ptr}
+    args = {"rows": ctx.numel(ctx.out_shape[:-1]), "out": ctx.out_ptr}
     for r in ("a", "b", "c", "d"):
         have = r in ctx.in_ptr
         args[r] = ctx.in_ptr[r if have else "a"]

@@ -204,7 +204,7 @@ def _rng_infer(name, ins, ws, a):
 
 
 def _rng_bind(ctx: BindContext):
-    n = "*".join(f"(int64_t)({e})" for e in ctx.out_shape)
+    n = ctx.numel(ctx.out_shape)
     return "kcc_random_fill_f32", {
         "seed": ctx.in_ptr["seed"], "stream": str(ctx.attrs["stream"]),
         "dist": str(DISTS[ctx.attrs["dist"]]), "n": n, "out": ctx.out_ptr}
