@@ -122,6 +122,32 @@ def _adain_conv1d(v: _View) -> int:
     return norm + 2 * b * t_out * c_out * c_in * v.karg("k_size") + _epilogue(v, v.n_out)
 
 
+def _dft_rows(v: _View) -> bool:
+    """dft ops below min_rows input rows run the direct conv (no spectrum)."""
+    b, t, _ = v.ins["x"]
+    return b * t >= v.attrs["min_rows"]
+
+
+def _dft_spectrum(v: _View) -> int:
+    """The f64 DFT of every weight row: slots x (Cin x 2) rows x padded Cout x K taps, 2 each."""
+    slots, panels, c2, nr = v.out
+    return 2 * slots * c2 * panels * nr * v.attrs["k_size"] if _dft_rows(v) else 0
+
+
+def _dft_conv1d(v: _View) -> int:
+    """Per tile of h = n-K+1 outputs and slot: the input DFT (n rows x 2 Cin), two GEMM rows of
+    2 Cin x padded Cout, the inverse (h rows x 2 Cout); tiles as the kernel cuts them (every
+    residue of the dilation the same count). Below min_rows: the direct conv's count."""
+    b, t_out, c_out = v.out
+    c_in, k, n, d = v.ins["x"][2], v.attrs["k_size"], v.attrs["n"], v.attrs["dilation"]
+    if not _dft_rows(v):
+        return 2 * b * t_out * c_out * c_in * k + _epilogue(v, v.n_out)
+    h, cols = n - k + 1, v.ins["spectrum"][1] * v.ins["spectrum"][3]
+    tiles = b * d * -(-(-(-t_out // d)) // h)
+    per_slot = 2 * (n * 2 * c_in + 2 * 2 * c_in * cols + h * 2 * c_out)
+    return tiles * n // 2 * per_slot + _epilogue(v, v.n_out)
+
+
 def _lstm_gates(v: _View) -> int:
     k = v.ins["x"][-1]
     m = v.n(v.ins["x"]) // k
@@ -180,6 +206,7 @@ def _zero(v: _View) -> int:
 FORMULAS: dict[str, Callable[[_View], int]] = {
     "linear": _linear, "conv1d": _conv, "conv_transpose1d": _conv, "attention": _attention,
     "layer_norm": _layer_norm, "adain": _adain, "adain_conv1d": _adain_conv1d, "lstm_gates": _lstm_gates, "bilstm": _bilstm,
+    "dft_conv_spectrum": _dft_spectrum, "dft_conv1d": _dft_conv1d,
     "harmonic_source": _harmonic_source, "stft": _stft, "istft": _istft, "add": _add,
     "leaky_relu": lambda v: v.n_out, "durations": _durations, "random_fill": _random_fill,
     "ada_layer_norm": lambda v: 10 * v.n_out,
@@ -206,6 +233,8 @@ def _kernel_args(g: Graph, op: Op) -> dict[str, str]:
 
 def _fused(op: Op) -> str:
     parts = [f"{op.attrs['norm_act']}>conv"] if op.type == "adain_conv1d" else []
+    if op.type == "dft_conv1d":
+        parts.append(f"dft{op.attrs['n']}")
     act = op.attrs.get("act", "none")
     if act != "none":
         parts.append(act)

@@ -6,13 +6,19 @@ when its one consumer is the next op of the chain and it is neither a checkpoint
 """
 from __future__ import annotations
 
-from kcc.ir import Graph, Op
-from kcc.ops.conv import is_gemm
+import math
+
+from kcc.ir import Graph, Op, Tensor, extent_value, max_dims
+from kcc.ops import OPS
+from kcc.ops.conv import GEMM_NR, is_gemm
+from kcc.ops.dft_conv import dft_cost, fits_work, spectrum_cost
 from kcc.ops.elementwise import same_extent
 from kcc.ops.fused import ATTRS as FUSED_ATTRS
 from kcc.ops.fused import fits_norm_conv
 
-RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d")
+RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d")
+DFT_SIZES = (16, 32, 64)
+DFT_MIN_GAIN = 1.3     # modelled multiply-adds direct / DFT below this: keep the direct conv (and its fusion)
 
 
 def drop_dead_ops(g: Graph) -> Graph:
@@ -74,6 +80,53 @@ def fuse_adain_conv(g: Graph) -> Graph:
     return drop_dead_ops(g)
 
 
+def spectral_convs(g: Graph) -> Graph:
+    """A stride-1 conv1d with a bias whose modelled cost per row drops by DFT_MIN_GAIN or more
+    (long kernels: K = 7, 11 at 128+ channels) becomes dft_conv_spectrum -> dft_conv1d at the
+    DFT length that models cheapest; min_rows is where the per-run spectrum pays for itself at
+    that gain (shorter inputs run the direct conv inside the same kernel; a conv whose planned
+    dims never reach min_rows stays direct). Runs before
+    fuse_adain_conv: such convs read a materialised adain (its traffic is small next to the
+    conv's multiplies)."""
+    ops: list[Op] = []
+    for op in g.ops:
+        w = g.weights[op.weights["weight"]].shape if "weight" in op.weights else ()
+        a = op.attrs
+        if (op.type != "conv1d" or set(op.inputs) != {"x"} or "bias" not in op.weights or len(w) != 4
+                or len(g.tensors[op.inputs["x"]].shape) != 3):
+            ops.append(op)
+            continue
+        k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
+        if not is_gemm(c_in, c_out, a["stride"], a["groups"], False) or not fits_work(c_in, c_out):
+            ops.append(op)
+            continue
+        direct = k * c_in * w[1] * GEMM_NR
+        n = min((n for n in DFT_SIZES if n > k), key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
+        if n is None or direct < DFT_MIN_GAIN * dft_cost(c_in, c_out, k, n):
+            ops.append(op)
+            continue
+        min_rows = math.ceil(DFT_MIN_GAIN * spectrum_cost(c_in, c_out, k, n) / (direct - DFT_MIN_GAIN * dft_cost(c_in, c_out, k, n)))
+        x_shape = g.tensors[op.inputs["x"]].shape
+        top = max_dims(g.dims)
+        if extent_value(x_shape[0], top) * extent_value(x_shape[1], top) < min_rows:
+            ops.append(op)             # never pays within the planned dims: keep the direct conv and its fusion
+            continue
+        common = {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows}
+        spec = Op(f"{op.name}.spectrum", "dft_conv_spectrum", {"x": op.inputs["x"]}, {"weight": op.weights["weight"]},
+                  common, f"{op.output}.spectrum")
+        conv = Op(op.name, "dft_conv1d", {"x": op.inputs["x"], "spectrum": spec.output}, dict(op.weights),
+                  {**common, "padding": a["padding"], "dilation": a["dilation"], "act": a["act"], "slope": a["slope"]},
+                  op.output)
+        shape, dtype = OPS[spec.type].infer(spec.name, {"x": x_shape}, {"weight": w}, spec.attrs)
+        g.tensors[spec.output] = Tensor(spec.output, dtype, shape, "activation")
+        ws = {r: g.weights[n].shape for r, n in conv.weights.items()}
+        out, _ = OPS[conv.type].infer(conv.name, {"x": x_shape, "spectrum": shape}, ws, conv.attrs)
+        assert all(same_extent(p, q) for p, q in zip(out, g.tensors[op.output].shape)), (op.name, out)
+        ops += [spec, conv]
+    g.ops = ops
+    return g
+
+
 def fuse_residual_add(g: Graph) -> Graph:
     """add(a, b) (no scale, divisor or act) where one operand comes from a conv read only by
     this add, and the other exists before that conv runs, becomes the conv's `res` epilogue."""
@@ -104,4 +157,5 @@ def fuse_residual_add(g: Graph) -> Graph:
     return drop_dead_ops(g)
 
 
-DEFAULT_PASSES = [drop_dead_ops, fuse_adain_conv, fuse_residual_add]
+FUSION_PASSES = [drop_dead_ops, fuse_adain_conv, fuse_residual_add]    # bit-identical to no passes
+DEFAULT_PASSES = [drop_dead_ops, spectral_convs, fuse_adain_conv, fuse_residual_add]

@@ -8,6 +8,7 @@ planned for a max frame count F and run with F = sum(durations) (checked again i
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ import numpy as np
 from kcc.build import BuildOptions
 from kcc.checkpoint import Checkpoint, load_checkpoint
 from kcc.circuits import load_circuit
-from kcc.runtime import CompiledCircuit, compile_circuit
+from kcc.runtime import CompiledCircuit, aligned_empty, compile_circuit
 
 FRONT = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
 BACK = ["kokoro_prosody", "kokoro_decoder", "kokoro_source_noise", "kokoro_generator"]
@@ -57,6 +58,17 @@ class Synthesizer:
             doc = load_circuit(name)
             dims = {d: n for d, n in planned.items() if d in doc["dims"]}
             self.circuits[name] = compile_circuit(doc, self.checkpoint, options, dims=dims or None)
+        self._arenas = threading.local()
+
+    def arena(self) -> np.ndarray:
+        """This thread's arena, shared by the stages (they run one after another and copy their
+        outputs out): its pages are faulted in once, not on every utterance."""
+        a = getattr(self._arenas, "arena", None)
+        if a is None:
+            plans = [c.plan for c in self.circuits.values()]
+            a = aligned_empty(max(p.arena_bytes for p in plans), max(p.alignment for p in plans))
+            self._arenas.arena = a
+        return a
 
     def set_threads(self, n: int) -> int:
         return min(c.set_threads(n) for c in self.circuits.values())
@@ -78,8 +90,8 @@ class Synthesizer:
                 raise SynthesisError(f"stage {name}: input(s) {missing} are produced by no earlier stage")
             t0 = time.perf_counter()
             given = {d: v for d, v in known.items() if d in c.graph.dims}
-            result = c.run({i: env[i] for i in c.graph.inputs}, with_checkpoints=with_checkpoints,
-                           dims=given or None)
+            result = c.run({i: env[i] for i in c.graph.inputs}, arena=self.arena(),
+                           with_checkpoints=with_checkpoints, dims=given or None)
             seconds[name] = time.perf_counter() - t0
             env.update(result.outputs)
             checkpoints.update(result.checkpoints)

@@ -1,9 +1,10 @@
 """Fusion passes (kcc.passes): where they fire, and that fused == unfused, bit for bit.
 
 The generator body (kokoro_generator from upstream's `har`, see test_generator.body_circuit)
-is compiled fused (DEFAULT_PASSES, OpenMP build) and unfused (passes=[], serial build); both
+is compiled fused (FUSION_PASSES, OpenMP build) and unfused (passes=[], serial build); both
 must hold the FP32 gate at every checkpoint, agree with each other, and the fused build must
-give identical bits with 1 and 2 threads.
+give identical bits with 1 and 2 threads. DEFAULT_PASSES adds spectral_convs (K 7 / 11 convs as
+block DFTs: not bit-identical; tests/test_dft_conv.py and the generator X-Ray hold it).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from kcc.build import BuildOptions
 from kcc.circuits import load_circuit
 from kcc.lower import lower_circuit
-from kcc.passes import DEFAULT_PASSES, fuse_adain_conv, fuse_residual_add
+from kcc.passes import DEFAULT_PASSES, FUSION_PASSES, fuse_adain_conv, fuse_residual_add
 from kcc.runtime import compile_circuit
 from kcc.xray import compare_arrays, load_pinned
 from tests.test_generator import HAR, body_circuit
@@ -36,7 +37,7 @@ def test_passes_fire_where_expected(small_ckpt):
     convs, each pass's residual add in the second one (24); the adds left are real joins."""
     doc = load_circuit("kokoro_generator")
     before, _ = _counts(doc, small_ckpt, [])
-    after, g = _counts(doc, small_ckpt, DEFAULT_PASSES)
+    after, g = _counts(doc, small_ckpt, FUSION_PASSES)
     assert before["adain"] == 48 and before["add"] == 28 and before["conv1d"] == 51
     assert after["adain_conv1d"] == 48 and after["adain"] == 0 and after["conv1d"] == 3
     assert sum("res" in op.inputs for op in g.ops) == 24 and after["add"] == 4
@@ -46,18 +47,24 @@ def test_passes_fire_where_expected(small_ckpt):
     assert only_res["add"] == 4 and only_res["adain"] == 48   # the residual pass alone, into plain convs
     only_norm, _ = _counts(doc, small_ckpt, [fuse_adain_conv])
     assert only_norm["adain_conv1d"] == 48 and only_norm["add"] == 28
+    # with spectral_convs first: the K 7 / 11 convs (2 of 3 resblocks per stage, both noise_res,
+    # conv_post) become block DFTs and keep their adain; the K 3 ones fuse as before
+    full, g = _counts(doc, small_ckpt, DEFAULT_PASSES)
+    assert full["dft_conv1d"] == full["dft_conv_spectrum"] == 37 and full["adain"] == 36
+    assert full["adain_conv1d"] == 12 and full["add"] == 4
+    assert sum("res" in op.inputs for op in g.ops) == 24
 
 
 def test_checkpoint_tensor_is_never_fused_away(small_ckpt):
     """s0_up (checkpoint kokoro.generator.ups0) feeds an add but keeps its own buffer."""
-    _, g = _counts(load_circuit("kokoro_generator"), small_ckpt, DEFAULT_PASSES)
+    _, g = _counts(load_circuit("kokoro_generator"), small_ckpt, FUSION_PASSES)
     ups = [op for op in g.ops if op.type == "conv_transpose1d"]
     assert [op.output for op in ups] == ["s0_up", "s1_up"] and all("res" not in op.inputs for op in ups)
 
 
 def test_fused_matches_unfused_and_upstream(small_ckpt, pinned):
     doc = body_circuit()
-    fused = compile_circuit(doc, small_ckpt, options=BuildOptions(openmp=True))
+    fused = compile_circuit(doc, small_ckpt, options=BuildOptions(openmp=True), passes=FUSION_PASSES)
     plain = compile_circuit(doc, small_ckpt, passes=[])
     assert len(fused.graph.ops) < len(plain.graph.ops) - 60
     ins = {k: v for k, v in pinned.inputs.items() if k in fused.graph.inputs}

@@ -123,9 +123,14 @@ def test_report_embedding(small_ckpt_path):
 
 
 def test_report_generator_fusion_keeps_flops_and_cuts_bytes(small_ckpt_path):
+    from kcc.passes import FUSION_PASSES
     dims = {"B": 1, "N": 40}
-    fused = build_report("kokoro_generator", small_ckpt_path, dims, roofline=RF)
+    fused = build_report("kokoro_generator", small_ckpt_path, dims, passes=FUSION_PASSES, roofline=RF)
     plain = build_report("kokoro_generator", small_ckpt_path, dims, passes=[], roofline=RF)
+    spectral = build_report("kokoro_generator", small_ckpt_path, dims, roofline=RF)   # DEFAULT_PASSES
+    # block-DFT convolutions change the arithmetic: K 7 / 11 convs at under half the FLOPs
+    assert spectral.flops < 0.6 * plain.flops
+    assert {c.type for c in spectral.costs} >= {"dft_conv1d", "dft_conv_spectrum"}
     assert not fused.notes and not plain.notes
     assert all(c.flops is not None for c in fused.costs)
     # fusion rewrites ops, never the arithmetic: the same FLOPs, fewer bytes through memory
@@ -145,8 +150,8 @@ def test_report_generator_fusion_keeps_flops_and_cuts_bytes(small_ckpt_path):
 def _graph_at(ckpt):
     from kcc.checkpoint import load_checkpoint
     from kcc.circuits import load_circuit
-    from kcc.passes import DEFAULT_PASSES
-    g, _ = lower_circuit(load_circuit("kokoro_generator"), load_checkpoint(ckpt), DEFAULT_PASSES)
+    from kcc.passes import FUSION_PASSES
+    g, _ = lower_circuit(load_circuit("kokoro_generator"), load_checkpoint(ckpt), FUSION_PASSES)
     return (g,)
 
 

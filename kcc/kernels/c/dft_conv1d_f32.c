@@ -1,0 +1,316 @@
+/* Stride-1 conv1d as block DFTs (overlap-save): fewer multiplies for long kernels.
+ * x [n_batch, t_in, c_in] -> out [n_batch, t_out, c_out], t_out = t_in + 2*pad - dilation*(K-1),
+ * with the conv1d epilogue (+ bias, leaky slope, + res).
+ *
+ * Dilation d: output rows t = r + d*q (residue r < d) are a dilation-1 correlation over the
+ * input rows r + d*q' - pad. Per residue, tile j holds h = n - K + 1 outputs q = j*h + i and
+ * reads the n inputs q' = j*h + u (u < n; rows outside [0, t_in) are zero padding); the
+ * n-point circular correlation y = IDFT(DFT(x) . conj(DFT(w))) equals the linear one for i < h.
+ * Tiles are anchored at q = 0, so each output's arithmetic depends only on t: results are
+ * identical for any blocking and thread count.
+ * Spectrum slots (n/2): slot 0 carries the two real bins 0 and n/2, slot f < n/2 bin f. With
+ * conj(DFT_n(w))_f = A + iB (scaled by 2/n; slot 0 by 1/n, powers of two: exact), slot f's
+ * spectrum is S_f = [A; B] (2*c_in x c_out) and each tile adds two GEMM rows (kcc_gemm_tile_f32):
+ *   [Xr | -Xi] . S_f = Yr,   [Xi | Xr] . S_f = Yi       (slot 0: [X_0 | 0] and [0 | X_n/2])
+ * so the inverse DFT is a plain cos/sin sum over slots.
+ * Layout: spec[f][p][ci2][j] = S_f[ci2][p*NR + j], the GEMM pack of kcc_conv1d_f32 (zeros past
+ * c_out), built per run by kcc_dft_conv_spectrum_f32 from the conv's own pack (never written).
+ * Short inputs: when n_batch * t_in < min_rows both kernels fall back to the direct conv (the
+ * spectrum would cost more than it saves); the caller picks min_rows (kcc/ops/dft_conv.py).
+ * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input DFT,
+ * the GEMM (64-term chunks from zero, FMA where the target has it) and the inverse sum run in
+ * f32 in a fixed order. The DFT basis is unitary, so rounding does not grow with n the way a
+ * Winograd transform's does: measured error at or below the direct conv's. */
+#define KCC_DFT_MAX_N 64
+#define KCC_DFT_WORK 65536   /* floats per thread (256 KiB of stack): one block's bin and GEMM rows */
+#define KCC_DFT_VW 16        /* lane block of the transforms */
+/* The transforms walk n rows (d rows apart) per lane block: fetch each row's next block ahead,
+ * which the hardware's stride prefetcher does not. A hint only: no effect on results. */
+#if defined(__GNUC__)
+#define KCC_DFT_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define KCC_DFT_PREFETCH(p) ((void)(p))
+#endif
+
+static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
+                              const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
+                              int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
+                              int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
+                              int64_t has_res, float *KCC_RESTRICT out);
+
+static int kcc_dft_sizes_ok(int64_t n, int64_t k_size)
+{
+    return n >= 4 && n <= KCC_DFT_MAX_N && (n & (n - 1)) == 0 && k_size >= 1 && k_size < n;
+}
+
+/* Slot f's basis at u < n in f64: (cos, sin) of 2 pi f u / n; slot 0: (1, (-1)^u), the real
+ * bins 0 and n/2. Exact zeros and ones where cos/sin have them. */
+static void kcc_dft_basis(int64_t f, int64_t n, double *cs, double *sn)
+{
+    for (int64_t u = 0; u < n; ++u) {
+        const int64_t j = (f * u) & (n - 1);
+        if (f == 0) {
+            cs[u] = 1.0;
+            sn[u] = (u & 1) ? -1.0 : 1.0;
+            continue;
+        }
+        cs[u] = 4 * j == n || 4 * j == 3 * n ? 0.0 : cos(6.283185307179586476925 * (double)j / (double)n);
+        sn[u] = 2 * j == n || j == 0 ? 0.0 : sin(6.283185307179586476925 * (double)j / (double)n);
+    }
+}
+
+static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in,
+                                     const float *KCC_RESTRICT wp, int64_t c_in, int64_t c_out, int64_t k_size,
+                                     int64_t n, int64_t min_rows, float *KCC_RESTRICT spec)
+{
+    if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || !kcc_dft_sizes_ok(n, k_size)) return KCC_EDIMS;
+    (void)x;                                       /* read for its extent only */
+    (void)kcc_conv1d_f32;                          /* pasted with the GEMM tile and epilogue it shares */
+    (void)kcc_dft_conv1d_f32;                      /* the two kernels of this file are pasted together */
+    if (n_batch * t_in < min_rows) return KCC_OK;  /* the conv runs direct */
+    const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, slots = n / 2;
+    const int64_t slot_size = panels * 2 * c_in * KCC_GEMM_NR;
+    double ca[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N], cb[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N];   /* [slot][tap] */
+    for (int64_t f = 0; f < slots; ++f) {
+        kcc_dft_basis(f, n, ca[f], cb[f]);
+        const double scale = (f == 0 ? 1.0 : 2.0) / (double)n;
+        for (int64_t k = 0; k < k_size; ++k) {
+            ca[f][k] *= scale;
+            cb[f][k] *= scale;
+        }
+    }
+    KCC_PARALLEL_FOR_COLLAPSE2   /* each (panel, input channel) owns two rows of every slot */
+    for (int64_t p = 0; p < panels; ++p) {
+        for (int64_t ci = 0; ci < c_in; ++ci) {
+            /* 16 output channels (lanes j, zeros past c_out) at once, taps outer: the lane loop
+             * is the vector one, the slots' f64 sums stay in L1 */
+            double a[KCC_DFT_MAX_N / 2][KCC_GEMM_NR], b[KCC_DFT_MAX_N / 2][KCC_GEMM_NR];
+            for (int64_t f = 0; f < slots; ++f)
+                for (int j = 0; j < KCC_GEMM_NR; ++j) a[f][j] = b[f][j] = 0.0;
+            for (int64_t k = 0; k < k_size; ++k) {
+                const float *wk = wp + ((k * panels + p) * c_in + ci) * KCC_GEMM_NR;
+                double w[KCC_GEMM_NR];
+                for (int j = 0; j < KCC_GEMM_NR; ++j) w[j] = (double)wk[j];
+                for (int64_t f = 0; f < slots; ++f) {
+                    const double pa = ca[f][k], pb = cb[f][k];
+                    for (int j = 0; j < KCC_GEMM_NR; ++j) {
+                        a[f][j] += w[j] * pa;
+                        b[f][j] += w[j] * pb;
+                    }
+                }
+            }
+            for (int64_t f = 0; f < slots; ++f) {
+                float *ra = spec + f * slot_size + (p * 2 * c_in + ci) * KCC_GEMM_NR;
+                float *rb = ra + c_in * KCC_GEMM_NR;
+                for (int j = 0; j < KCC_GEMM_NR; ++j) {
+                    ra[j] = (float)a[f][j];
+                    rb[j] = (float)b[f][j];
+                }
+            }
+        }
+    }
+    return KCC_OK;
+}
+
+/* Forward step over one lane block (lanes [0, NL), NL = VW for full blocks, so the accumulators
+ * stay in registers): bins f0, f1 of one tile, the sum over its rows x + off[u] (off[u] < 0:
+ * zero padding, skipped) of x_row * (cos, -sin); the tile's four GEMM rows are written
+ * (v0: slot f0's two rows, v1: f1's; each row 2*c wide, row 2 at + 2*c). */
+#define KCC_DFT_FORWARD_BODY(NL)                                                                  \
+    float ar[KCC_DFT_VW] = {0}, ai[KCC_DFT_VW] = {0}, br[KCC_DFT_VW] = {0}, bi[KCC_DFT_VW] = {0}; \
+    for (int64_t u = 0; u < n; ++u) {                                                             \
+        if (off[u] < 0) continue;                                                                 \
+        const float *KCC_RESTRICT xr = x + off[u];                                                \
+        const float p = cr0[u], q = cm0[u], r = cr1[u], s = cm1[u];                               \
+        KCC_DFT_PREFETCH(xr + KCC_DFT_VW);                                                        \
+        for (int64_t j = 0; j < (NL); ++j) {                                                      \
+            ar[j] = KCC_MADD(p, xr[j], ar[j]);                                                    \
+            ai[j] = KCC_MADD(q, xr[j], ai[j]);                                                    \
+            br[j] = KCC_MADD(r, xr[j], br[j]);                                                    \
+            bi[j] = KCC_MADD(s, xr[j], bi[j]);                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    for (int64_t j = 0; j < (NL); ++j) {                                                          \
+        v0[j] = ar[j];                                                                            \
+        v0[c + j] = real0 ? 0.0f : -ai[j];                                                        \
+        v0[2 * c + j] = real0 ? 0.0f : ai[j];                                                     \
+        v0[3 * c + j] = real0 ? ai[j] : ar[j];                                                    \
+        v1[j] = br[j];                                                                            \
+        v1[c + j] = -bi[j];                                                                       \
+        v1[2 * c + j] = bi[j];                                                                    \
+        v1[3 * c + j] = br[j];                                                                    \
+    }
+
+static void kcc_dft_forward16_f32(const float *KCC_RESTRICT x, const int64_t *off, int64_t n, const float *cr0,
+                                  const float *cm0, const float *cr1, const float *cm1, int64_t c, int real0,
+                                  float *KCC_RESTRICT v0, float *KCC_RESTRICT v1)
+{
+    KCC_DFT_FORWARD_BODY(KCC_DFT_VW)
+}
+
+static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t *off, int64_t n, const float *cr0,
+                                     const float *cm0, const float *cr1, const float *cm1, int64_t c, int real0,
+                                     float *KCC_RESTRICT v0, float *KCC_RESTRICT v1, int64_t nl)
+{
+    KCC_DFT_FORWARD_BODY(nl)
+}
+
+/* Inverse step over one lane block: rows y_i = ob + t_of[i] (i < rows) get (=, or += when acc)
+ * cr0[i]*m0 + cm0[i]*m0' + cr1[i]*m1 + cm1[i]*m1', added in that order (m' = the row at + ldm:
+ * Yi); KCC_MADD is one fused multiply-add where the target has FMA (gemm_f32.c). */
+#define KCC_DFT_INVERSE_BODY(NL)                                                                  \
+    float ar[KCC_DFT_VW] = {0}, ai[KCC_DFT_VW] = {0}, br[KCC_DFT_VW] = {0}, bi[KCC_DFT_VW] = {0}; \
+    for (int64_t j = 0; j < (NL); ++j) {                                                          \
+        ar[j] = m0[j];                                                                            \
+        ai[j] = m0[ldm + j];                                                                      \
+        br[j] = m1[j];                                                                            \
+        bi[j] = m1[ldm + j];                                                                      \
+    }                                                                                             \
+    for (int64_t i = 0; i < rows; ++i) {                                                          \
+        float *KCC_RESTRICT y = ob + t_of[i];                                                     \
+        const float p = cr0[i], q = cm0[i], r = cr1[i], s = cm1[i];                               \
+        KCC_DFT_PREFETCH(y + KCC_DFT_VW);                                                         \
+        for (int64_t j = 0; j < (NL); ++j) {                                                      \
+            const float y0 = acc ? y[j] : 0.0f;                                                   \
+            y[j] = KCC_MADD(s, bi[j], KCC_MADD(r, br[j], KCC_MADD(q, ai[j], KCC_MADD(p, ar[j], y0)))); \
+        }                                                                                         \
+    }
+
+static void kcc_dft_inverse16_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const float *cr0,
+                                  const float *cm0, const float *cr1, const float *cm1, int64_t ldm,
+                                  const float *KCC_RESTRICT m0, const float *KCC_RESTRICT m1, int acc)
+{
+    KCC_DFT_INVERSE_BODY(KCC_DFT_VW)
+}
+
+static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const float *cr0,
+                                     const float *cm0, const float *cr1, const float *cm1, int64_t ldm,
+                                     const float *KCC_RESTRICT m0, const float *KCC_RESTRICT m1, int acc,
+                                     int64_t nl)
+{
+    KCC_DFT_INVERSE_BODY(nl)
+}
+
+/* m [rows, ldm] = v [rows, k] x one slot's spectrum, in (panel, 64-chunk) order. */
+static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t rows, int64_t k,
+                                  const float *KCC_RESTRICT sf, int64_t panels, float *KCC_RESTRICT m)
+{
+    const int64_t ldm = panels * KCC_GEMM_NR;
+    for (int64_t p = 0; p < panels; ++p)
+        for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
+            const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
+            for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)
+                kcc_gemm_tile_f32(v + i * k + k0, k, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
+                                  sf + (p * k + k0) * KCC_GEMM_NR, kc, m + i * ldm + p * KCC_GEMM_NR, ldm,
+                                  KCC_GEMM_NR, k0 == 0);
+        }
+}
+
+/* Called through a pointer, not inlined: next to the transform loops compilers spill the GEMM
+ * tile's accumulators (as in norm_conv1d_f32.c). */
+static void (*const volatile kcc_dft_slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t,
+                                                float *) = kcc_dft_slot_gemm_f32;
+
+/* One block: tiles [j0, j1) of residue r, slot pairs in order (the output rows hold the running
+ * inverse sum); the caller runs the epilogue. work: tiles * 4 * (2*c_in + ldm) floats. */
+static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
+                                   const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
+                                   int64_t pad, int64_t d, int64_t t_out, int64_t r, int64_t j0, int64_t j1,
+                                   const float (*cr)[KCC_DFT_MAX_N], const float (*cm)[KCC_DFT_MAX_N],
+                                   float *KCC_RESTRICT work, float *KCC_RESTRICT ob)
+{
+    const int64_t h = n - k_size + 1, c2 = 2 * c_in, tiles = j1 - j0;
+    const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, ldm = panels * KCC_GEMM_NR;
+    const int64_t slot_size = panels * c2 * KCC_GEMM_NR;
+    float *v0 = work, *v1 = v0 + 2 * tiles * c2, *m0 = v1 + 2 * tiles * c2, *m1 = m0 + 2 * tiles * ldm;
+    int64_t off[KCC_DFT_MAX_N], t_of[KCC_DFT_MAX_N];
+    for (int64_t f = 0; f < n / 2; f += 2) {
+        for (int64_t tt = 0; tt < tiles; ++tt) {                  /* bins f, f+1 of each tile's n inputs */
+            for (int64_t u = 0; u < n; ++u) {
+                const int64_t row = r + d * ((j0 + tt) * h + u) - pad;
+                off[u] = row >= 0 && row < t_in ? row * c_in : -1;
+            }
+            for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
+                float *a = v0 + 2 * tt * c2 + c0, *b = v1 + 2 * tt * c2 + c0;
+                if (c_in - c0 >= KCC_DFT_VW)
+                    kcc_dft_forward16_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], c_in, f == 0, a, b);
+                else
+                    kcc_dft_forward_tail_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], c_in, f == 0, a, b,
+                                             c_in - c0);
+            }
+        }
+        kcc_dft_slot_gemm(v0, 2 * tiles, c2, spec + f * slot_size, panels, m0);
+        kcc_dft_slot_gemm(v1, 2 * tiles, c2, spec + (f + 1) * slot_size, panels, m1);
+        for (int64_t tt = 0; tt < tiles; ++tt) {                  /* inverse: the pair's share of each output */
+            int64_t rows = 0;
+            while (rows < h && r + d * ((j0 + tt) * h + rows) < t_out) {
+                t_of[rows] = (r + d * ((j0 + tt) * h + rows)) * c_out;
+                ++rows;
+            }
+            for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW) {
+                const float *a = m0 + 2 * tt * ldm + c0, *b = m1 + 2 * tt * ldm + c0;
+                if (c_out - c0 >= KCC_DFT_VW)
+                    kcc_dft_inverse16_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ldm, a, b, f > 0);
+                else
+                    kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ldm, a, b,
+                                             f > 0, c_out - c0);
+            }
+        }
+    }
+}
+
+static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
+                              const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
+                              int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
+                              int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
+                              int64_t has_res, float *KCC_RESTRICT out)
+{
+    if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || pad < 0 || dilation < 1 || !kcc_dft_sizes_ok(n, k_size))
+        return KCC_EDIMS;
+    if (n_batch * t_in < min_rows)       /* short input: the spectrum was not made; run direct */
+        return kcc_conv1d_f32(x, n_batch, t_in, c_in, wp, bias, 1, c_out, k_size, 1, pad, dilation, 0, 1, 0,
+                              neg_slope, res, has_res, out);
+    const int64_t t_out = t_in + 2 * pad - dilation * (k_size - 1);
+    const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR;
+    const int64_t per_tile = 4 * (2 * c_in + ldm);       /* a slot pair's two GEMM rows in and out */
+    if (t_out < 1 || per_tile > KCC_DFT_WORK) return KCC_EDIMS;
+    /* The data transforms' basis in f32: forward (cos, -sin) at u < n; the inverse reuses it
+     * at i < h (Yr cos(2 pi f i/n) - Yi sin(2 pi f i/n); slot 0: Y_0 + (-1)^i Y_n/2). */
+    float cr[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N], cm[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N];
+    for (int64_t f = 0; f < n / 2; ++f) {
+        double cs[KCC_DFT_MAX_N], sn[KCC_DFT_MAX_N];
+        kcc_dft_basis(f, n, cs, sn);
+        for (int64_t u = 0; u < n; ++u) {
+            cr[f][u] = (float)cs[u];
+            cm[f][u] = f == 0 ? (float)sn[u] : (float)-sn[u];
+        }
+    }
+    const int64_t h = n - k_size + 1;
+    const int64_t q_max = (t_out + dilation - 1) / dilation;          /* outputs of residue 0 */
+    const int64_t tiles = (q_max + h - 1) / h;
+    /* Block size: as many tiles as the work area holds (the spectrum is re-read once per block),
+     * but at least 8 blocks in all so both cores stay busy on short inputs. */
+    int64_t tb = KCC_DFT_WORK / per_tile;
+    const int64_t want = (tiles * dilation + 7) / 8;
+    if (tb > want) tb = want > KCC_GEMM_MR ? want : KCC_GEMM_MR;
+    if (tb > tiles) tb = tiles;
+    const int64_t per_res = (tiles + tb - 1) / tb, blocks = dilation * per_res;
+    for (int64_t b = 0; b < n_batch; ++b) {
+        const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
+        float *ob = out + b * t_out * c_out;
+        KCC_PARALLEL_FOR   /* a block writes the rows of its residue and tiles only */
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+            float work[KCC_DFT_WORK];
+            const int64_t r = blk / per_res, j0 = blk % per_res * tb;
+            const int64_t j1 = j0 + tb < tiles ? j0 + tb : tiles;
+            if (r >= t_out) continue;
+            kcc_dft_conv_block_f32(xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, r, j0, j1,
+                                   (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm, work, ob);
+            for (int64_t q = j0 * h; q < j1 * h && r + dilation * q < t_out; ++q) {
+                const int64_t t = r + dilation * q;
+                kcc_conv_epilogue_f32(ob, c_out, t, t + 1, bias, 1, neg_slope, rb, has_res);
+            }
+        }
+    }
+    return KCC_OK;
+}

@@ -1,0 +1,165 @@
+"""Long stride-1 convolutions as block DFTs (dft_conv1d_f32.c), made by kcc.passes.spectral_convs.
+
+- `dft_conv_spectrum`: input x (the conv's, read for its extent only); weight `weight` is a
+  conv1d's GEMM pack [K, panels, Cin, 16]; attrs n (DFT length, a power of two > K-1), k_size,
+  c_out, min_rows. Its output [n/2, panels, 2*Cin, 16] is the per-run spectrum in the arena
+  (weights are never written), live only until its conv runs.
+- `dft_conv1d`: x [B, T, Cin], spectrum (the tensor above), optional res; weights `weight` (the
+  same GEMM pack) and `bias`; attrs n, k_size, c_out, min_rows, padding, dilation, act (none |
+  leaky_relu), slope: the conv1d it replaces, same output and epilogue. Below min_rows input
+  rows (B * T) both run the direct conv instead: there the spectrum costs more than it saves.
+
+`dft_cost(c_in, c_out, k, n)` is the multiply-add count per output row and `spectrum_cost` the
+fixed one per run that kcc.passes.spectral_convs weighs against the direct conv's K * Cin * Cout.
+"""
+from __future__ import annotations
+
+from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.ops.conv import GEMM_NR, _pack
+from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.elementwise import same_extent
+
+MAX_N, WORK = 64, 65536    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
+
+register(Kernel(
+    name="kcc_dft_conv_spectrum_f32",
+    source="dft_conv1d_f32.c",
+    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("wp", WEIGHT), ("c_in", I64), ("c_out", I64),
+          ("k_size", I64), ("n", I64), ("min_rows", I64), ("spec", OUT_F32)),
+    contract=Contract(
+        accumulation="f64 DFT of each f32 weight row, rounded once; the inverse's 1/n and 2 are exact",
+        tolerance=0.0,
+        notes="reads the GEMM pack of kcc_conv1d_f32; writes every element of spec unless "
+              "n_batch * t_in < min_rows (then nothing: the conv runs direct)"),
+    requires=("kcc_conv1d_f32",),
+))
+
+register(Kernel(
+    name="kcc_dft_conv1d_f32",
+    source="dft_conv1d_f32.c",
+    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("spec", IN_F32),
+          ("n", I64), ("min_rows", I64), ("bias", WEIGHT), ("c_out", I64), ("k_size", I64), ("pad", I64),
+          ("dilation", I64), ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
+    contract=Contract(
+        accumulation="f32: input DFT (n terms in order), one GEMM per spectrum slot (64-term chunks "
+                     "from zero, FMA where the target has it), the inverse summed slot by slot; "
+                     "then + bias, leaky slope, + res as kcc_conv1d_f32",
+        tolerance=2e-5,
+        notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
+              "at or below the direct conv's own f32 error. Identical for any thread count. Below "
+              "min_rows input rows it is kcc_conv1d_f32 exactly"),
+    requires=("kcc_dft_conv_spectrum_f32",),
+))
+
+
+def panels(c_out: int) -> int:
+    return -(-c_out // GEMM_NR)
+
+
+def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
+    """Multiply-adds per output row: the slot GEMMs (two rows of 2*Cin per tile), the input DFT
+    and the inverse sum, the transforms weighted x2 (they load once per two multiply-adds)."""
+    h = n - k + 1
+    gemm = n // 2 * 2 * (2 * c_in) * panels(c_out) * GEMM_NR
+    return (gemm + 2 * n // 2 * n * 2 * c_in) / h + 2 * n // 2 * 2 * c_out
+
+
+def spectrum_cost(c_in: int, c_out: int, k: int, n: int) -> float:
+    """Multiply-add equivalents per run: the f64 DFT of the weights and writing the spectrum."""
+    return n // 2 * 2 * c_in * panels(c_out) * GEMM_NR * (k + 8)
+
+
+def fits_work(c_in: int, c_out: int) -> bool:
+    """Four tiles' GEMM rows (a slot pair's, in and out) fit the kernel's per-thread work area."""
+    return 4 * 4 * (2 * c_in + panels(c_out) * GEMM_NR) <= WORK
+
+
+def _valid_n(n, k) -> bool:
+    return isinstance(n, int) and 4 <= n <= MAX_N and n & (n - 1) == 0 and 1 <= k < n
+
+
+def _geometry(name, w, a) -> tuple[int, int]:
+    """(c_in, K) of the conv weight: torch layout [Cout, Cin, K] (a circuit; packed at lowering)
+    or the GEMM pack [K, panels, Cin, 16] (kcc.passes); checked against attrs k_size, c_out."""
+    c_out = a["c_out"]
+    expect(isinstance(c_out, int) and c_out >= 1, name, f"attr c_out {c_out!r} must be an integer >= 1")
+    if len(w) == 3:
+        expect(w[0] == c_out, name, f"weight {list(w)} has {w[0]} output channels, attr c_out is {c_out}")
+        c_in, k = w[1], w[2]
+    else:
+        expect(len(w) == 4 and w[3] == GEMM_NR and w[1] == panels(c_out), name,
+               f"weight must be [Cout, Cin, K] or the conv GEMM pack [K, {panels(c_out)}, Cin, 16], got {list(w)}")
+        c_in, k = w[2], w[0]
+    expect(k == a["k_size"], name, f"attr k_size {a['k_size']} does not match the weight's {k} taps")
+    return c_in, k
+
+
+def _pack_weight(w, a):
+    return _pack(w, False, 1, 1, 1)
+
+
+def _spectrum_infer(name, ins, ws, a):
+    expect(len(ins["x"]) == 3, name, f"x must be [B, T, C], got {list(ins['x'])}")
+    c_in, k = _geometry(name, ws["weight"], a)
+    c_out = a["c_out"]
+    expect(_valid_n(a["n"], k), name, f"attr n {a['n']!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
+    expect(c_in == ins["x"][2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {ins['x'][2]}")
+    expect(isinstance(a["min_rows"], int) and a["min_rows"] >= 0, name, f"attr min_rows {a['min_rows']!r} must be an integer >= 0")
+    return (a["n"] // 2, panels(c_out), 2 * c_in, GEMM_NR), "f32"
+
+
+def _spectrum_bind(ctx: BindContext):
+    w = ctx.w_shape["weight"]                     # the GEMM pack by now
+    return "kcc_dft_conv_spectrum_f32", {
+        "x": ctx.in_ptr["x"], "n_batch": ctx.dim("x", 0), "t_in": ctx.dim("x", 1),
+        "wp": ctx.w_ptr["weight"], "c_in": str(w[2]), "c_out": str(ctx.attrs["c_out"]),
+        "k_size": str(w[0]), "n": str(ctx.attrs["n"]), "min_rows": str(ctx.attrs["min_rows"]), "spec": ctx.out_ptr}
+
+
+def _conv_infer(name, ins, ws, a):
+    x, s = ins["x"], ins["spectrum"]
+    expect(len(x) == 3 and isinstance(x[2], int), name, f"x must be [B, T, C] with fixed C, got {list(x)}")
+    k, n = a["k_size"], a["n"]
+    expect(_valid_n(n, k), name, f"attr n {n!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
+    expect(len(s) == 4 and s[0] == n // 2 and s[2] == 2 * x[2] and s[3] == GEMM_NR, name,
+           f"spectrum {list(s)} is not the n={n} spectrum of a conv over {x[2]} channels")
+    c_out = a["c_out"]
+    c_in, _ = _geometry(name, ws["weight"], a)
+    expect(c_in == x[2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {x[2]}")
+    expect(s[1] == panels(c_out), name, f"spectrum {list(s)} does not hold {c_out} output channels")
+    expect(fits_work(x[2], c_out), name, f"Cin {x[2]} and Cout {c_out} exceed the kernel's work area")
+    expect(isinstance(a["min_rows"], int) and a["min_rows"] >= 0, name, f"attr min_rows {a['min_rows']!r} must be an integer >= 0")
+    for key in ("padding", "dilation"):
+        expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
+    expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")
+    expect(tuple(ws["bias"]) == (c_out,), name, f"bias has shape {list(ws['bias'])}, expected [{c_out}]")
+    add = 2 * a["padding"] - a["dilation"] * (k - 1)
+    t = x[1]
+    t_out = t + add if isinstance(t, int) else (t if add == 0 else f"({t}{'+' if add > 0 else '-'}{abs(add)})")
+    expect(not isinstance(t_out, int) or t_out >= 1, name, f"time extent {t} is too short for this conv")
+    out = (x[0], t_out, c_out)
+    if "res" in ins:
+        expect(len(ins["res"]) == 3 and all(same_extent(p, q) for p, q in zip(ins["res"], out)), name,
+               f"residual {list(ins['res'])} must have the output's extent {list(out)}")
+    return out, "f32"
+
+
+def _conv_bind(ctx: BindContext):
+    a, w = ctx.attrs, ctx.w_ptr
+    return "kcc_dft_conv1d_f32", {
+        "x": ctx.in_ptr["x"], "n_batch": ctx.dim("x", 0), "t_in": ctx.dim("x", 1), "c_in": ctx.dim("x", 2),
+        "wp": w["weight"], "spec": ctx.in_ptr["spectrum"], "n": str(a["n"]), "min_rows": str(a["min_rows"]),
+        "bias": w["bias"],
+        "c_out": str(a["c_out"]), "k_size": str(a["k_size"]), "pad": str(a["padding"]),
+        "dilation": str(a["dilation"]), "neg_slope": c_float(a["slope"] if a["act"] == "leaky_relu" else 1.0),
+        "res": ctx.in_ptr.get("res", ctx.in_ptr["x"]), "has_res": "1" if "res" in ctx.in_ptr else "0",
+        "out": ctx.out_ptr,
+    }
+
+
+define_op(OpDef("dft_conv_spectrum", ("x",), ("weight",), {"n": None, "k_size": None, "c_out": None, "min_rows": 0},
+                _spectrum_infer, _spectrum_bind, pack={"weight": ("conv_pack", _pack_weight)}))
+define_op(OpDef("dft_conv1d", ("x", "spectrum", "res?"), ("weight", "bias"),
+                {"n": None, "k_size": None, "c_out": None, "min_rows": 0, "padding": 0, "dilation": 1,
+                 "act": "none", "slope": 0.01},
+                _conv_infer, _conv_bind, pack={"weight": ("conv_pack", _pack_weight)}))

@@ -1,0 +1,175 @@
+"""dft_conv1d (block-DFT convolution, kcc/ops/dft_conv.py) against torch, the direct conv and
+its own rejection paths; and where kcc.passes.spectral_convs fires.
+
+Circuits declare the two ops explicitly (dft_conv_spectrum -> dft_conv1d) so each case picks
+its DFT length n; the weights are in torch layout and packed at lowering like conv1d's.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from kcc.build import BuildOptions  # noqa: E402
+from kcc.ir import Graph, Tensor, WeightRef  # noqa: E402
+from kcc.ops import LoweringError  # noqa: E402
+from kcc.passes import spectral_convs  # noqa: E402
+from kcc.runtime import compile_circuit  # noqa: E402
+from tests.test_conv_ops import _circuit, _mem_ckpt, cm, tm  # noqa: E402
+
+TOL = 2e-5
+
+
+def _dft_circuit(c_in, c_out, k, n, pad, dil, min_rows=0, act="none", res=False, t_max=512):
+    common = {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows}
+    ops = [{"op": "dft_conv_spectrum", "in": {"x": "x"}, "w": {"weight": "w"}, "attrs": common, "out": "spec"},
+           {"op": "dft_conv1d", "in": {"x": "x", "spectrum": "spec", **({"res": "r"} if res else {})},
+            "w": {"weight": "w", "bias": "b"},
+            "attrs": {**common, "padding": pad, "dilation": dil, "act": act, "slope": 0.2}, "out": "y"}]
+    inputs = {"x": ["B", "T", c_in], **({"r": ["B", f"(T+{2 * pad - dil * (k - 1)})", c_out]} if res else {})}
+    doc = _circuit(ops, inputs, {"w": {"ref": "t.w"}, "b": {"ref": "t.b"}}, "y", t_max=t_max)
+    doc["name"] = "t_dft_conv"
+    return doc
+
+
+def _direct_circuit(c_in, c_out, k, pad, dil, t_max=512):
+    spec = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"},
+            "attrs": {"padding": pad, "dilation": dil}, "out": "y"}
+    return _circuit([spec], {"x": ["B", "T", c_in]}, {"w": {"ref": "t.w"}, "b": {"ref": "t.b"}}, "y", t_max=t_max)
+
+
+def _weights(rng, c_in, c_out, k):
+    w = (rng.standard_normal((c_out, c_in, k)) / np.sqrt(c_in * k)).astype(np.float32)
+    return _mem_ckpt({"t.w": w, "t.b": (0.1 * rng.standard_normal(c_out)).astype(np.float32)}), w
+
+
+@pytest.mark.parametrize("c_in,c_out,k,n,pad,dil,t,b", [
+    (64, 64, 11, 32, 25, 5, 300, 1),     # generator resblock geometry (K 11, dilation 5)
+    (48, 32, 7, 16, 9, 3, 97, 2),        # K 7, dilation 3, batch 2, T not a multiple of anything
+    (40, 24, 5, 8, 0, 1, 50, 1),         # 'valid' conv, channel counts off the 16-lane blocks
+    (32, 22, 7, 64, 3, 1, 200, 1),       # conv_post-like: 22 outputs, the longest DFT
+    (16, 16, 3, 4, 1, 1, 9, 1),          # the shortest DFT (one slot pair), T shorter than a tile
+])
+def test_dft_conv_matches_torch_and_direct(c_in, c_out, k, n, pad, dil, t, b):
+    rng = np.random.default_rng(c_in + k + n)
+    ck, w = _weights(rng, c_in, c_out, k)
+    x = rng.standard_normal((b, t, c_in)).astype(np.float32)
+    bias = torch.from_numpy(np.array(ck.get("t.b")))
+    ref64 = F.conv1d(cm(x).double(), torch.from_numpy(w).double(), bias.double(), 1, pad, dil)
+    got = compile_circuit(_dft_circuit(c_in, c_out, k, n, pad, dil), ck).run({"x": x}).outputs["y"]
+    direct = compile_circuit(_direct_circuit(c_in, c_out, k, pad, dil), ck).run({"x": x}).outputs["y"]
+    want = tm(ref64)
+    assert got.shape == want.shape == direct.shape
+    err, err_direct = float(np.abs(got - want).max()), float(np.abs(direct - want).max())
+    assert err <= TOL, f"max-abs {err:.3e}"
+    assert err <= 2.0 * err_direct + 1e-7, f"DFT error {err:.2e} vs the direct conv's {err_direct:.2e}"
+
+
+def test_dft_conv_epilogue_leaky_and_residual():
+    rng = np.random.default_rng(5)
+    ck, w = _weights(rng, 32, 32, 7)
+    x = rng.standard_normal((1, 80, 32)).astype(np.float32)
+    r = rng.standard_normal((1, 80, 32)).astype(np.float32)
+    got = compile_circuit(_dft_circuit(32, 32, 7, 16, 9, 3, act="leaky_relu", res=True), ck).run(
+        {"x": x, "r": r}).outputs["y"]
+    ref = F.leaky_relu(F.conv1d(cm(x).double(), torch.from_numpy(w).double(),
+                                torch.from_numpy(np.array(ck.get("t.b"))).double(), 1, 9, 3), 0.2)
+    assert float(np.abs(got - (tm(ref) + r)).max()) <= TOL
+
+
+def test_short_inputs_run_the_direct_conv_bit_for_bit():
+    """Below min_rows the kernel is kcc_conv1d_f32 itself; at or above it, the DFT (not equal)."""
+    rng = np.random.default_rng(9)
+    ck, _ = _weights(rng, 32, 32, 11)
+    direct = compile_circuit(_direct_circuit(32, 32, 11, 25, 5), ck)
+    dft = compile_circuit(_dft_circuit(32, 32, 11, 32, 25, 5, min_rows=100), ck)
+    short, long_ = (rng.standard_normal((1, t, 32)).astype(np.float32) for t in (99, 100))
+    assert np.array_equal(dft.run({"x": short}).outputs["y"], direct.run({"x": short}).outputs["y"])
+    a, b = dft.run({"x": long_}).outputs["y"], direct.run({"x": long_}).outputs["y"]
+    assert not np.array_equal(a, b) and float(np.abs(a - b).max()) <= TOL
+
+
+def test_dft_conv_identical_for_any_thread_count():
+    rng = np.random.default_rng(3)
+    ck, _ = _weights(rng, 64, 64, 11)
+    cc = compile_circuit(_dft_circuit(64, 64, 11, 32, 25, 5), ck, options=BuildOptions(openmp=True))
+    x = rng.standard_normal((1, 500, 64)).astype(np.float32)
+    got = {}
+    for n in (1, 2):
+        assert cc.set_threads(n) == n
+        got[n] = cc.run({"x": x}).outputs["y"]
+    assert np.array_equal(got[1], got[2])
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"n": 24}, "must be a power of two"),
+    ({"n": 8, "k": 11}, "above K-1 = 10"),
+    ({"n": 128}, "must be a power of two in"),
+    ({"min_rows": -1}, "min_rows -1 must be an integer >= 0"),
+])
+def test_dft_conv_rejects_bad_attrs(change, match):
+    rng = np.random.default_rng(1)
+    k = change.get("k", 7)
+    ck, _ = _weights(rng, 16, 16, k)
+    doc = _dft_circuit(16, 16, k, change.get("n", 16), 3, 1, min_rows=change.get("min_rows", 0))
+    with pytest.raises(LoweringError, match=match):
+        compile_circuit(doc, ck)
+
+
+def test_dft_conv_rejects_mismatched_spectrum_and_channels():
+    rng = np.random.default_rng(2)
+    ck, _ = _weights(rng, 16, 16, 7)
+    doc = _dft_circuit(16, 16, 7, 16, 3, 1)
+    doc["blocks"][0]["ops"][1]["attrs"]["n"] = 32           # the conv expects another spectrum
+    with pytest.raises(LoweringError, match="is not the n=32 spectrum"):
+        compile_circuit(doc, ck)
+    doc = _dft_circuit(16, 16, 7, 16, 3, 1)
+    for op in doc["blocks"][0]["ops"]:
+        op["attrs"]["c_out"] = 8
+    with pytest.raises(LoweringError, match="has 16 output channels, attr c_out is 8"):
+        compile_circuit(doc, ck)
+
+
+def test_dft_conv_kernel_refuses_input_shorter_than_its_taps():
+    """K 11, dilation 5, no padding needs T >= 51: at T = 20 the kernel returns KCC_EDIMS and the
+    output keeps its canary."""
+    rng = np.random.default_rng(4)
+    ck, _ = _weights(rng, 16, 16, 11)
+    cc = compile_circuit(_dft_circuit(16, 16, 11, 32, 0, 5), ck)
+    out = np.full(16 * 512, -777.0, np.float32)
+    status, msg = cc.call([np.zeros((1, 20, 16), np.float32)], [1, 20], [out], cc.new_arena())
+    assert status == -4 and "kcc_dft_conv1d_f32" in msg
+    assert (out == -777.0).all()
+
+
+def _one_conv_graph(c_in, c_out, k, bias=True) -> Graph:
+    g = Graph(name="g", dims={"B": (1, 1), "T": (1, 4096)}, inputs=["x"], outputs=["y"])
+    g.tensors["x"] = Tensor("x", "f32", ("B", "T", c_in), "input")
+    g.tensors["y"] = Tensor("y", "f32", ("B", "T", c_out), "activation")
+    g.weights["w"] = WeightRef("w", "t.w", "none", (k, -(-c_out // 16), c_in, 16))
+    ws = {"weight": "w"}
+    if bias:
+        g.weights["b"] = WeightRef("b", "t.b", "none", (c_out,))
+        ws["bias"] = "b"
+    from kcc.ir import Op
+    g.ops = [Op("c", "conv1d", {"x": "x"}, ws, {"stride": 1, "padding": (k - 1) // 2, "dilation": 1, "groups": 1,
+                                                 "act": "none", "slope": 0.01}, "y")]
+    return g
+
+
+@pytest.mark.parametrize("c,k,fires", [(128, 11, True), (256, 7, True), (128, 3, False), (8, 11, False)])
+def test_spectral_pass_fires_on_long_wide_convs_only(c, k, fires):
+    g = spectral_convs(_one_conv_graph(c, c, k))
+    types = [op.type for op in g.ops]
+    assert types == (["dft_conv_spectrum", "dft_conv1d"] if fires else ["conv1d"])
+    if fires:
+        spec, conv = g.ops
+        assert spec.attrs["min_rows"] == conv.attrs["min_rows"] > 0
+        assert conv.attrs["n"] in (16, 32, 64) and conv.attrs["n"] > k
+        assert g.tensors[spec.output].shape[0] == conv.attrs["n"] // 2
+
+
+def test_spectral_pass_keeps_a_conv_without_bias():
+    assert [op.type for op in spectral_convs(_one_conv_graph(128, 128, 11, bias=False)).ops] == ["conv1d"]
