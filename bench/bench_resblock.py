@@ -1,8 +1,10 @@
-"""Generator resblock r0 (decoder.generator.resblocks.3: C=128, K=3, dilations 1/3/5, T=7681):
-unfused (passes=[], op by op) vs fused (DEFAULT_PASSES), portable -O2 and -O3 -march=native,
-1 and 2 OpenMP threads, plus the X-Ray error of each against upstream AdaINResBlock1.
+"""A generator resblock of stage 1 (decoder.generator.resblocks.3 / .4 / .5: C=128, K=3 / 7 / 11,
+dilations 1/3/5, T=7681): unfused (passes=[], op by op, direct convs), fusion only
+(FUSION_PASSES: bit-identical) and the default passes (+ spectral_convs: K 7 / 11 convs as block
+DFTs), portable -O2 and -O3 -march=native, 1 and 2 OpenMP threads, plus the X-Ray error of each
+against upstream AdaINResBlock1.
 
-    python bench/bench_resblock.py [--t 7681] [--reps 3] [--quick]
+    python bench/bench_resblock.py [--block 3|4|5] [--t 7681] [--reps 3] [--quick]
 
 One process, one run. The ops are cut from kokoro_generator.json (the rb3_* ops that make up
 resblocks.3, input s1_x), so the block is exactly what the generator emits.
@@ -22,11 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kcc.build import BuildOptions  # noqa: E402
 from kcc.checkpoint import load_checkpoint  # noqa: E402
 from kcc.circuits import load_circuit  # noqa: E402
-from kcc.passes import DEFAULT_PASSES  # noqa: E402
+from kcc.passes import DEFAULT_PASSES, FUSION_PASSES  # noqa: E402
 from kcc.runtime import compile_circuit  # noqa: E402
 from kcc.xray import compare_arrays  # noqa: E402
 
-BLOCK, PREFIX, C = 3, "rb3_", 128
+C = 128
+KERNEL = {3: 3, 4: 7, 5: 11}          # resblocks.3 .. .5: kernel sizes 3, 7, 11
+BLOCK, PREFIX = 3, "rb3_"             # set by main from --block
 
 
 def resblock_circuit(t_max: int) -> dict:
@@ -66,10 +70,14 @@ def timed(cc, ins, reps: int) -> tuple[float, np.ndarray]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--block", type=int, default=3, choices=sorted(KERNEL))
     ap.add_argument("--t", type=int, default=7681)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="portable -O2, 1 thread only")
     args = ap.parse_args()
+    global BLOCK, PREFIX
+    BLOCK, PREFIX = args.block, f"rb{args.block}_"
+    k = KERNEL[BLOCK]
     from oracle.checkpoints import test_checkpoint
     ckpt = load_checkpoint(test_checkpoint("small", 0))
     rng = np.random.default_rng(0)
@@ -78,33 +86,34 @@ def main() -> None:
     ins = {"s1_x": x, "style_dec": style}
     ref = torch_reference(x, style)
     circ = resblock_circuit(args.t)
-    flops = 6 * 2 * args.t * C * C * 3
+    flops = 6 * 2 * args.t * C * C * k
     builds = [("portable -O2", BuildOptions(openmp=True))]
     if not args.quick:
         builds.append(("native -O3", BuildOptions(opt="-O3", native=True, openmp=True)))
     threads = (1,) if args.quick else (1, 2)
-    print(f"resblocks.{BLOCK}: C={C} K=3 T={args.t}; conv work {flops / 1e9:.2f} GFLOP; best of {args.reps}")
+    print(f"resblocks.{BLOCK}: C={C} K={k} T={args.t}; direct conv work {flops / 1e9:.2f} GFLOP; best of {args.reps}")
+    variants = (("unfused", []), ("fusion", FUSION_PASSES), ("default", DEFAULT_PASSES))
     for label, opts in builds:
-        cc = {name: compile_circuit(circ, ckpt, options=opts, passes=p)
-              for name, p in (("unfused", []), ("fused", DEFAULT_PASSES))}
+        cc = {name: compile_circuit(circ, ckpt, options=opts, passes=p) for name, p in variants}
         n_ops = {k: len(v.graph.ops) for k, v in cc.items()}
         outs = {}
         for n in threads:
             ms = {}
-            for name in ("unfused", "fused"):
+            for name, _ in variants:
                 cc[name].set_threads(n)
                 ms[name], outs[name, n] = timed(cc[name], ins, args.reps)
-            print(f"{label:13s} {n} thr: unfused {ms['unfused']:8.1f} ms ({n_ops['unfused']} ops)  "
-                  f"fused {ms['fused']:8.1f} ms ({n_ops['fused']} ops)  ratio {ms['unfused'] / ms['fused']:.2f}x  "
-                  f"fused conv-equiv {flops / ms['fused'] / 1e6:.1f} GFLOP/s")
-        for name in ("unfused", "fused"):
+            print(f"{label:13s} {n} thr: " + "  ".join(f"{v} {ms[v]:8.1f} ms ({n_ops[v]} ops)" for v, _ in variants)
+                  + f"  unfused/fusion {ms['unfused'] / ms['fusion']:.2f}x  unfused/default "
+                  f"{ms['unfused'] / ms['default']:.2f}x  default direct-conv-equiv {flops / ms['default'] / 1e6:.1f} GFLOP/s")
+        for name, _ in variants:
             r = compare_arrays(name, ref, outs[name, 1])
             print(f"  X-Ray {name:7s} vs torch: {r.status} max_abs {r.max_abs:.3e} rel_rmse {r.rel_rmse:.3e} "
                   f"cos {r.cosine:.8f}")
-        d = np.abs(outs["fused", 1].astype(np.float64) - outs["unfused", 1])
-        print(f"  fused vs unfused: max_abs {d.max():.3e}, bit-identical {bool((d == 0).all())}; "
-              f"threads 1 vs {threads[-1]} bit-identical "
-              f"{all(np.array_equal(outs[k, 1], outs[k, threads[-1]]) for k in ('unfused', 'fused'))}")
+        for name in ("fusion", "default"):
+            d = np.abs(outs[name, 1].astype(np.float64) - outs["unfused", 1])
+            print(f"  {name} vs unfused: max_abs {d.max():.3e}, bit-identical {bool((d == 0).all())}")
+        print(f"  threads 1 vs {threads[-1]} bit-identical "
+              f"{all(np.array_equal(outs[v, 1], outs[v, threads[-1]]) for v, _ in variants)}")
 
 
 if __name__ == "__main__":

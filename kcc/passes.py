@@ -3,6 +3,8 @@
 Fusion passes rewrite chains so intermediates never materialise; a tensor is fused away only
 when its one consumer is the next op of the chain and it is neither a checkpoint nor an output
 (X-Ray still sees every declared checkpoint). Fused ops compute bit-identical results.
+spectral_convs changes the arithmetic (block DFTs for long convs: fewer multiplies, same FP32
+gate), so FUSION_PASSES leaves it out and DEFAULT_PASSES puts it first.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from kcc.ops.conv import GEMM_NR, _pack
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 from kcc.ops.elementwise import same_extent
 
-MAX_N, WORK = 64, 65536    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
+MAX_N, WORK = 64, 131072    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
 
 register(Kernel(
     name="kcc_dft_conv_spectrum_f32",

@@ -22,7 +22,7 @@
  * f32 in a fixed order. The DFT basis is unitary, so rounding does not grow with n the way a
  * Winograd transform's does: measured error at or below the direct conv's. */
 #define KCC_DFT_MAX_N 64
-#define KCC_DFT_WORK 65536   /* floats per thread (256 KiB of stack): one block's bin and GEMM rows */
+#define KCC_DFT_WORK 131072  /* floats per thread (512 KiB of stack): one block's bin and GEMM rows */
 #define KCC_DFT_VW 16        /* lane block of the transforms */
 /* The transforms walk n rows (d rows apart) per lane block: fetch each row's next block ahead,
  * which the hardware's stride prefetcher does not. A hint only: no effect on results. */
@@ -191,7 +191,7 @@ static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of
     KCC_DFT_INVERSE_BODY(nl)
 }
 
-/* m [rows, ldm] = v [rows, k] x one slot's spectrum, in (panel, 64-chunk) order. */
+/* m [rows, ldm] = v [rows, k] x one slot's spectrum sf, in (panel, 64-chunk) order. */
 static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t rows, int64_t k,
                                   const float *KCC_RESTRICT sf, int64_t panels, float *KCC_RESTRICT m)
 {
@@ -211,23 +211,25 @@ static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t rows, int
 static void (*const volatile kcc_dft_slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t,
                                                 float *) = kcc_dft_slot_gemm_f32;
 
-/* One block: tiles [j0, j1) of residue r, slot pairs in order (the output rows hold the running
- * inverse sum); the caller runs the epilogue. work: tiles * 4 * (2*c_in + ldm) floats. */
+/* One block: tiles g in [g0, g1) (tile j = g / d of residue r = g % d: the residues interleave,
+ * so a block's input and output rows are contiguous), slot pairs in order (the output rows hold
+ * the running inverse sum); the caller runs the epilogue. work: tiles * 4 * (2*c_in + ldm). */
 static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
                                    const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
-                                   int64_t pad, int64_t d, int64_t t_out, int64_t r, int64_t j0, int64_t j1,
+                                   int64_t pad, int64_t d, int64_t t_out, int64_t g0, int64_t g1,
                                    const float (*cr)[KCC_DFT_MAX_N], const float (*cm)[KCC_DFT_MAX_N],
                                    float *KCC_RESTRICT work, float *KCC_RESTRICT ob)
 {
-    const int64_t h = n - k_size + 1, c2 = 2 * c_in, tiles = j1 - j0;
+    const int64_t h = n - k_size + 1, c2 = 2 * c_in, tiles = g1 - g0;
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, ldm = panels * KCC_GEMM_NR;
     const int64_t slot_size = panels * c2 * KCC_GEMM_NR;
     float *v0 = work, *v1 = v0 + 2 * tiles * c2, *m0 = v1 + 2 * tiles * c2, *m1 = m0 + 2 * tiles * ldm;
     int64_t off[KCC_DFT_MAX_N], t_of[KCC_DFT_MAX_N];
     for (int64_t f = 0; f < n / 2; f += 2) {
         for (int64_t tt = 0; tt < tiles; ++tt) {                  /* bins f, f+1 of each tile's n inputs */
+            const int64_t first = (g0 + tt) % d + d * ((g0 + tt) / d * h) - pad;   /* input row of u = 0 */
             for (int64_t u = 0; u < n; ++u) {
-                const int64_t row = r + d * ((j0 + tt) * h + u) - pad;
+                const int64_t row = first + d * u;
                 off[u] = row >= 0 && row < t_in ? row * c_in : -1;
             }
             for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
@@ -242,9 +244,10 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
         kcc_dft_slot_gemm(v0, 2 * tiles, c2, spec + f * slot_size, panels, m0);
         kcc_dft_slot_gemm(v1, 2 * tiles, c2, spec + (f + 1) * slot_size, panels, m1);
         for (int64_t tt = 0; tt < tiles; ++tt) {                  /* inverse: the pair's share of each output */
+            const int64_t t0 = (g0 + tt) % d + d * ((g0 + tt) / d * h);      /* output row of i = 0 */
             int64_t rows = 0;
-            while (rows < h && r + d * ((j0 + tt) * h + rows) < t_out) {
-                t_of[rows] = (r + d * ((j0 + tt) * h + rows)) * c_out;
+            while (rows < h && t0 + d * rows < t_out) {
+                t_of[rows] = (t0 + d * rows) * c_out;
                 ++rows;
             }
             for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW) {
@@ -287,29 +290,33 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
     }
     const int64_t h = n - k_size + 1;
     const int64_t q_max = (t_out + dilation - 1) / dilation;          /* outputs of residue 0 */
-    const int64_t tiles = (q_max + h - 1) / h;
-    /* Block size: as many tiles as the work area holds (the spectrum is re-read once per block),
-     * but at least 8 blocks in all so both cores stay busy on short inputs. */
-    int64_t tb = KCC_DFT_WORK / per_tile;
-    const int64_t want = (tiles * dilation + 7) / 8;
-    if (tb > want) tb = want > KCC_GEMM_MR ? want : KCC_GEMM_MR;
-    if (tb > tiles) tb = tiles;
-    const int64_t per_res = (tiles + tb - 1) / tb, blocks = dilation * per_res;
+    const int64_t tiles = (q_max + h - 1) / h, all = dilation * tiles;  /* every residue: tiles */
+    /* Blocks of tiles: as many as the work area holds, since the spectrum is
+     * re-read once per block and the slot GEMMs want rows; the count rounded up to a multiple
+     * of the threads so they finish together. Results do not depend on it. */
+    int64_t threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    const int64_t tb_max = KCC_DFT_WORK / per_tile;
+    int64_t blocks = (all + tb_max - 1) / tb_max;
+    blocks = (blocks + threads - 1) / threads * threads;
+    const int64_t tb = (all + blocks - 1) / blocks;
+    blocks = (all + tb - 1) / tb;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;
-        KCC_PARALLEL_FOR   /* a block writes the rows of its residue and tiles only */
+        KCC_PARALLEL_FOR   /* a block writes the rows of its tiles only */
         for (int64_t blk = 0; blk < blocks; ++blk) {
             float work[KCC_DFT_WORK];
-            const int64_t r = blk / per_res, j0 = blk % per_res * tb;
-            const int64_t j1 = j0 + tb < tiles ? j0 + tb : tiles;
-            if (r >= t_out) continue;
-            kcc_dft_conv_block_f32(xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, r, j0, j1,
+            const int64_t g0 = blk * tb, g1 = g0 + tb < all ? g0 + tb : all;
+            kcc_dft_conv_block_f32(xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1,
                                    (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm, work, ob);
-            for (int64_t q = j0 * h; q < j1 * h && r + dilation * q < t_out; ++q) {
-                const int64_t t = r + dilation * q;
-                kcc_conv_epilogue_f32(ob, c_out, t, t + 1, bias, 1, neg_slope, rb, has_res);
-            }
+            for (int64_t g = g0; g < g1; ++g)
+                for (int64_t i = 0; i < h; ++i) {
+                    const int64_t t = g % dilation + dilation * (g / dilation * h + i);
+                    if (t < t_out) kcc_conv_epilogue_f32(ob, c_out, t, t + 1, bias, 1, neg_slope, rb, has_res);
+                }
         }
     }
     return KCC_OK;

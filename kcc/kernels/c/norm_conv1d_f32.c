@@ -2,7 +2,7 @@
  * tensor: out = conv(act(adain(x))) with the conv epilogue (bias, leaky slope, + res).
  * x [n_batch, t_in, c_in]; the conv is stride 1, groups 1 (kcc_conv_is_gemm), out
  * [n_batch, t_out, c_out]. Statistics over all of x come first (kcc_in_style_stats, per channel
- * tile, in parallel); then time is cut into chunks of KCC_NC_CHUNK output rows (in parallel),
+ * tile, in parallel); then time is cut into chunks of <= KCC_NC_CHUNK output rows (in parallel),
  * each swept in row blocks: the input rows a block reads (its rows plus the tap span, the halo)
  * are normalised into a local tile of KCC_NC_TILE floats, rows carried over from the previous
  * block are moved, not recomputed, and kcc_conv_rows_f32 runs on the tile in KCC_CONV_MC-row steps.
@@ -37,7 +37,13 @@ static int kcc_norm_conv1d_f32(
     const int64_t tile_rows = KCC_NC_TILE / c_in;
     int64_t mc = (tile_rows - span) / KCC_GEMM_MR * KCC_GEMM_MR;
     if (mc > KCC_NC_CHUNK) mc = KCC_NC_CHUNK;
-    const int64_t chunks = (t_out + KCC_NC_CHUNK - 1) / KCC_NC_CHUNK;
+    /* Output chunks of at most KCC_NC_CHUNK rows, at least 8 of them when t_out allows (a
+     * single chunk would leave every other thread idle); blocking never changes results. */
+    int64_t chunk = (t_out + 7) / 8;
+    chunk = (chunk + KCC_GEMM_MR - 1) / KCC_GEMM_MR * KCC_GEMM_MR;
+    if (chunk > KCC_NC_CHUNK) chunk = KCC_NC_CHUNK;
+    if (chunk < mc) chunk = mc;
+    const int64_t chunks = (t_out + chunk - 1) / chunk;
     double mean[KCC_NC_MAX_C], inv[KCC_NC_MAX_C];
     float gain[KCC_NC_MAX_C], shift[KCC_NC_MAX_C];
     for (int64_t b = 0; b < n_batch; ++b) {
@@ -53,8 +59,8 @@ static int kcc_norm_conv1d_f32(
         for (int64_t ch = 0; ch < chunks; ++ch) {
             float tile[KCC_NC_TILE];
             int64_t r0 = 0, r1 = 0;                        /* input rows [r0, r1) held in tile */
-            const int64_t c_end = t_out - ch * KCC_NC_CHUNK < KCC_NC_CHUNK ? t_out : (ch + 1) * KCC_NC_CHUNK;
-            for (int64_t t0 = ch * KCC_NC_CHUNK; t0 < c_end; t0 += mc) {
+            const int64_t c_end = t_out - ch * chunk < chunk ? t_out : (ch + 1) * chunk;
+            for (int64_t t0 = ch * chunk; t0 < c_end; t0 += mc) {
                 const int64_t t1 = c_end - t0 < mc ? c_end : t0 + mc;
                 const int64_t a = t0 - pad > 0 ? t0 - pad : 0;
                 const int64_t e = t1 - 1 + span - pad + 1 < t_in ? t1 - 1 + span - pad + 1 : t_in;
