@@ -129,22 +129,22 @@ def _dft_rows(v: _View) -> bool:
 
 
 def _dft_spectrum(v: _View) -> int:
-    """The f64 DFT of every weight row: slots x (Cin x 2) rows x padded Cout x K taps, 2 each."""
-    slots, panels, c2, nr = v.out
-    return 2 * slots * c2 * panels * nr * v.attrs["k_size"] if _dft_rows(v) else 0
+    """The f64 DFT of every weight row: slots x 3 products x Cin rows x padded Cout x K taps."""
+    slots, parts, panels, c_in, nr = v.out
+    return 2 * slots * parts * c_in * panels * nr * v.attrs["k_size"] if _dft_rows(v) else 0
 
 
 def _dft_conv1d(v: _View) -> int:
-    """Per tile of h = n-K+1 outputs and slot: the input DFT (n rows x 2 Cin), two GEMM rows of
-    2 Cin x padded Cout, the inverse (h rows x 2 Cout); tiles as the kernel cuts them (every
-    residue of the dilation the same count). Below min_rows: the direct conv's count."""
+    """Per tile of h = n-K+1 outputs and slot: the input DFT (n rows x 2 Cin), three real GEMM
+    rows of Cin x padded Cout (Gauss), the inverse (h rows x 2 Cout); tiles as the kernel cuts
+    them (every residue of the dilation the same count). Below min_rows: the direct conv's."""
     b, t_out, c_out = v.out
     c_in, k, n, d = v.ins["x"][2], v.attrs["k_size"], v.attrs["n"], v.attrs["dilation"]
     if not _dft_rows(v):
         return 2 * b * t_out * c_out * c_in * k + _epilogue(v, v.n_out)
-    h, cols = n - k + 1, v.ins["spectrum"][1] * v.ins["spectrum"][3]
+    h, cols = n - k + 1, v.ins["spectrum"][2] * v.ins["spectrum"][4]
     tiles = b * d * -(-(-(-t_out // d)) // h)
-    per_slot = 2 * (n * 2 * c_in + 2 * 2 * c_in * cols + h * 2 * c_out)
+    per_slot = 2 * (n * 2 * c_in + 3 * c_in * cols + h * 2 * c_out)
     return tiles * n // 2 * per_slot + _epilogue(v, v.n_out)
 
 

@@ -64,7 +64,9 @@ def test_dft_conv_matches_torch_and_direct(c_in, c_out, k, n, pad, dil, t, b):
     assert got.shape == want.shape == direct.shape
     err, err_direct = float(np.abs(got - want).max()), float(np.abs(direct - want).max())
     assert err <= TOL, f"max-abs {err:.3e}"
-    assert err <= 2.0 * err_direct + 1e-7, f"DFT error {err:.2e} vs the direct conv's {err_direct:.2e}"
+    # measured 0.7-2.3x the direct conv's own f32 error (Gauss's 3-multiply complex product
+    # rounds its sums a + b, c + d, k1 - k3 once more); 2e-5 is the gate, 3x a regression bound
+    assert err <= 3.0 * err_direct + 1e-7, f"DFT error {err:.2e} vs the direct conv's {err_direct:.2e}"
 
 
 def test_dft_conv_epilogue_leaky_and_residual():

@@ -2,7 +2,7 @@
 
 - `dft_conv_spectrum`: input x (the conv's, read for its extent only); weight `weight` is a
   conv1d's GEMM pack [K, panels, Cin, 16]; attrs n (DFT length, a power of two > K-1), k_size,
-  c_out, min_rows. Its output [n/2, panels, 2*Cin, 16] is the per-run spectrum in the arena
+  c_out, min_rows. Its output [n/2, 3, panels, Cin, 16] is the per-run spectrum in the arena
   (weights are never written), live only until its conv runs.
 - `dft_conv1d`: x [B, T, Cin], spectrum (the tensor above), optional res; weights `weight` (the
   same GEMM pack) and `bias`; attrs n, k_size, c_out, min_rows, padding, dilation, act (none |
@@ -41,9 +41,9 @@ register(Kernel(
           ("n", I64), ("min_rows", I64), ("bias", WEIGHT), ("c_out", I64), ("k_size", I64), ("pad", I64),
           ("dilation", I64), ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="f32: input DFT (n terms in order), one GEMM per spectrum slot (64-term chunks "
-                     "from zero, FMA where the target has it), the inverse summed slot by slot; "
-                     "then + bias, leaky slope, + res as kcc_conv1d_f32",
+        accumulation="f32: input DFT (n terms in order), three real GEMMs per spectrum slot (Gauss's "
+                     "complex product; 64-term chunks from zero, FMA where the target has it), the "
+                     "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_f32",
         tolerance=2e-5,
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
               "at or below the direct conv's own f32 error. Identical for any thread count. Below "
@@ -57,21 +57,22 @@ def panels(c_out: int) -> int:
 
 
 def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
-    """Multiply-adds per output row: the slot GEMMs (two rows of 2*Cin per tile), the input DFT
-    and the inverse sum, the transforms weighted x2 (they load once per two multiply-adds)."""
+    """Multiply-adds per output row: the slot GEMMs (three real products of Cin x Cout per tile
+    and slot), the input DFT and the inverse sum, the transforms weighted x2 (they load once
+    per two multiply-adds)."""
     h = n - k + 1
-    gemm = n // 2 * 2 * (2 * c_in) * panels(c_out) * GEMM_NR
+    gemm = n // 2 * 3 * c_in * panels(c_out) * GEMM_NR
     return (gemm + 2 * n // 2 * n * 2 * c_in) / h + 2 * n // 2 * 2 * c_out
 
 
 def spectrum_cost(c_in: int, c_out: int, k: int, n: int) -> float:
     """Multiply-add equivalents per run: the f64 DFT of the weights and writing the spectrum."""
-    return n // 2 * 2 * c_in * panels(c_out) * GEMM_NR * (k + 8)
+    return n // 2 * 3 * c_in * panels(c_out) * GEMM_NR * (k + 8)
 
 
 def fits_work(c_in: int, c_out: int) -> bool:
     """Four tiles' GEMM rows (a slot pair's, in and out) fit the kernel's per-thread work area."""
-    return 4 * 4 * (2 * c_in + panels(c_out) * GEMM_NR) <= WORK
+    return 4 * 6 * (c_in + panels(c_out) * GEMM_NR) <= WORK
 
 
 def _valid_n(n, k) -> bool:
@@ -105,7 +106,7 @@ def _spectrum_infer(name, ins, ws, a):
     expect(_valid_n(a["n"], k), name, f"attr n {a['n']!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
     expect(c_in == ins["x"][2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {ins['x'][2]}")
     expect(isinstance(a["min_rows"], int) and a["min_rows"] >= 0, name, f"attr min_rows {a['min_rows']!r} must be an integer >= 0")
-    return (a["n"] // 2, panels(c_out), 2 * c_in, GEMM_NR), "f32"
+    return (a["n"] // 2, 3, panels(c_out), c_in, GEMM_NR), "f32"
 
 
 def _spectrum_bind(ctx: BindContext):
@@ -121,12 +122,12 @@ def _conv_infer(name, ins, ws, a):
     expect(len(x) == 3 and isinstance(x[2], int), name, f"x must be [B, T, C] with fixed C, got {list(x)}")
     k, n = a["k_size"], a["n"]
     expect(_valid_n(n, k), name, f"attr n {n!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
-    expect(len(s) == 4 and s[0] == n // 2 and s[2] == 2 * x[2] and s[3] == GEMM_NR, name,
+    expect(len(s) == 5 and s[0] == n // 2 and s[1] == 3 and s[3] == x[2] and s[4] == GEMM_NR, name,
            f"spectrum {list(s)} is not the n={n} spectrum of a conv over {x[2]} channels")
     c_out = a["c_out"]
     c_in, _ = _geometry(name, ws["weight"], a)
     expect(c_in == x[2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {x[2]}")
-    expect(s[1] == panels(c_out), name, f"spectrum {list(s)} does not hold {c_out} output channels")
+    expect(s[2] == panels(c_out), name, f"spectrum {list(s)} does not hold {c_out} output channels")
     expect(fits_work(x[2], c_out), name, f"Cin {x[2]} and Cout {c_out} exceed the kernel's work area")
     expect(isinstance(a["min_rows"], int) and a["min_rows"] >= 0, name, f"attr min_rows {a['min_rows']!r} must be an integer >= 0")
     for key in ("padding", "dilation"):

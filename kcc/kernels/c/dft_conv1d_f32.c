@@ -9,12 +9,14 @@
  * Tiles are anchored at q = 0, so each output's arithmetic depends only on t: results are
  * identical for any blocking and thread count.
  * Spectrum slots (n/2): slot 0 carries the two real bins 0 and n/2, slot f < n/2 bin f. With
- * conj(DFT_n(w))_f = A + iB (scaled by 2/n; slot 0 by 1/n, powers of two: exact), slot f's
- * spectrum is S_f = [A; B] (2*c_in x c_out) and each tile adds two GEMM rows (kcc_gemm_tile_f32):
- *   [Xr | -Xi] . S_f = Yr,   [Xi | Xr] . S_f = Yi       (slot 0: [X_0 | 0] and [0 | X_n/2])
- * so the inverse DFT is a plain cos/sin sum over slots.
- * Layout: spec[f][p][ci2][j] = S_f[ci2][p*NR + j], the GEMM pack of kcc_conv1d_f32 (zeros past
- * c_out), built per run by kcc_dft_conv_spectrum_f32 from the conv's own pack (never written).
+ * X = a + ib the tile's bin and conj(DFT_n(w))_f = c + id (scaled by 2/n; slot 0 by 1/n, powers
+ * of two: exact), the product takes three real GEMMs (Gauss), k1 = (a+b).c, k2 = a.(d-c),
+ * k3 = b.(c+d): Re = k1 - k3, Im = k1 + k2 (slot 0: X_0.c_0 and X_n/2.c_n/2, two GEMMs), each
+ * [tiles, c_in] x [c_in, c_out] on kcc_gemm_tile_f32: 3/4 of a plain complex product's
+ * multiplies. The inverse DFT is then a plain cos/sin sum over slots.
+ * Layout: spec[f][g][p][ci][j] = S_fg[ci][p*NR + j], S_f = (c, d-c, c+d) (slot 0: c_0, c_n/2, 0),
+ * the GEMM pack of kcc_conv1d_f32 (zeros past c_out), built per run by kcc_dft_conv_spectrum_f32
+ * from the conv's own pack (never written).
  * Short inputs: when n_batch * t_in < min_rows both kernels fall back to the direct conv (the
  * spectrum would cost more than it saves); the caller picks min_rows (kcc/ops/dft_conv.py).
  * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input DFT,
@@ -69,7 +71,7 @@ static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batc
     (void)kcc_dft_conv1d_f32;                      /* the two kernels of this file are pasted together */
     if (n_batch * t_in < min_rows) return KCC_OK;  /* the conv runs direct */
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, slots = n / 2;
-    const int64_t slot_size = panels * 2 * c_in * KCC_GEMM_NR;
+    const int64_t part = panels * c_in * KCC_GEMM_NR, slot_size = 3 * part;
     double ca[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N], cb[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N];   /* [slot][tap] */
     for (int64_t f = 0; f < slots; ++f) {
         kcc_dft_basis(f, n, ca[f], cb[f]);
@@ -100,11 +102,19 @@ static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batc
                 }
             }
             for (int64_t f = 0; f < slots; ++f) {
-                float *ra = spec + f * slot_size + (p * 2 * c_in + ci) * KCC_GEMM_NR;
-                float *rb = ra + c_in * KCC_GEMM_NR;
-                for (int j = 0; j < KCC_GEMM_NR; ++j) {
-                    ra[j] = (float)a[f][j];
-                    rb[j] = (float)b[f][j];
+                float *r0 = spec + f * slot_size + (p * c_in + ci) * KCC_GEMM_NR, *r1 = r0 + part, *r2 = r1 + part;
+                if (f == 0) {                              /* slot 0: (c_0, c_n/2, 0) */
+                    for (int j = 0; j < KCC_GEMM_NR; ++j) {
+                        r0[j] = (float)a[f][j];
+                        r1[j] = (float)b[f][j];
+                        r2[j] = 0.0f;
+                    }
+                    continue;
+                }
+                for (int j = 0; j < KCC_GEMM_NR; ++j) {    /* (c, d - c, c + d), each rounded once */
+                    r0[j] = (float)a[f][j];
+                    r1[j] = (float)(b[f][j] - a[f][j]);
+                    r2[j] = (float)(a[f][j] + b[f][j]);
                 }
             }
         }
@@ -114,8 +124,8 @@ static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batc
 
 /* Forward step over one lane block (lanes [0, NL), NL = VW for full blocks, so the accumulators
  * stay in registers): bins f0, f1 of one tile, the sum over its rows x + off[u] (off[u] < 0:
- * zero padding, skipped) of x_row * (cos, -sin); the tile's four GEMM rows are written
- * (v0: slot f0's two rows, v1: f1's; each row 2*c wide, row 2 at + 2*c). */
+ * zero padding, skipped) of x_row * (cos, -sin) = a + ib; the tile's GEMM rows are written, row g
+ * of slot f0 at v0 + g*vs (of f1 at v1 + g*vs): (a + b, a, b); slot 0 (real0): (X_0, X_n/2). */
 #define KCC_DFT_FORWARD_BODY(NL)                                                                  \
     float ar[KCC_DFT_VW] = {0}, ai[KCC_DFT_VW] = {0}, br[KCC_DFT_VW] = {0}, bi[KCC_DFT_VW] = {0}; \
     for (int64_t u = 0; u < n; ++u) {                                                             \
@@ -131,40 +141,39 @@ static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batc
         }                                                                                         \
     }                                                                                             \
     for (int64_t j = 0; j < (NL); ++j) {                                                          \
-        v0[j] = ar[j];                                                                            \
-        v0[c + j] = real0 ? 0.0f : -ai[j];                                                        \
-        v0[2 * c + j] = real0 ? 0.0f : ai[j];                                                     \
-        v0[3 * c + j] = real0 ? ai[j] : ar[j];                                                    \
-        v1[j] = br[j];                                                                            \
-        v1[c + j] = -bi[j];                                                                       \
-        v1[2 * c + j] = bi[j];                                                                    \
-        v1[3 * c + j] = br[j];                                                                    \
+        v0[j] = real0 ? ar[j] : ar[j] + ai[j];                                                    \
+        v0[vs + j] = real0 ? ai[j] : ar[j];                                                       \
+        v0[2 * vs + j] = real0 ? 0.0f : ai[j];                                                    \
+        v1[j] = br[j] + bi[j];                                                                    \
+        v1[vs + j] = br[j];                                                                       \
+        v1[2 * vs + j] = bi[j];                                                                   \
     }
 
 static void kcc_dft_forward16_f32(const float *KCC_RESTRICT x, const int64_t *off, int64_t n, const float *cr0,
-                                  const float *cm0, const float *cr1, const float *cm1, int64_t c, int real0,
+                                  const float *cm0, const float *cr1, const float *cm1, int64_t vs, int real0,
                                   float *KCC_RESTRICT v0, float *KCC_RESTRICT v1)
 {
     KCC_DFT_FORWARD_BODY(KCC_DFT_VW)
 }
 
 static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t *off, int64_t n, const float *cr0,
-                                     const float *cm0, const float *cr1, const float *cm1, int64_t c, int real0,
+                                     const float *cm0, const float *cr1, const float *cm1, int64_t vs, int real0,
                                      float *KCC_RESTRICT v0, float *KCC_RESTRICT v1, int64_t nl)
 {
     KCC_DFT_FORWARD_BODY(nl)
 }
 
 /* Inverse step over one lane block: rows y_i = ob + t_of[i] (i < rows) get (=, or += when acc)
- * cr0[i]*m0 + cm0[i]*m0' + cr1[i]*m1 + cm1[i]*m1', added in that order (m' = the row at + ldm:
- * Yi); KCC_MADD is one fused multiply-add where the target has FMA (gemm_f32.c). */
+ * cr0[i]*Re0 + cm0[i]*Im0 + cr1[i]*Re1 + cm1[i]*Im1, added in that order, where a slot's GEMM
+ * rows k_g at m + g*ms give Re = k1 - k3, Im = k1 + k2 (slot 0, when real0: Y_0 = k1, Y_n/2 = k2);
+ * KCC_MADD is one fused multiply-add where the target has FMA (gemm_f32.c). */
 #define KCC_DFT_INVERSE_BODY(NL)                                                                  \
     float ar[KCC_DFT_VW] = {0}, ai[KCC_DFT_VW] = {0}, br[KCC_DFT_VW] = {0}, bi[KCC_DFT_VW] = {0}; \
     for (int64_t j = 0; j < (NL); ++j) {                                                          \
-        ar[j] = m0[j];                                                                            \
-        ai[j] = m0[ldm + j];                                                                      \
-        br[j] = m1[j];                                                                            \
-        bi[j] = m1[ldm + j];                                                                      \
+        ar[j] = real0 ? m0[j] : m0[j] - m0[2 * ms + j];                                           \
+        ai[j] = real0 ? m0[ms + j] : m0[j] + m0[ms + j];                                          \
+        br[j] = m1[j] - m1[2 * ms + j];                                                           \
+        bi[j] = m1[j] + m1[ms + j];                                                               \
     }                                                                                             \
     for (int64_t i = 0; i < rows; ++i) {                                                          \
         float *KCC_RESTRICT y = ob + t_of[i];                                                     \
@@ -177,14 +186,14 @@ static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t 
     }
 
 static void kcc_dft_inverse16_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const float *cr0,
-                                  const float *cm0, const float *cr1, const float *cm1, int64_t ldm,
+                                  const float *cm0, const float *cr1, const float *cm1, int64_t ms, int real0,
                                   const float *KCC_RESTRICT m0, const float *KCC_RESTRICT m1, int acc)
 {
     KCC_DFT_INVERSE_BODY(KCC_DFT_VW)
 }
 
 static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const float *cr0,
-                                     const float *cm0, const float *cr1, const float *cm1, int64_t ldm,
+                                     const float *cm0, const float *cr1, const float *cm1, int64_t ms, int real0,
                                      const float *KCC_RESTRICT m0, const float *KCC_RESTRICT m1, int acc,
                                      int64_t nl)
 {
@@ -213,17 +222,17 @@ static void (*const volatile kcc_dft_slot_gemm)(const float *, int64_t, int64_t,
 
 /* One block: tiles g in [g0, g1) (tile j = g / d of residue r = g % d: the residues interleave,
  * so a block's input and output rows are contiguous), slot pairs in order (the output rows hold
- * the running inverse sum); the caller runs the epilogue. work: tiles * 4 * (2*c_in + ldm). */
+ * the running inverse sum); the caller runs the epilogue. work: tiles * 6 * (c_in + ldm). */
 static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
                                    const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
                                    int64_t pad, int64_t d, int64_t t_out, int64_t g0, int64_t g1,
                                    const float (*cr)[KCC_DFT_MAX_N], const float (*cm)[KCC_DFT_MAX_N],
                                    float *KCC_RESTRICT work, float *KCC_RESTRICT ob)
 {
-    const int64_t h = n - k_size + 1, c2 = 2 * c_in, tiles = g1 - g0;
+    const int64_t h = n - k_size + 1, tiles = g1 - g0;
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, ldm = panels * KCC_GEMM_NR;
-    const int64_t slot_size = panels * c2 * KCC_GEMM_NR;
-    float *v0 = work, *v1 = v0 + 2 * tiles * c2, *m0 = v1 + 2 * tiles * c2, *m1 = m0 + 2 * tiles * ldm;
+    const int64_t part = panels * c_in * KCC_GEMM_NR, vs = tiles * c_in, ms = tiles * ldm;
+    float *v0 = work, *v1 = v0 + 3 * vs, *m0 = v1 + 3 * vs, *m1 = m0 + 3 * ms;
     int64_t off[KCC_DFT_MAX_N], t_of[KCC_DFT_MAX_N];
     for (int64_t f = 0; f < n / 2; f += 2) {
         for (int64_t tt = 0; tt < tiles; ++tt) {                  /* bins f, f+1 of each tile's n inputs */
@@ -233,16 +242,19 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
                 off[u] = row >= 0 && row < t_in ? row * c_in : -1;
             }
             for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
-                float *a = v0 + 2 * tt * c2 + c0, *b = v1 + 2 * tt * c2 + c0;
+                float *a = v0 + tt * c_in + c0, *b = v1 + tt * c_in + c0;
                 if (c_in - c0 >= KCC_DFT_VW)
-                    kcc_dft_forward16_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], c_in, f == 0, a, b);
+                    kcc_dft_forward16_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], vs, f == 0, a, b);
                 else
-                    kcc_dft_forward_tail_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], c_in, f == 0, a, b,
+                    kcc_dft_forward_tail_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], vs, f == 0, a, b,
                                              c_in - c0);
             }
         }
-        kcc_dft_slot_gemm(v0, 2 * tiles, c2, spec + f * slot_size, panels, m0);
-        kcc_dft_slot_gemm(v1, 2 * tiles, c2, spec + (f + 1) * slot_size, panels, m1);
+        for (int g = 0; g < 3; ++g) {                             /* slot 0 has no third product */
+            if (f > 0 || g < 2)
+                kcc_dft_slot_gemm(v0 + g * vs, tiles, c_in, spec + f * 3 * part + g * part, panels, m0 + g * ms);
+            kcc_dft_slot_gemm(v1 + g * vs, tiles, c_in, spec + (f + 1) * 3 * part + g * part, panels, m1 + g * ms);
+        }
         for (int64_t tt = 0; tt < tiles; ++tt) {                  /* inverse: the pair's share of each output */
             const int64_t t0 = (g0 + tt) % d + d * ((g0 + tt) / d * h);      /* output row of i = 0 */
             int64_t rows = 0;
@@ -251,11 +263,11 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
                 ++rows;
             }
             for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW) {
-                const float *a = m0 + 2 * tt * ldm + c0, *b = m1 + 2 * tt * ldm + c0;
+                const float *a = m0 + tt * ldm + c0, *b = m1 + tt * ldm + c0;
                 if (c_out - c0 >= KCC_DFT_VW)
-                    kcc_dft_inverse16_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ldm, a, b, f > 0);
+                    kcc_dft_inverse16_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ms, f == 0, a, b, f > 0);
                 else
-                    kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ldm, a, b,
+                    kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ms, f == 0, a, b,
                                              f > 0, c_out - c0);
             }
         }
@@ -275,7 +287,7 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
                               neg_slope, res, has_res, out);
     const int64_t t_out = t_in + 2 * pad - dilation * (k_size - 1);
     const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR;
-    const int64_t per_tile = 4 * (2 * c_in + ldm);       /* a slot pair's two GEMM rows in and out */
+    const int64_t per_tile = 6 * (c_in + ldm);           /* a slot pair's three GEMM rows in and out */
     if (t_out < 1 || per_tile > KCC_DFT_WORK) return KCC_EDIMS;
     /* The data transforms' basis in f32: forward (cos, -sin) at u < n; the inverse reuses it
      * at i < h (Yr cos(2 pi f i/n) - Yi sin(2 pi f i/n); slot 0: Y_0 + (-1)^i Y_n/2). */
