@@ -81,40 +81,34 @@ static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batc
             cb[f][k] *= scale;
         }
     }
-    KCC_PARALLEL_FOR_COLLAPSE2   /* each (panel, input channel) owns two rows of every slot */
+    /* Slot by slot over the input channels: the three rows of a (slot, panel) are written in
+     * order (a few write streams, not 48), the taps' weight rows read from L1/L2 again per slot. */
+    KCC_PARALLEL_FOR_COLLAPSE2   /* each (panel, slot) owns its rows of the spectrum */
     for (int64_t p = 0; p < panels; ++p) {
-        for (int64_t ci = 0; ci < c_in; ++ci) {
-            /* 16 output channels (lanes j, zeros past c_out) at once, taps outer: the lane loop
-             * is the vector one, the slots' f64 sums stay in L1 */
-            double a[KCC_DFT_MAX_N / 2][KCC_GEMM_NR], b[KCC_DFT_MAX_N / 2][KCC_GEMM_NR];
-            for (int64_t f = 0; f < slots; ++f)
-                for (int j = 0; j < KCC_GEMM_NR; ++j) a[f][j] = b[f][j] = 0.0;
-            for (int64_t k = 0; k < k_size; ++k) {
-                const float *wk = wp + ((k * panels + p) * c_in + ci) * KCC_GEMM_NR;
-                double w[KCC_GEMM_NR];
-                for (int j = 0; j < KCC_GEMM_NR; ++j) w[j] = (double)wk[j];
-                for (int64_t f = 0; f < slots; ++f) {
+        for (int64_t f = 0; f < slots; ++f) {
+            float *r0 = spec + f * slot_size + p * c_in * KCC_GEMM_NR, *r1 = r0 + part, *r2 = r1 + part;
+            for (int64_t ci = 0; ci < c_in; ++ci, r0 += KCC_GEMM_NR, r1 += KCC_GEMM_NR, r2 += KCC_GEMM_NR) {
+                double sa[KCC_GEMM_NR] = {0}, sb[KCC_GEMM_NR] = {0};    /* 16 output channels (lanes) */
+                for (int64_t k = 0; k < k_size; ++k) {
+                    const float *wk = wp + ((k * panels + p) * c_in + ci) * KCC_GEMM_NR;
                     const double pa = ca[f][k], pb = cb[f][k];
                     for (int j = 0; j < KCC_GEMM_NR; ++j) {
-                        a[f][j] += w[j] * pa;
-                        b[f][j] += w[j] * pb;
+                        sa[j] += (double)wk[j] * pa;
+                        sb[j] += (double)wk[j] * pb;
                     }
                 }
-            }
-            for (int64_t f = 0; f < slots; ++f) {
-                float *r0 = spec + f * slot_size + (p * c_in + ci) * KCC_GEMM_NR, *r1 = r0 + part, *r2 = r1 + part;
                 if (f == 0) {                              /* slot 0: (c_0, c_n/2, 0) */
                     for (int j = 0; j < KCC_GEMM_NR; ++j) {
-                        r0[j] = (float)a[f][j];
-                        r1[j] = (float)b[f][j];
+                        r0[j] = (float)sa[j];
+                        r1[j] = (float)sb[j];
                         r2[j] = 0.0f;
                     }
                     continue;
                 }
                 for (int j = 0; j < KCC_GEMM_NR; ++j) {    /* (c, d - c, c + d), each rounded once */
-                    r0[j] = (float)a[f][j];
-                    r1[j] = (float)(b[f][j] - a[f][j]);
-                    r2[j] = (float)(a[f][j] + b[f][j]);
+                    r0[j] = (float)sa[j];
+                    r1[j] = (float)(sb[j] - sa[j]);
+                    r2[j] = (float)(sa[j] + sb[j]);
                 }
             }
         }

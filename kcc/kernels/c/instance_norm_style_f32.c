@@ -3,33 +3,30 @@
  *   xn = (x - mean_t) / sqrt(var_t + eps) * norm_w + norm_b    (biased variance over time, per b, c)
  *   y = (1 + gamma) * xn + beta                                 (f32, torch's operation order)
  * then act: 0 none, 1 leaky (y >= 0 ? y : slope*y), 2 snake (y + sin(alpha*y)^2 / alpha, alpha [n_chan]).
- * Statistics are two-pass f64 (channels in tiles of KCC_IN_NC, contiguous within a row); the fc
+ * Statistics are one-pass shifted f64 sums (channels in tiles of KCC_IN_NC, contiguous within a row); the fc
  * dot products are f64, rounded once. alpha is not read unless act = 2. The statistics and the
  * per-element step are helpers shared with the fused norm_conv1d kernel (identical results).
- * Snake's sin^2 is a branch-free f64 polynomial (kcc_sin2_f64) so the row loop vectorises;
- * arguments past KCC_SIN2_MAX fall back to libm sin. */
+ * Snake is torch's y + (1/alpha) * sin(alpha*y)^2 in f32, sin^2 a branch-free f32 polynomial
+ * (kcc_sin2_f32) so the row loop vectorises 16 wide; arguments past KCC_SIN2_MAX fall back to
+ * libm sin in f64. */
 #define KCC_IN_NC 16
-#define KCC_SIN2_MAX 1.0e5
+#define KCC_SIN2_MAX 8192.0f
 
-/* sin(z)^2 for |z| <= KCC_SIN2_MAX, ~2 ulp (f64): z = n*pi/2 + r, |r| <= pi/4 (Cody-Waite, fdlibm's
- * three-part pi/2, n*P1 exact for |n| < 2^20), fdlibm's sin/cos kernels on r; sin^2 z is
+/* sin(z)^2 for |z| <= KCC_SIN2_MAX, ~2 ulp: z = n*pi/2 + r, |r| <= pi/4 (Cody-Waite with cephes'
+ * three-part pi/2; n*P1 is exact for |n| < 2^16), cephes' sinf/cosf kernels on r; sin^2 z is
  * sin^2 r for even n and cos^2 r for odd n, picked arithmetically (no branch). */
-static inline double kcc_sin2_f64(double z)
+static inline float kcc_sin2_f32(float z)
 {
-    const double magic = 6755399441055744.0;                      /* 1.5 * 2^52: round to integer */
-    const double n = (z * 6.36619772367581382433e-01 + magic) - magic;
-    const double r = ((z - n * 1.57079632673412561417e+00) - n * 6.07710050630396597660e-11)
-                     - n * 2.02226624879595063154e-21;
-    const double h = n * 0.5, odd = 2.0 * fabs(h - ((h + magic) - magic));   /* 1 for odd n, else 0 */
-    const double r2 = r * r;
-    const double s = r + r * r2 * (-1.66666666666666324348e-01 + r2 * (8.33333333332248946124e-03
-                     + r2 * (-1.98412698298579493134e-04 + r2 * (2.75573137070700676789e-06
-                     + r2 * (-2.50507602534068634195e-08 + r2 * 1.58969099521155010221e-10)))));
-    const double c = 1.0 - 0.5 * r2 + r2 * r2 * (4.16666666666666019037e-02 + r2 * (-1.38888888888741095749e-03
-                     + r2 * (2.48015872894767294178e-05 + r2 * (-2.75573143513906633035e-07
-                     + r2 * (2.08757232129817482790e-09 + r2 * -1.13596475577881948265e-11)))));
-    const double s2 = s * s;
-    return s2 + odd * (c * c - s2);
+    const float magic = 12582912.0f;                              /* 1.5 * 2^23: round to integer */
+    const float n = (z * 0.636619772367581343f + magic) - magic;
+    const float r = ((z - n * 1.5703125f) - n * 4.837512969970703125e-4f) - n * 7.54978995489188216e-8f;
+    const float h = n * 0.5f, odd = 2.0f * fabsf(h - ((h + magic) - magic));   /* 1 for odd n, else 0 */
+    const float r2 = r * r;
+    const float sn = r + r * r2 * (-1.6666654611e-1f + r2 * (8.3321608736e-3f + r2 * -1.9515295891e-4f));
+    const float cs = 1.0f - 0.5f * r2 + r2 * r2 * (4.166664568298827e-2f + r2 * (-1.388731625493765e-3f
+                     + r2 * 2.443315711809948e-5f));
+    const float s2 = sn * sn;
+    return s2 + odd * (cs * cs - s2);
 }
 
 /* Channels [c0, c0 + nc) of one batch: mean and inverse std (f64), gain 1 + gamma and shift beta. */
@@ -39,16 +36,22 @@ static void kcc_in_style_stats(const float *KCC_RESTRICT xb, const float *KCC_RE
                                double *KCC_RESTRICT mean, double *KCC_RESTRICT inv,
                                float *KCC_RESTRICT gain, float *KCC_RESTRICT shift)
 {
-    double var[KCC_IN_NC] = {0};
-    for (int64_t j = 0; j < nc; ++j) mean[j] = 0.0;
-    for (int64_t t = 0; t < n_time; ++t)
-        for (int64_t j = 0; j < nc; ++j) mean[j] += (double)xb[t * n_chan + c0 + j];
-    for (int64_t j = 0; j < nc; ++j) mean[j] /= (double)n_time;
+    /* One pass (the tensor is read once, not twice): f64 sums of x - x[0] and its square; the
+     * shift by the first row keeps the variance's cancellation small. */
+    double s1[KCC_IN_NC] = {0}, s2[KCC_IN_NC] = {0}, var[KCC_IN_NC], x0[KCC_IN_NC];
+    for (int64_t j = 0; j < nc; ++j) x0[j] = (double)xb[c0 + j];
     for (int64_t t = 0; t < n_time; ++t)
         for (int64_t j = 0; j < nc; ++j) {
-            const double d = (double)xb[t * n_chan + c0 + j] - mean[j];
-            var[j] += d * d;
+            const double d = (double)xb[t * n_chan + c0 + j] - x0[j];
+            s1[j] += d;
+            s2[j] += d * d;
         }
+    for (int64_t j = 0; j < nc; ++j) {
+        const double m = s1[j] / (double)n_time;
+        mean[j] = x0[j] + m;
+        var[j] = s2[j] / (double)n_time - m * m;                        /* biased variance */
+        if (var[j] < 0.0) var[j] = 0.0;
+    }
     for (int64_t j = 0; j < nc; ++j) {
         const int64_t c = c0 + j;
         double g = (double)fc_b[c], s = (double)fc_b[n_chan + c];
@@ -58,7 +61,7 @@ static void kcc_in_style_stats(const float *KCC_RESTRICT xb, const float *KCC_RE
         }
         gain[j] = 1.0f + (float)g;
         shift[j] = (float)s;
-        inv[j] = 1.0 / sqrt(var[j] / (double)n_time + (double)eps);
+        inv[j] = 1.0 / sqrt(var[j] + (double)eps);
     }
 }
 
@@ -90,21 +93,21 @@ static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const doub
         int big = 0;
         for (int64_t j0 = 0; j0 < full; j0 += KCC_IN_NC)
             for (int j = 0; j < KCC_IN_NC; ++j) {
-                const double y = (double)yr[j0 + j], a = (double)alpha[j0 + j];
-                big |= fabs(a * y) > KCC_SIN2_MAX;
-                yr[j0 + j] = (float)(y + kcc_sin2_f64(a * y) / a);
+                const float y = yr[j0 + j], a = alpha[j0 + j];
+                big |= fabsf(a * y) > KCC_SIN2_MAX;
+                yr[j0 + j] = y + (1.0f / a) * kcc_sin2_f32(a * y);
             }
         for (int64_t j = full; j < n; ++j) {
-            const double y = (double)yr[j], a = (double)alpha[j];
-            big |= fabs(a * y) > KCC_SIN2_MAX;
-            yr[j] = (float)(y + kcc_sin2_f64(a * y) / a);
+            const float y = yr[j], a = alpha[j];
+            big |= fabsf(a * y) > KCC_SIN2_MAX;
+            yr[j] = y + (1.0f / a) * kcc_sin2_f32(a * y);
         }
         for (int64_t j = 0; big && j < n; ++j) {         /* rare: huge arguments, redo with libm */
-            const double y = (double)kcc_in_style_y(xr[j], mean[j], inv[j], norm_w[j], norm_b[j], gain[j], shift[j]);
-            const double a = (double)alpha[j];
-            if (fabs(a * y) > KCC_SIN2_MAX) {
-                const double sn = sin(a * y);
-                yr[j] = (float)(y + sn * sn / a);
+            const float y = kcc_in_style_y(xr[j], mean[j], inv[j], norm_w[j], norm_b[j], gain[j], shift[j]);
+            const float a = alpha[j];
+            if (fabsf(a * y) > KCC_SIN2_MAX) {
+                const double sn = sin((double)(a * y));
+                yr[j] = y + (1.0f / a) * (float)(sn * sn);
             }
         }
     }
