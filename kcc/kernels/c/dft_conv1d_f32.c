@@ -26,7 +26,9 @@
 #define KCC_DFT_MAX_N 64
 #define KCC_DFT_WORK 131072  /* floats per thread (512 KiB of stack): one block's bin and GEMM rows */
 #define KCC_DFT_VW 16        /* lane block of the transforms */
-/* The transforms walk n rows (d rows apart) per lane block: fetch each row's next block ahead,
+/* The 16-wide transform steps carry KCC_VECTOR_CLONES (kcc_common.h): portable builds run them
+ * on AVX-512 / AVX2 clones picked at load time, with the same results.
+ * The transforms walk n rows (d rows apart) per lane block: fetch each row's next block ahead,
  * which the hardware's stride prefetcher does not. A hint only: no effect on results. */
 #if defined(__GNUC__)
 #define KCC_DFT_PREFETCH(p) __builtin_prefetch(p)
@@ -143,6 +145,7 @@ static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batc
         v1[2 * vs + j] = bi[j];                                                                   \
     }
 
+KCC_VECTOR_CLONES
 static void kcc_dft_forward16_f32(const float *KCC_RESTRICT x, const int64_t *off, int64_t n, const float *cr0,
                                   const float *cm0, const float *cr1, const float *cm1, int64_t vs, int real0,
                                   float *KCC_RESTRICT v0, float *KCC_RESTRICT v1)
@@ -179,6 +182,7 @@ static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t 
         }                                                                                         \
     }
 
+KCC_VECTOR_CLONES
 static void kcc_dft_inverse16_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const float *cr0,
                                   const float *cm0, const float *cr1, const float *cm1, int64_t ms, int real0,
                                   const float *KCC_RESTRICT m0, const float *KCC_RESTRICT m1, int acc)
