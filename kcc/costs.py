@@ -268,9 +268,16 @@ def op_cost(g: Graph, op: Op, dims: dict[str, int]) -> OpCost:
         tokens = v.n(v.out[:-1])
         w_bytes = {w: min(n, tokens * g.weights[w].shape[-1] * 4) if len(g.weights[w].shape) == 2 else n
                    for w, n in w_bytes.items()}
-    return OpCost(op.name, op.type, fn(v) if fn else None,
-                  sum(tensor_bytes(g, t, dims) for t in set(op.inputs.values())),
-                  sum(w_bytes.values()), tensor_bytes(g, op.output, dims), _fused(op))
+    reads = set(op.inputs.values())
+    out_bytes = tensor_bytes(g, op.output, dims)
+    if op.type == "dft_conv_spectrum":
+        reads.discard(op.inputs["x"])                # read for its extent only
+    if op.type in ("dft_conv_spectrum", "dft_conv1d") and not _dft_rows(v):
+        reads.discard(op.inputs.get("spectrum"))     # short input: direct conv, no spectrum made or read
+        if op.type == "dft_conv_spectrum":
+            reads, w_bytes, out_bytes = set(), {}, 0
+    return OpCost(op.name, op.type, fn(v) if fn else None, sum(tensor_bytes(g, t, dims) for t in reads),
+                  sum(w_bytes.values()), out_bytes, _fused(op))
 
 
 def graph_costs(g: Graph, dims: dict[str, int]) -> list[OpCost]:

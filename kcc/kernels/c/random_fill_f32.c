@@ -27,13 +27,15 @@ static int kcc_random_fill_f32(const int32_t *KCC_RESTRICT seed, int64_t stream,
     const uint64_t key = kcc_rng_mix64((uint64_t)(uint32_t)seed[0])
                        ^ kcc_rng_mix64((uint64_t)stream + 0x632BE59BD9B4E019ull);
     if (dist == 0) {
+        KCC_PARALLEL_FOR   /* each element is a pure function of its index: any split, same bits */
         for (int64_t i = 0; i < n; ++i) {
             const float u = (float)kcc_rng_open01(key, (uint64_t)i);
             out[i] = u < 1.0f ? u : 0x1.fffffep-1f;
         }
         return KCC_OK;
     }
-    for (int64_t p = 0; 2 * p < n; ++p) {
+    KCC_PARALLEL_FOR
+    for (int64_t p = 0; p < (n + 1) / 2; ++p) {
         const double u1 = kcc_rng_open01(key, (uint64_t)(2 * p));
         const double u2 = kcc_rng_open01(key, (uint64_t)(2 * p + 1));
         const double r = sqrt(-2.0 * log(u1)), th = 2.0 * 3.14159265358979323846 * u2;
