@@ -93,6 +93,20 @@ def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: i
     return np.ascontiguousarray(out.reshape(groups, k, cig, panels, NR).transpose(0, 3, 1, 2, 4))
 
 
+def stride1_out(name: str, x, c_out: int, padding: int, span: int, res=None) -> tuple:
+    """[B, T', Cout] of a stride-1 conv over x [B, T, C] with tap span dilation*(K-1), T' kept as
+    an extent expression; a residual `res` (shape or None) must match it. Shared by the fused
+    and block-DFT conv ops."""
+    add, t = 2 * padding - span, x[1]
+    t_out = t + add if isinstance(t, int) else (t if add == 0 else f"({t}{'+' if add > 0 else '-'}{abs(add)})")
+    expect(not isinstance(t_out, int) or t_out >= 1, name, f"time extent {t} is too short for this conv")
+    out = (x[0], t_out, c_out)
+    if res is not None:
+        expect(len(res) == 3 and all(same_extent(p, q) for p, q in zip(res, out)), name,
+               f"residual {list(res)} must have the output's extent {list(out)}")
+    return out
+
+
 def _out_extent(t, transposed: bool, k: int, a: dict):
     s, p, d = a["stride"], a["padding"], a["dilation"]
     if transposed:

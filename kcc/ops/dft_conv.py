@@ -15,9 +15,8 @@ fixed one per run that kcc.passes.spectral_convs weighs against the direct conv'
 from __future__ import annotations
 
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.conv import GEMM_NR, _pack
+from kcc.ops.conv import GEMM_NR, _pack, stride1_out
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
-from kcc.ops.elementwise import same_extent
 
 MAX_N, WORK = 64, 131072    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
 
@@ -134,15 +133,7 @@ def _conv_infer(name, ins, ws, a):
         expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
     expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")
     expect(tuple(ws["bias"]) == (c_out,), name, f"bias has shape {list(ws['bias'])}, expected [{c_out}]")
-    add = 2 * a["padding"] - a["dilation"] * (k - 1)
-    t = x[1]
-    t_out = t + add if isinstance(t, int) else (t if add == 0 else f"({t}{'+' if add > 0 else '-'}{abs(add)})")
-    expect(not isinstance(t_out, int) or t_out >= 1, name, f"time extent {t} is too short for this conv")
-    out = (x[0], t_out, c_out)
-    if "res" in ins:
-        expect(len(ins["res"]) == 3 and all(same_extent(p, q) for p, q in zip(ins["res"], out)), name,
-               f"residual {list(ins['res'])} must have the output's extent {list(out)}")
-    return out, "f32"
+    return stride1_out(name, x, c_out, a["padding"], a["dilation"] * (k - 1), ins.get("res")), "f32"
 
 
 def _conv_bind(ctx: BindContext):

@@ -15,9 +15,8 @@ from __future__ import annotations
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.adain import ACTS as NORM_ACTS
 from kcc.ops.adain import _infer as adain_infer
-from kcc.ops.conv import GEMM_NR, _pack, is_gemm
+from kcc.ops.conv import GEMM_NR, _pack, is_gemm, stride1_out
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
-from kcc.ops.elementwise import same_extent
 
 NC_MAX_C, NC_TILE, GEMM_MR = 2048, 32768, 4   # KCC_NC_MAX_C, KCC_NC_TILE, KCC_GEMM_MR
 
@@ -69,14 +68,7 @@ def _infer(name, ins, ws, a):
     expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")
     span = a["dilation"] * (k - 1)
     expect(fits_norm_conv(c_in, span), name, f"Cin {c_in} with tap span {span} does not fit the kernel's tile")
-    t = shape[1]
-    add = 2 * a["padding"] - span
-    t_out = t + add if isinstance(t, int) else (t if add == 0 else f"({t}{'+' if add > 0 else '-'}{abs(add)})")
-    out = (shape[0], t_out, c_out)
-    if "res" in ins:
-        expect(len(ins["res"]) == 3 and all(same_extent(p, q) for p, q in zip(ins["res"], out)), name,
-               f"residual {list(ins['res'])} must have the output's extent {list(out)}")
-    return out, "f32"
+    return stride1_out(name, shape, c_out, a["padding"], span, ins.get("res")), "f32"
 
 
 def _bind(ctx: BindContext):
