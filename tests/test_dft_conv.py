@@ -175,3 +175,22 @@ def test_spectral_pass_fires_on_long_wide_convs_only(c, k, fires):
 
 def test_spectral_pass_keeps_a_conv_without_bias():
     assert [op.type for op in spectral_convs(_one_conv_graph(128, 128, 11, bias=False)).ops] == ["conv1d"]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("capture", ["middle_t12", "middle_t36"])
+def test_text_encoder_xray_with_its_dft_convs_forced(full_ckpt, capture):
+    """The text encoder's K 5 / 512-channel convs take the DFT path only past min_rows (a few
+    hundred tokens, beyond the pinned captures): forced on here, every checkpoint still PASSes."""
+    from kcc.circuits import load_circuit
+    from kcc.lower import lower_circuit
+    from kcc.passes import DEFAULT_PASSES
+    from kcc.runtime import compile_graph
+    from kcc.xray import load_pinned, render, xray_compiled
+    g, arrays = lower_circuit(load_circuit("kokoro_text_encoder"), full_ckpt, DEFAULT_PASSES)
+    dft = [op for op in g.ops if op.type in ("dft_conv_spectrum", "dft_conv1d")]
+    assert len(dft) == 6 and all(op.attrs["min_rows"] > 36 for op in dft)
+    for op in dft:
+        op.attrs["min_rows"] = 0
+    report = xray_compiled(compile_graph(g, arrays), load_pinned(capture, "full"))
+    assert report.passed, render(report)
