@@ -71,7 +71,7 @@ def fuse_adain_conv(g: Graph) -> Graph:
             continue
         a, w = conv.attrs, g.weights[conv.weights["weight"]].shape       # GEMM pack [K, panels, Cin, 16]
         c_in, c_out = g.tensors[conv.inputs["x"]].shape[2], g.tensors[conv.output].shape[2]
-        if not is_gemm(c_in, c_out, a["stride"], a["groups"], False) or len(w) != 4:
+        if a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False) or len(w) != 4:
             continue
         if not fits_norm_conv(c_in, a["dilation"] * (w[0] - 1)):
             continue
@@ -101,7 +101,7 @@ def spectral_convs(g: Graph) -> Graph:
             ops.append(op)
             continue
         k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
-        if (k < DFT_MIN_TAPS or not is_gemm(c_in, c_out, a["stride"], a["groups"], False)
+        if (k < DFT_MIN_TAPS or a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False)
                 or not fits_work(c_in, c_out)):
             ops.append(op)
             continue

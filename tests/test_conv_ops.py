@@ -70,6 +70,8 @@ def _close(got, ref, tol=TOL):
     (33, 5, 1, 1, 0, 1, 1, False, "leaky_relu"),     # conv1x1 shortcut, Cout < the 16-wide tile
     (12, 40, 7, 3, 0, 2, 4, True, "none"),           # stride 3, dilation 2, groups 4, no padding
     (64, 64, 11, 1, 25, 5, 1, True, "none"),         # generator resblock shape: K 11, dilation 5
+    (22, 40, 12, 6, 3, 1, 1, True, "none"),          # generator noise_convs[0]: stride 6 on the GEMM path
+    (9, 20, 3, 2, 2, 2, 1, False, "leaky_relu"),     # stride 2 with dilation 2, no bias: GEMM path
 ])
 def test_conv1d_matches_torch(cin, cout, k, stride, pad, dil, groups, bias, act):
     rng = np.random.default_rng(cin * 100 + k)

@@ -33,7 +33,7 @@ register(Kernel(
           ("dilation", I64), ("output_padding", I64), ("groups", I64), ("transposed", I64),
           ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="GEMM path (stride 1, groups 1, direct; and transposed with groups 1, dilation 1, "
+        accumulation="GEMM path (groups 1, direct, any stride; and transposed with groups 1, dilation 1, "
                      "as stride phases): f32 throughout, each tap's 64-channel "
                      "chunks summed from zero (FMA where the target has it) and added in (tap, chunk) "
                      "order to the output's f32 partial, then + bias in f32. General path: f32 partial "
@@ -51,9 +51,9 @@ def _is_depthwise(c_in: int, c_out: int, groups: int) -> bool:
     return c_in // groups == 1 and c_out // groups == 1
 
 
-def is_gemm(c_in: int, c_out: int, stride: int, groups: int, transposed: bool) -> bool:
-    """kcc_conv_is_gemm in conv1d_f32.c: the shifted-GEMM path and its weight layout."""
-    return stride == 1 and groups == 1 and not transposed and not (c_in == 1 and c_out == 1)
+def is_gemm(c_in: int, c_out: int, groups: int, transposed: bool) -> bool:
+    """kcc_conv_is_gemm in conv1d_f32.c: the shifted-GEMM path (any stride) and its weight layout."""
+    return groups == 1 and not transposed and not (c_in == 1 and c_out == 1)
 
 
 def is_polyphase(c_in: int, c_out: int, groups: int, dilation: int, transposed: bool) -> bool:
@@ -65,7 +65,7 @@ def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: i
     """torch layout -> the kernel's: [K, panels, Cin, 16] (GEMM and polyphase paths), [K, C]
     (depthwise) or [G, panels, K, cig, 8] (general dense); panels zero-padded."""
     k = w.shape[2]
-    if not transposed and is_gemm(w.shape[1] * groups, w.shape[0], stride, groups, transposed):
+    if not transposed and is_gemm(w.shape[1] * groups, w.shape[0], groups, transposed):
         c_out, c_in = w.shape[0], w.shape[1]
         panels = -(-c_out // GEMM_NR)
         out = np.zeros((k, c_in, panels * GEMM_NR), dtype=np.float32)

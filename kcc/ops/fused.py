@@ -88,7 +88,7 @@ def _bind(ctx: BindContext):
 
 
 def _pack_weight(w, a):
-    expect(is_gemm(w.shape[1], w.shape[0], 1, 1, False), "adain_conv1d", f"weight {list(w.shape)} is not a GEMM-path conv")
+    expect(is_gemm(w.shape[1], w.shape[0], 1, False), "adain_conv1d", f"weight {list(w.shape)} is not a GEMM-path conv")
     return _pack(w, False, 1, 1, 1)
 
 

@@ -2,9 +2,10 @@
  * out [n_batch, t_out, c_out] (t_out computed here from the conv arithmetic), with an
  * epilogue per output: v = acc + bias, leaky slope (neg_slope 1 is the identity), + res.
  *
- * GEMM path (kcc_conv_is_gemm: stride 1, groups 1, direct, not 1-in-1-out): the conv is K
- * accumulated GEMMs over shifted row views (tap k reads rows t + k*dilation - pad, rows
- * outside [0, t_in) are zero padding and skipped), run on kcc_gemm_tile_f32 (gemm_f32.c).
+ * GEMM path (kcc_conv_is_gemm: groups 1, direct, not 1-in-1-out, any stride): the conv is K
+ * accumulated GEMMs over shifted row views (tap k reads rows t*stride + k*dilation - pad, rows
+ * outside [0, t_in) are zero padding and skipped; a stride is the view's row step), run on
+ * kcc_gemm_tile_f32 (gemm_f32.c).
  *   layout: wp[k][p][ci][j] = W[p*NR + j][ci][k], NR = KCC_GEMM_NR, zeros past c_out.
  *   numerics: f32; per tap, KC-chunk sums from zero added in (tap, chunk) order to the row's
  *   f32 partial: each output's arithmetic is fixed by (k, ci), independent of row blocking,
@@ -13,7 +14,7 @@
  * output rows t with t + pad = q*stride + phi read taps k = phi + m*stride at input row q - m,
  * so each phase is a stride-1 GEMM over q writing every stride-th output row; same layout
  * wp[k][p][ci][j] = W[ci][p*NR + j][k] and the same f32 numerics as the GEMM path.
- * General path (strided, grouped, depthwise, dilated transposed): every output row t is a sum over
+ * General path (grouped, depthwise, dilated transposed, 1-in-1-out): every output row t is a sum over
  * taps of (packed weight slice k) x (one input row), where the input row is
  *   direct:     ti = t*stride + k*dilation - pad
  *   transposed: ti = (t + pad - k*dilation) / stride, only when that divides exactly
@@ -29,9 +30,9 @@
 #define KCC_CONV_MC 64     /* GEMM path: output rows per parallel block (the out block stays in L1/L2) */
 _Static_assert(KCC_CONV_MR == 4, "kcc_conv_tile_f32 is written out for 4 rows");
 
-static int kcc_conv_is_gemm(int64_t c_in, int64_t c_out, int64_t stride, int64_t groups, int64_t transposed)
+static int kcc_conv_is_gemm(int64_t c_in, int64_t c_out, int64_t groups, int64_t transposed)
 {
-    return stride == 1 && groups == 1 && !transposed && !(c_in == 1 && c_out == 1);
+    return groups == 1 && !transposed && !(c_in == 1 && c_out == 1);
 }
 
 static int kcc_conv_is_polyphase(int64_t c_in, int64_t c_out, int64_t groups, int64_t dilation, int64_t transposed)
@@ -67,10 +68,11 @@ static void kcc_conv_phases_f32(const float *KCC_RESTRICT xb, int64_t t_in, int6
 }
 
 /* ob rows [t0, t1) = conv of the input rows held at xs: row ti (0 <= ti < t_in) is at
- * xs + (ti - r0)*c_in; the caller guarantees every row a tap reads is held. */
+ * xs + (ti - r0)*c_in; output row t, tap k reads row t*stride + k*dilation - pad; the caller
+ * guarantees every row a tap reads is held. */
 static void kcc_conv_rows_f32(const float *KCC_RESTRICT xs, int64_t r0, int64_t t_in, int64_t c_in,
                               const float *KCC_RESTRICT wp, int64_t c_out, int64_t k_size, int64_t pad,
-                              int64_t dilation, int64_t t0, int64_t t1, float *KCC_RESTRICT ob)
+                              int64_t dilation, int64_t stride, int64_t t0, int64_t t1, float *KCC_RESTRICT ob)
 {
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR;
     for (int64_t t = t0; t < t1; ++t)
@@ -78,14 +80,17 @@ static void kcc_conv_rows_f32(const float *KCC_RESTRICT xs, int64_t r0, int64_t 
     for (int64_t p = 0; p < panels; ++p) {
         const int64_t nr = c_out - p * KCC_GEMM_NR < KCC_GEMM_NR ? c_out - p * KCC_GEMM_NR : KCC_GEMM_NR;
         for (int64_t k = 0; k < k_size; ++k) {
-            const int64_t off = k * dilation - pad;
-            const int64_t lo = t0 > -off ? t0 : -off, hi = t1 < t_in - off ? t1 : t_in - off;
+            const int64_t off = k * dilation - pad;         /* rows t with 0 <= t*stride + off < t_in */
+            const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
+            const int64_t end = t_in - off <= 0 ? 0 : (t_in - off + stride - 1) / stride;
+            const int64_t lo = t0 > first ? t0 : first, hi = t1 < end ? t1 : end;
             const float *wk = wp + (k * panels + p) * c_in * KCC_GEMM_NR;
             for (int64_t ci0 = 0; ci0 < c_in; ci0 += KCC_GEMM_KC) {
                 const int64_t kc = c_in - ci0 < KCC_GEMM_KC ? c_in - ci0 : KCC_GEMM_KC;
                 for (int64_t i = lo; i < hi; i += KCC_GEMM_MR)
-                    kcc_gemm_tile_f32(xs + (i + off - r0) * c_in + ci0, c_in, hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR,
-                                      wk + ci0 * KCC_GEMM_NR, kc, ob + i * c_out + p * KCC_GEMM_NR, c_out, nr, 0);
+                    kcc_gemm_tile_f32(xs + (i * stride + off - r0) * c_in + ci0, stride * c_in,
+                                      hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR, wk + ci0 * KCC_GEMM_NR, kc,
+                                      ob + i * c_out + p * KCC_GEMM_NR, c_out, nr, 0);
             }
         }
     }
@@ -149,7 +154,7 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
     if (t_out < 1) return KCC_EDIMS;
     const int64_t cig = c_in / groups, cog = c_out / groups;
     (void)kcc_linear_f32;   /* pasted with the tile micro-kernel it shares (gemm_f32.c) */
-    if (kcc_conv_is_gemm(c_in, c_out, stride, groups, transposed)) {
+    if (kcc_conv_is_gemm(c_in, c_out, groups, transposed)) {
         const int64_t blocks = (t_out + KCC_CONV_MC - 1) / KCC_CONV_MC;
         for (int64_t b = 0; b < n_batch; ++b) {
             const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
@@ -157,7 +162,7 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
             KCC_PARALLEL_FOR   /* each row block is written by one thread, in a fixed order */
             for (int64_t blk = 0; blk < blocks; ++blk) {
                 const int64_t t0 = blk * KCC_CONV_MC, t1 = t_out - t0 < KCC_CONV_MC ? t_out : t0 + KCC_CONV_MC;
-                kcc_conv_rows_f32(xb, 0, t_in, c_in, wp, c_out, k_size, pad, dilation, t0, t1, ob);
+                kcc_conv_rows_f32(xb, 0, t_in, c_in, wp, c_out, k_size, pad, dilation, stride, t0, t1, ob);
                 kcc_conv_epilogue_f32(ob, c_out, t0, t1, bias, has_bias, neg_slope, rb, has_res);
             }
         }

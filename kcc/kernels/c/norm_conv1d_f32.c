@@ -1,6 +1,6 @@
 /* Style instance norm (+ act) feeding a GEMM-path conv1d, without materialising the normalised
  * tensor: out = conv(act(adain(x))) with the conv epilogue (bias, leaky slope, + res).
- * x [n_batch, t_in, c_in]; the conv is stride 1, groups 1 (kcc_conv_is_gemm), out
+ * x [n_batch, t_in, c_in]; the conv is stride 1 and on the GEMM path (kcc_conv_is_gemm), out
  * [n_batch, t_out, c_out]. Statistics over all of x come first (kcc_in_style_stats, per channel
  * tile, in parallel); then time is cut into chunks of <= KCC_NC_CHUNK output rows (in parallel),
  * each swept in row blocks: the input rows a block reads (its rows plus the tap span, the halo)
@@ -17,7 +17,8 @@
 /* The conv runs through this pointer, not inlined: inlined next to the normalising loop, compilers
  * spill the GEMM tile's accumulators (measured 2x slower); a call keeps its own registers. */
 static void (*const volatile kcc_nc_conv_rows)(const float *, int64_t, int64_t, int64_t, const float *, int64_t,
-                                               int64_t, int64_t, int64_t, int64_t, int64_t, float *) = kcc_conv_rows_f32;
+                                               int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                               float *) = kcc_conv_rows_f32;
 
 static int kcc_norm_conv1d_f32(
     const float *KCC_RESTRICT x, const float *KCC_RESTRICT style, int64_t n_batch, int64_t t_in, int64_t c_in,
@@ -77,7 +78,7 @@ static int kcc_norm_conv1d_f32(
                 r1 = e > a ? e : a;
                 for (int64_t s0 = t0; s0 < t1; s0 += KCC_CONV_MC) {   /* the conv's own cache block */
                     const int64_t s1 = t1 - s0 < KCC_CONV_MC ? t1 : s0 + KCC_CONV_MC;
-                    kcc_nc_conv_rows(tile, r0, t_in, c_in, wp, c_out, k_size, pad, dilation, s0, s1, ob);
+                    kcc_nc_conv_rows(tile, r0, t_in, c_in, wp, c_out, k_size, pad, dilation, 1, s0, s1, ob);
                     kcc_conv_epilogue_f32(ob, c_out, s0, s1, bias, has_bias, neg_slope, rb, has_res);
                 }
             }
