@@ -10,6 +10,8 @@ keyed by op type; an op type without one gets flops None and the report says so.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Callable
 
@@ -143,7 +145,7 @@ def _dft_conv1d(v: _View) -> int:
     if not _dft_rows(v):
         return 2 * b * t_out * c_out * c_in * k + _epilogue(v, v.n_out)
     h, cols = n - k + 1, v.ins["spectrum"][2] * v.ins["spectrum"][4]
-    tiles = b * d * -(-(-(-t_out // d)) // h)
+    tiles = b * d * math.ceil(math.ceil(t_out / d) / h)           # per residue, from residue 0's outputs
     per_slot = 2 * (n * 2 * c_in + 3 * c_in * cols + h * 2 * c_out)
     return tiles * n // 2 * per_slot + _epilogue(v, v.n_out)
 
@@ -272,10 +274,10 @@ def op_cost(g: Graph, op: Op, dims: dict[str, int]) -> OpCost:
     out_bytes = tensor_bytes(g, op.output, dims)
     if op.type == "dft_conv_spectrum":
         reads.discard(op.inputs["x"])                # read for its extent only
-    if op.type in ("dft_conv_spectrum", "dft_conv1d") and not _dft_rows(v):
-        reads.discard(op.inputs.get("spectrum"))     # short input: direct conv, no spectrum made or read
-        if op.type == "dft_conv_spectrum":
-            reads, w_bytes, out_bytes = set(), {}, 0
+        if not _dft_rows(v):                         # short input: no spectrum made
+            w_bytes, out_bytes = {}, 0
+    elif op.type == "dft_conv1d" and not _dft_rows(v):
+        reads.discard(op.inputs["spectrum"])         # short input: the direct conv, no spectrum read
     return OpCost(op.name, op.type, fn(v) if fn else None, sum(tensor_bytes(g, t, dims) for t in reads),
                   sum(w_bytes.values()), out_bytes, _fused(op))
 

@@ -93,6 +93,7 @@ def spectral_convs(g: Graph) -> Graph:
     fuse_adain_conv: such convs read a materialised adain (its traffic is small next to the
     conv's multiplies)."""
     ops: list[Op] = []
+    top = max_dims(g.dims)
     for op in g.ops:
         w = g.weights[op.weights["weight"]].shape if "weight" in op.weights else ()
         a = op.attrs
@@ -107,12 +108,12 @@ def spectral_convs(g: Graph) -> Graph:
             continue
         direct = k * c_in * w[1] * GEMM_NR
         n = min((n for n in DFT_SIZES if n > k), key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
-        if n is None or direct < DFT_MIN_GAIN * dft_cost(c_in, c_out, k, n):
+        per_row = dft_cost(c_in, c_out, k, n) if n is not None else math.inf
+        if direct < DFT_MIN_GAIN * per_row:
             ops.append(op)
             continue
-        min_rows = math.ceil(DFT_MIN_GAIN * spectrum_cost(c_in, c_out, k, n) / (direct - DFT_MIN_GAIN * dft_cost(c_in, c_out, k, n)))
+        min_rows = math.ceil(DFT_MIN_GAIN * spectrum_cost(c_in, c_out, k, n) / (direct - DFT_MIN_GAIN * per_row))
         x_shape = g.tensors[op.inputs["x"]].shape
-        top = max_dims(g.dims)
         if extent_value(x_shape[0], top) * extent_value(x_shape[1], top) < min_rows:
             ops.append(op)             # never pays within the planned dims: keep the direct conv and its fusion
             continue
@@ -124,7 +125,7 @@ def spectral_convs(g: Graph) -> Graph:
                   op.output)
         shape, dtype = OPS[spec.type].infer(spec.name, {"x": x_shape}, {"weight": w}, spec.attrs)
         g.tensors[spec.output] = Tensor(spec.output, dtype, shape, "activation")
-        ws = {r: g.weights[n].shape for r, n in conv.weights.items()}
+        ws = {role: g.weights[name].shape for role, name in conv.weights.items()}
         out, _ = OPS[conv.type].infer(conv.name, {"x": x_shape, "spectrum": shape}, ws, conv.attrs)
         assert all(same_extent(p, q) for p, q in zip(out, g.tensors[op.output].shape)), (op.name, out)
         ops += [spec, conv]

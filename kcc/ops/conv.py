@@ -93,6 +93,15 @@ def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: i
     return np.ascontiguousarray(out.reshape(groups, k, cig, panels, NR).transpose(0, 3, 1, 2, 4))
 
 
+def gemm_pack(op_name: str):
+    """The weight pack of an op that runs a stride-1 conv on the GEMM path (adain_conv1d,
+    dft_conv1d): torch layout [Cout, Cin, K] -> [K, panels, Cin, 16], refused off that path."""
+    def pack(w, a):
+        expect(is_gemm(w.shape[1], w.shape[0], 1, False), op_name, f"weight {list(w.shape)} is not a GEMM-path conv")
+        return _pack(w, False, 1, 1, 1)
+    return pack
+
+
 def stride1_out(name: str, x, c_out: int, padding: int, span: int, res=None) -> tuple:
     """[B, T', Cout] of a stride-1 conv over x [B, T, C] with tap span dilation*(K-1), T' kept as
     an extent expression; a residual `res` (shape or None) must match it. Shared by the fused

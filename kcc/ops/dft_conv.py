@@ -15,7 +15,7 @@ fixed one per run that kcc.passes.spectral_convs weighs against the direct conv'
 from __future__ import annotations
 
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.conv import GEMM_NR, _pack, stride1_out
+from kcc.ops.conv import GEMM_NR, gemm_pack, stride1_out
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 
 MAX_N, WORK = 64, 131072    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
@@ -94,18 +94,20 @@ def _geometry(name, w, a) -> tuple[int, int]:
     return c_in, k
 
 
-def _pack_weight(w, a):
-    return _pack(w, False, 1, 1, 1)
+def _check_common(name, x, ws, a) -> tuple[int, int]:
+    """What both ops check: x [B, T, C] with fixed C, the weight's geometry against attrs and x,
+    the DFT length and min_rows. Returns (c_in, K)."""
+    expect(len(x) == 3 and isinstance(x[2], int), name, f"x must be [B, T, C] with fixed C, got {list(x)}")
+    c_in, k = _geometry(name, ws["weight"], a)
+    expect(_valid_n(a["n"], k), name, f"attr n {a['n']!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
+    expect(c_in == x[2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {x[2]}")
+    expect(isinstance(a["min_rows"], int) and a["min_rows"] >= 0, name, f"attr min_rows {a['min_rows']!r} must be an integer >= 0")
+    return c_in, k
 
 
 def _spectrum_infer(name, ins, ws, a):
-    expect(len(ins["x"]) == 3, name, f"x must be [B, T, C], got {list(ins['x'])}")
-    c_in, k = _geometry(name, ws["weight"], a)
-    c_out = a["c_out"]
-    expect(_valid_n(a["n"], k), name, f"attr n {a['n']!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
-    expect(c_in == ins["x"][2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {ins['x'][2]}")
-    expect(isinstance(a["min_rows"], int) and a["min_rows"] >= 0, name, f"attr min_rows {a['min_rows']!r} must be an integer >= 0")
-    return (a["n"] // 2, 3, panels(c_out), c_in, GEMM_NR), "f32"
+    c_in, _ = _check_common(name, ins["x"], ws, a)
+    return (a["n"] // 2, 3, panels(a["c_out"]), c_in, GEMM_NR), "f32"
 
 
 def _spectrum_bind(ctx: BindContext):
@@ -117,18 +119,12 @@ def _spectrum_bind(ctx: BindContext):
 
 
 def _conv_infer(name, ins, ws, a):
-    x, s = ins["x"], ins["spectrum"]
-    expect(len(x) == 3 and isinstance(x[2], int), name, f"x must be [B, T, C] with fixed C, got {list(x)}")
-    k, n = a["k_size"], a["n"]
-    expect(_valid_n(n, k), name, f"attr n {n!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
+    x, s, n, c_out = ins["x"], ins["spectrum"], a["n"], a["c_out"]
+    _, k = _check_common(name, x, ws, a)
     expect(len(s) == 5 and s[0] == n // 2 and s[1] == 3 and s[3] == x[2] and s[4] == GEMM_NR, name,
            f"spectrum {list(s)} is not the n={n} spectrum of a conv over {x[2]} channels")
-    c_out = a["c_out"]
-    c_in, _ = _geometry(name, ws["weight"], a)
-    expect(c_in == x[2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {x[2]}")
     expect(s[2] == panels(c_out), name, f"spectrum {list(s)} does not hold {c_out} output channels")
     expect(fits_work(x[2], c_out), name, f"Cin {x[2]} and Cout {c_out} exceed the kernel's work area")
-    expect(isinstance(a["min_rows"], int) and a["min_rows"] >= 0, name, f"attr min_rows {a['min_rows']!r} must be an integer >= 0")
     for key in ("padding", "dilation"):
         expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
     expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")
@@ -150,8 +146,8 @@ def _conv_bind(ctx: BindContext):
 
 
 define_op(OpDef("dft_conv_spectrum", ("x",), ("weight",), {"n": None, "k_size": None, "c_out": None, "min_rows": 0},
-                _spectrum_infer, _spectrum_bind, pack={"weight": ("conv_pack", _pack_weight)}))
+                _spectrum_infer, _spectrum_bind, pack={"weight": ("conv_pack", gemm_pack("dft_conv_spectrum"))}))
 define_op(OpDef("dft_conv1d", ("x", "spectrum", "res?"), ("weight", "bias"),
                 {"n": None, "k_size": None, "c_out": None, "min_rows": 0, "padding": 0, "dilation": 1,
                  "act": "none", "slope": 0.01},
-                _conv_infer, _conv_bind, pack={"weight": ("conv_pack", _pack_weight)}))
+                _conv_infer, _conv_bind, pack={"weight": ("conv_pack", gemm_pack("dft_conv1d"))}))

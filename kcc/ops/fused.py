@@ -15,7 +15,7 @@ from __future__ import annotations
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.adain import ACTS as NORM_ACTS
 from kcc.ops.adain import _infer as adain_infer
-from kcc.ops.conv import GEMM_NR, _pack, is_gemm, stride1_out
+from kcc.ops.conv import GEMM_NR, gemm_pack, stride1_out
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 
 NC_MAX_C, NC_TILE, GEMM_MR = 2048, 32768, 4   # KCC_NC_MAX_C, KCC_NC_TILE, KCC_GEMM_MR
@@ -87,11 +87,6 @@ def _bind(ctx: BindContext):
     }
 
 
-def _pack_weight(w, a):
-    expect(is_gemm(w.shape[1], w.shape[0], 1, False), "adain_conv1d", f"weight {list(w.shape)} is not a GEMM-path conv")
-    return _pack(w, False, 1, 1, 1)
-
-
 define_op(OpDef("adain_conv1d", ("x", "style", "res?"),
                 ("norm_w", "norm_b", "fc_w", "fc_b", "alpha?", "weight", "bias?"), ATTRS, _infer, _bind,
-                pack={"weight": ("conv_pack", _pack_weight)}))
+                pack={"weight": ("conv_pack", gemm_pack("adain_conv1d"))}))
