@@ -33,6 +33,9 @@ class BuildOptions:
     # -fsanitize=address,undefined; KCC_SANITIZE=1 turns it on for every build (the CI job runs
     # the parity suite that way, with libasan preloaded into Python).
     sanitize: bool = field(default_factory=lambda: os.environ.get("KCC_SANITIZE") == "1")
+    # -DKCC_PROFILE: the entry point times every op (C11 timespec_get) into a per-library table
+    # that <prefix>_op_seconds reads back. Off by default: the table is shared by all callers.
+    profile: bool = False
 
     def flags(self) -> list[str]:
         f = [x if x != "-O2" else self.opt for x in STRICT_FLAGS]
@@ -41,6 +44,8 @@ class BuildOptions:
             f.append("-march=native")
         if self.openmp:
             f.append("-fopenmp")
+        if self.profile:
+            f.append("-DKCC_PROFILE")
         if self.sanitize:
             f += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
         return f

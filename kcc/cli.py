@@ -173,6 +173,8 @@ def main(argv=None) -> int:
     p.add_argument("--peak", type=float, metavar="GFLOPS", help="skip measuring: peak GFLOP/s (with --bandwidth)")
     p.add_argument("--no-roofline", action="store_true", help="costs only, no measurement")
     p.add_argument("--summary", action="store_true", help="per op type only, not per op")
+    p.add_argument("--measure", action="store_true",
+                   help="also build with per-op timing (-DKCC_PROFILE) and print each op's measured ms")
     p.add_argument("--json", help="also write the report as JSON")
     p.set_defaults(fn=cmd_report)
     p = sub.add_parser("import-onnx", help="import Kokoro-82M weights from the int8 ONNX export into kokoro-v1_0.pth layout")

@@ -18,7 +18,7 @@ from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I3
 from kcc.ops import OPS, BindContext
 from kcc.plan import MemoryPlan
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class CheckedCallCodegenError(Exception):
@@ -174,6 +174,31 @@ def emit_c(g: Graph, plan: MemoryPlan) -> str:
     L.append("    return 1;")
     L.append("#endif")
     L.append("}")
+    n_ops = max(1, len(calls))
+    L.append(f"""
+/* Per-op wall time of the last run, in seconds (built with -DKCC_PROFILE; else never written). */
+#ifdef KCC_PROFILE
+#include <time.h>
+static double kcc_op_s[{n_ops}];
+static double kcc_now(void) {{ struct timespec t; timespec_get(&t, TIME_UTC); return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec; }}
+#define KCC_OP_BEGIN double kcc_t0 = kcc_now();
+#define KCC_OP_END(i) kcc_op_s[i] = kcc_now() - kcc_t0;
+#else
+#define KCC_OP_BEGIN
+#define KCC_OP_END(i)
+#endif
+/* Copies up to n per-op times into out; returns the op count, or 0 when not profiled. */
+size_t {prefix}_op_seconds(double *out, size_t n)
+{{
+#ifdef KCC_PROFILE
+    for (size_t i = 0; i < n && i < {len(calls)}u; ++i) out[i] = kcc_op_s[i];
+    return {len(calls)}u;
+#else
+    (void)out; (void)n;
+    return 0;
+#endif
+}}
+""")
     L.append("""
 static int kcc_fail(char *err, size_t err_len, int status, const char *what)
 {
@@ -211,9 +236,9 @@ static int kcc_fail(char *err, size_t err_len, int status, const char *what)
     ck_index = {c.tensor: [] for c in g.checkpoints}
     for k, c in enumerate(g.checkpoints):
         ck_index[c.tensor].append(k)
-    for op, kname, args in calls:
+    for i, (op, kname, args) in enumerate(calls):
         L.append(f"    /* op {op.name}: {op.type} -> {op.output} */")
-        L.append(f"    st = {kname}({', '.join(args)});")
+        L.append(f"    {{ KCC_OP_BEGIN st = {kname}({', '.join(args)}); KCC_OP_END({i}) }}")
         L.append(f"    if (st) return kcc_fail(err, err_len, st, \"op {op.name} ({kname}) rejected its input\");")
         for k in ck_index.get(op.output, []):
             nbytes = f"{numel_expr(g.tensors[op.output].shape)}*4u"

@@ -123,6 +123,7 @@ class Report:
     roofline: Roofline | None = None
     notes: list[str] = field(default_factory=list)
     passes: str = "default"
+    measured: dict[str, float] | None = None   # op name -> best wall seconds (measure_ops)
 
     @property
     def flops(self) -> int:
@@ -158,7 +159,8 @@ class Report:
             "by_type": self.by_type(),
             "ops": [{"name": c.name, "type": c.type, "fused": c.fused, "flops": c.flops, "bytes_in": c.bytes_in,
                      "bytes_w": c.bytes_w, "bytes_out": c.bytes_out,
-                     **({"bound_s": rf.bound(c)} if rf else {})} for c in self.costs],
+                     **({"bound_s": rf.bound(c)} if rf else {}),
+                     **({"measured_s": self.measured[c.name]} if self.measured else {})} for c in self.costs],
             "notes": self.notes,
         }
 
@@ -198,6 +200,29 @@ def build_report(circuit, checkpoint, dims: dict[str, int] | None = None, passes
                   "default" if passes is None else (", ".join(p.__name__ for p in passes) or "none"))
 
 
+def measure_ops(circuit, checkpoint, dims: dict[str, int], passes=None, threads: int = 1,
+                reps: int = 3, seed: int = 0, planned_max: dict[str, int] | None = None) -> dict[str, float]:
+    """Each op's best wall time over `reps` runs at `dims`: the circuit built with -O3
+    -march=native, OpenMP and BuildOptions(profile=True), on seeded inputs (f32 ~ N(0, 0.1^2),
+    integers 0: a timing input, not a meaningful utterance)."""
+    from kcc.runtime import _NP_DTYPES, compile_circuit
+    cc = compile_circuit(circuit, checkpoint, BuildOptions(opt="-O3", native=True, openmp=True, profile=True),
+                         dims=planned_max, passes=passes)
+    cc.set_threads(threads)
+    rng = np.random.default_rng(seed)
+    ins = {}
+    for name in cc.graph.inputs:
+        shape, dtype = cc.shape_of(name, dims), cc.graph.tensors[name].dtype
+        ins[name] = ((0.1 * rng.standard_normal(shape)).astype(np.float32) if dtype == "f32"
+                     else np.zeros(shape, dtype=_NP_DTYPES[dtype]))
+    arena, best = cc.new_arena(), {}
+    for _ in range(reps + 1):                       # the first run warms caches and pages
+        cc.run(ins, arena=arena, dims=dims)
+        for op, t in cc.op_seconds().items():
+            best[op] = min(best.get(op, float("inf")), t)
+    return best
+
+
 def _si(x: float, unit: str) -> str:
     for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= f:
@@ -218,16 +243,24 @@ def render(r: Report, per_op: bool = True) -> str:
     for n in r.notes:
         L.append(f"  note: {n}")
     L.append("")
-    L.append(f"  {'op type [fused]':40s} {'ops':>4s} {'FLOP':>12s} {'bytes':>11s} {'bound ms':>9s} {'share':>6s}")
+    m = r.measured
+    if m:
+        L.append(f"  measured (-O3 -march=native, profile build, best per op): {sum(m.values()) * 1e3:.3f} ms")
+    L.append(f"  {'op type [fused]':40s} {'ops':>4s} {'FLOP':>12s} {'bytes':>11s} {'bound ms':>9s} {'share':>6s}"
+             + (f" {'meas ms':>9s} {'x bound':>7s}" if m else ""))
     total = r.bound_s() if rf else r.flops
     for k, row in r.by_type().items():
         share = (row["bound_s"] if rf else row["flops"]) / total if total else 0.0
-        L.append(f"  {k:40s} {row['ops']:4d} {_si(row['flops'], ''):>12s} {_si(row['bytes'], 'B'):>11s} "
-                 f"{row['bound_s'] * 1e3 if rf else float('nan'):9.3f} {share:6.1%}")
+        line = (f"  {k:40s} {row['ops']:4d} {_si(row['flops'], ''):>12s} {_si(row['bytes'], 'B'):>11s} "
+                f"{row['bound_s'] * 1e3 if rf else float('nan'):9.3f} {share:6.1%}")
+        if m:
+            ms = sum(m[c.name] for c in r.costs if c.type + (f"[{c.fused}]" if c.fused else "") == k) * 1e3
+            line += f" {ms:9.3f} {ms / (row['bound_s'] * 1e3) if rf and row['bound_s'] else float('nan'):7.2f}"
+        L.append(line)
     if per_op:
         L.append("")
         L.append(f"  {'op':32s} {'type':32s} {'fused':16s} {'FLOP':>11s} {'in B':>10s} {'w B':>10s} {'out B':>10s} "
-                 f"{'FLOP/B':>7s} {'bound ms':>9s} {'limit':>5s}")
+                 f"{'FLOP/B':>7s} {'bound ms':>9s} {'limit':>5s}" + (f" {'meas ms':>9s}" if m else ""))
         for c in r.costs:
             flops = "n/a" if c.flops is None else _si(c.flops, "")
             lim, ms = "", float("nan")
@@ -235,7 +268,8 @@ def render(r: Report, per_op: bool = True) -> str:
                 ms = rf.bound(c) * 1e3
                 lim = "mem" if c.bytes / rf.bandwidth >= (c.flops or 0) / rf.peak else "flop"
             L.append(f"  {c.name:32s} {c.type:32s} {c.fused:16s} {flops:>11s} {_si(c.bytes_in, ''):>10s} "
-                     f"{_si(c.bytes_w, ''):>10s} {_si(c.bytes_out, ''):>10s} {c.intensity:7.2f} {ms:9.4f} {lim:>5s}")
+                     f"{_si(c.bytes_w, ''):>10s} {_si(c.bytes_out, ''):>10s} {c.intensity:7.2f} {ms:9.4f} {lim:>5s}"
+                     + (f" {m[c.name] * 1e3:9.4f}" if m else ""))
     return "\n".join(L)
 
 
@@ -264,6 +298,8 @@ def run_cli(args) -> int:
     if not ckpt:
         raise SystemExit("kcc: no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
     r = build_report(args.circuit, ckpt, parse_dims(args.dims), passes, rf)
+    if args.measure:
+        r.measured = measure_ops(args.circuit, ckpt, r.dims, passes, args.threads, planned_max=r.planned_max)
     print(render(r, per_op=not args.summary))
     if args.json:
         with open(args.json, "w") as fh:

@@ -73,7 +73,17 @@ class CompiledCircuit:
         self._set_threads = getattr(self.lib, f"{self.prefix}_set_threads")
         self._set_threads.restype = ctypes.c_int
         self._set_threads.argtypes = [ctypes.c_int]
+        self._op_seconds = getattr(self.lib, f"{self.prefix}_op_seconds")
+        self._op_seconds.restype = ctypes.c_size_t
+        self._op_seconds.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         self.weights_sha256 = hashlib.sha256(weights.tobytes()).hexdigest()
+
+    def op_seconds(self) -> dict[str, float]:
+        """Each op's wall time in the last run (op name -> s): needs BuildOptions(profile=True)."""
+        out = np.zeros(len(self.graph.ops), dtype=np.float64)
+        if self._op_seconds(out.ctypes.data, out.size) == 0:
+            raise KccRunError(-101, f"{self.library_path}: not built with profile=True (-DKCC_PROFILE)")
+        return {op.name: float(t) for op, t in zip(self.graph.ops, out)}
 
     def set_threads(self, n: int) -> int:
         """Use n threads in kernels (OpenMP builds); returns the count in effect (1 if serial)."""
