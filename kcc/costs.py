@@ -125,15 +125,9 @@ def _adain_conv1d(v: _View) -> int:
 
 
 def _dft_rows(v: _View) -> bool:
-    """dft ops below min_rows input rows run the direct conv (no spectrum)."""
+    """dft_conv1d below min_rows input rows runs the direct conv (its spectrum is not read)."""
     b, t, _ = v.ins["x"]
     return b * t >= v.attrs["min_rows"]
-
-
-def _dft_spectrum(v: _View) -> int:
-    """The f64 DFT of every weight row: slots x 3 products x Cin rows x padded Cout x K taps."""
-    slots, parts, panels, c_in, nr = v.out
-    return 2 * slots * parts * c_in * panels * nr * v.attrs["k_size"] if _dft_rows(v) else 0
 
 
 def _dft_conv1d(v: _View) -> int:
@@ -144,7 +138,7 @@ def _dft_conv1d(v: _View) -> int:
     c_in, k, n, d = v.ins["x"][2], v.attrs["k_size"], v.attrs["n"], v.attrs["dilation"]
     if not _dft_rows(v):
         return 2 * b * t_out * c_out * c_in * k + _epilogue(v, v.n_out)
-    h, cols = n - k + 1, v.ins["spectrum"][2] * v.ins["spectrum"][4]
+    h, cols = n - k + 1, v.w["spectrum"][2] * v.w["spectrum"][4]
     tiles = b * d * math.ceil(math.ceil(t_out / d) / h)           # per residue, from residue 0's outputs
     per_slot = 2 * (n * 2 * c_in + 3 * c_in * cols + h * 2 * c_out)
     return tiles * n // 2 * per_slot + _epilogue(v, v.n_out)
@@ -208,7 +202,7 @@ def _zero(v: _View) -> int:
 FORMULAS: dict[str, Callable[[_View], int]] = {
     "linear": _linear, "conv1d": _conv, "conv_transpose1d": _conv, "attention": _attention,
     "layer_norm": _layer_norm, "adain": _adain, "adain_conv1d": _adain_conv1d, "lstm_gates": _lstm_gates, "bilstm": _bilstm,
-    "dft_conv_spectrum": _dft_spectrum, "dft_conv1d": _dft_conv1d,
+    "dft_conv1d": _dft_conv1d,
     "harmonic_source": _harmonic_source, "stft": _stft, "istft": _istft, "add": _add,
     "leaky_relu": lambda v: v.n_out, "durations": _durations, "random_fill": _random_fill,
     "ada_layer_norm": lambda v: 10 * v.n_out,
@@ -272,12 +266,8 @@ def op_cost(g: Graph, op: Op, dims: dict[str, int]) -> OpCost:
                    for w, n in w_bytes.items()}
     reads = set(op.inputs.values())
     out_bytes = tensor_bytes(g, op.output, dims)
-    if op.type == "dft_conv_spectrum":
-        reads.discard(op.inputs["x"])                # read for its extent only
-        if not _dft_rows(v):                         # short input: no spectrum made
-            w_bytes, out_bytes = {}, 0
-    elif op.type == "dft_conv1d" and not _dft_rows(v):
-        reads.discard(op.inputs["spectrum"])         # short input: the direct conv, no spectrum read
+    if op.type == "dft_conv1d":                      # one of its two layouts of the weight is read
+        w_bytes.pop(op.weights["weight" if _dft_rows(v) else "spectrum"], None)
     return OpCost(op.name, op.type, fn(v) if fn else None, sum(tensor_bytes(g, t, dims) for t in reads),
                   sum(w_bytes.values()), out_bytes, _fused(op))
 

@@ -28,6 +28,37 @@ def resolve_weights(circuit: dict, ckpt: Checkpoint) -> dict[str, np.ndarray]:
     return out
 
 
+def _pack_roles(g: Graph, arrays: dict[str, np.ndarray], defn, weights: dict[str, str], attrs: dict) -> None:
+    """Point each packed role of an op at '<weight>.<tag>', making that array once. A role whose
+    weight already has the tag's layout (a pass moved it between ops) is left as it is."""
+    for role, (tag, fn) in (defn.pack or {}).items():
+        if role not in weights:
+            continue
+        tag = tag.format(**attrs)
+        base = weights[role]
+        if g.weights[base].pack == tag:
+            continue
+        packed = f"{base}.{tag}"
+        if packed not in g.weights:
+            arrays[packed] = np.ascontiguousarray(fn(arrays[base], attrs), dtype=np.float32)
+            src = g.weights[base]
+            g.weights[packed] = WeightRef(packed, src.ref, src.fold, tuple(arrays[packed].shape), pack=tag)
+            if src.sha256:
+                g.weights[packed].sha256 = tensor_sha256(arrays[packed])
+        weights[role] = packed
+
+
+def pack_weights(g: Graph, arrays: dict[str, np.ndarray]) -> None:
+    """After the passes: pack the roles of ops they made (e.g. dft_conv1d's spectrum) and drop
+    the arrays no op reads any more."""
+    for op in g.ops:
+        _pack_roles(g, arrays, OPS[op.type], op.weights, op.attrs)
+    used = {w for op in g.ops for w in op.weights.values()}
+    g.weights = {k: v for k, v in g.weights.items() if k in used}
+    for k in [k for k in arrays if k not in used]:
+        del arrays[k]
+
+
 def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> tuple[Graph, dict[str, np.ndarray]]:
     """Return the graph and the FP32 arrays of the weights its ops use (after folding)."""
     arrays = resolve_weights(circuit, ckpt)
@@ -69,6 +100,7 @@ def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> t
         w.sha256 = tensor_sha256(arrays[name])
     for p in passes:
         g = p(g)
+    pack_weights(g, arrays)
     return g, arrays
 
 
@@ -100,16 +132,7 @@ def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix:
     shapes = {role: g.tensors[t].shape for role, t in inputs.items()}
     wshapes = {role: g.weights[w].shape for role, w in weights.items()}
     shape, dtype = defn.infer(op_name, shapes, wshapes, attrs)
-    for role, (tag, fn) in (defn.pack or {}).items():
-        if role not in weights:
-            continue
-        base = weights[role]
-        packed = f"{base}.{tag}"
-        if packed not in g.weights:
-            arrays[packed] = np.ascontiguousarray(fn(arrays[base], attrs), dtype=np.float32)
-            src = g.weights[base]
-            g.weights[packed] = WeightRef(packed, src.ref, src.fold, tuple(arrays[packed].shape), pack=tag)
-        weights[role] = packed
+    _pack_roles(g, arrays, defn, weights, attrs)
     out = prefix + spec["out"]
     g.tensors[out] = Tensor(out, dtype, tuple(shape), "activation")
     g.ops.append(Op(op_name, defn.name, inputs, weights, attrs, out))

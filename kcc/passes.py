@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from kcc.ir import Graph, Op, Tensor, extent_value, max_dims
+from kcc.ir import Graph, Op, extent_value, max_dims
 from kcc.ops import OPS
 from kcc.ops.conv import GEMM_NR, is_gemm
-from kcc.ops.dft_conv import dft_cost, fits_work, spectrum_cost
+from kcc.ops.dft_conv import dft_cost, fits_work, spectrum_bytes, spectrum_cost
 from kcc.ops.elementwise import same_extent
 from kcc.ops.fused import ATTRS as FUSED_ATTRS
 from kcc.ops.fused import fits_norm_conv
@@ -21,6 +21,9 @@ from kcc.ops.fused import fits_norm_conv
 RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d")
 DFT_SIZES = (16, 32, 64)
 DFT_MIN_GAIN = 1.3     # modelled multiply-adds direct / DFT below this: keep the direct conv (and its fusion)
+DFT_MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole spectrum, so it must stay
+                              # cache-resident (this CPU's L3 is 32 MiB); the text encoder's 512-channel
+                              # K 5 convs (50 MB each) stay direct
 DFT_MIN_TAPS = 5       # K = 3: the DFT (n 8 / 16) measured 1.1-1.24x the direct conv alone at 128 /
                        # 256 channels, less than the AdaIN fusion it would give up (~1.1x)
 
@@ -86,10 +89,11 @@ def fuse_adain_conv(g: Graph) -> Graph:
 
 def spectral_convs(g: Graph) -> Graph:
     """A stride-1 conv1d with a bias whose modelled cost per row drops by DFT_MIN_GAIN or more
-    (long kernels: K = 7, 11 at 128+ channels) becomes dft_conv_spectrum -> dft_conv1d at the
-    DFT length that models cheapest; min_rows is where the per-run spectrum pays for itself at
-    that gain (shorter inputs run the direct conv inside the same kernel; a conv whose planned
-    dims never reach min_rows stays direct). Runs before
+    (long kernels: K = 7, 11 at 128+ channels) becomes dft_conv1d at the DFT length that models
+    cheapest (its spectrum is packed once after the passes); min_rows is where reading the
+    spectrum instead of the weight pays for itself at that gain (shorter inputs run the direct
+    conv inside the same kernel; a conv whose planned dims never reach min_rows stays direct).
+    Runs before
     fuse_adain_conv: such convs read a materialised adain (its traffic is small next to the
     conv's multiplies)."""
     ops: list[Op] = []
@@ -109,7 +113,7 @@ def spectral_convs(g: Graph) -> Graph:
         direct = k * c_in * w[1] * GEMM_NR
         n = min((n for n in DFT_SIZES if n > k), key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
         per_row = dft_cost(c_in, c_out, k, n) if n is not None else math.inf
-        if direct < DFT_MIN_GAIN * per_row:
+        if direct < DFT_MIN_GAIN * per_row or spectrum_bytes(c_in, c_out, n) > DFT_MAX_SPECTRUM:
             ops.append(op)
             continue
         min_rows = math.ceil(DFT_MIN_GAIN * spectrum_cost(c_in, c_out, k, n) / (direct - DFT_MIN_GAIN * per_row))
@@ -117,18 +121,13 @@ def spectral_convs(g: Graph) -> Graph:
         if extent_value(x_shape[0], top) * extent_value(x_shape[1], top) < min_rows:
             ops.append(op)             # never pays within the planned dims: keep the direct conv and its fusion
             continue
-        common = {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows}
-        spec = Op(f"{op.name}.spectrum", "dft_conv_spectrum", {"x": op.inputs["x"]}, {"weight": op.weights["weight"]},
-                  common, f"{op.output}.spectrum")
-        conv = Op(op.name, "dft_conv1d", {"x": op.inputs["x"], "spectrum": spec.output}, dict(op.weights),
-                  {**common, "padding": a["padding"], "dilation": a["dilation"], "act": a["act"], "slope": a["slope"]},
-                  op.output)
-        shape, dtype = OPS[spec.type].infer(spec.name, {"x": x_shape}, {"weight": w}, spec.attrs)
-        g.tensors[spec.output] = Tensor(spec.output, dtype, shape, "activation")
+        conv = Op(op.name, "dft_conv1d", {"x": op.inputs["x"]}, {**op.weights, "spectrum": op.weights["weight"]},
+                  {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows, "padding": a["padding"],
+                   "dilation": a["dilation"], "act": a["act"], "slope": a["slope"]}, op.output)
         ws = {role: g.weights[name].shape for role, name in conv.weights.items()}
-        out, _ = OPS[conv.type].infer(conv.name, {"x": x_shape, "spectrum": shape}, ws, conv.attrs)
+        out, _ = OPS[conv.type].infer(conv.name, {"x": x_shape}, ws, conv.attrs)
         assert all(same_extent(p, q) for p, q in zip(out, g.tensors[op.output].shape)), (op.name, out)
-        ops += [spec, conv]
+        ops.append(conv)
     g.ops = ops
     return g
 

@@ -1,8 +1,8 @@
 """dft_conv1d (block-DFT convolution, kcc/ops/dft_conv.py) against torch, the direct conv and
 its own rejection paths; and where kcc.passes.spectral_convs fires.
 
-Circuits declare the two ops explicitly (dft_conv_spectrum -> dft_conv1d) so each case picks
-its DFT length n; the weights are in torch layout and packed at lowering like conv1d's.
+Circuits declare dft_conv1d explicitly so each case picks its DFT length n; the weight is in
+torch layout and packed at lowering twice (GEMM pack, spectrum).
 """
 from __future__ import annotations
 
@@ -24,9 +24,8 @@ TOL = 2e-5
 
 def _dft_circuit(c_in, c_out, k, n, pad, dil, min_rows=0, act="none", res=False, t_max=512):
     common = {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows}
-    ops = [{"op": "dft_conv_spectrum", "in": {"x": "x"}, "w": {"weight": "w"}, "attrs": common, "out": "spec"},
-           {"op": "dft_conv1d", "in": {"x": "x", "spectrum": "spec", **({"res": "r"} if res else {})},
-            "w": {"weight": "w", "bias": "b"},
+    ops = [{"op": "dft_conv1d", "in": {"x": "x", **({"res": "r"} if res else {})},
+            "w": {"weight": "w", "spectrum": "w", "bias": "b"},
             "attrs": {**common, "padding": pad, "dilation": dil, "act": act, "slope": 0.2}, "out": "y"}]
     inputs = {"x": ["B", "T", c_in], **({"r": ["B", f"(T+{2 * pad - dil * (k - 1)})", c_out]} if res else {})}
     doc = _circuit(ops, inputs, {"w": {"ref": "t.w"}, "b": {"ref": "t.b"}}, "y", t_max=t_max)
@@ -67,6 +66,28 @@ def test_dft_conv_matches_torch_and_direct(c_in, c_out, k, n, pad, dil, t, b):
     # measured 0.7-2.3x the direct conv's own f32 error (Gauss's 3-multiply complex product
     # rounds its sums a + b, c + d, k1 - k3 once more); 2e-5 is the gate, 3x a regression bound
     assert err <= 3.0 * err_direct + 1e-7, f"DFT error {err:.2e} vs the direct conv's {err_direct:.2e}"
+
+
+@pytest.mark.parametrize("c_out,k,n", [(16, 11, 32), (22, 7, 16), (5, 3, 4)])
+def test_spectrum_pack_is_the_conjugate_rfft_of_the_weight(c_out, k, n):
+    """spectrum_pack against np.fft: slot f holds (c, d - c, c + d) of conj(rfft_n(w))_f * 2/n
+    (slot 0: the real bins 0 and n/2 at 1/n, and a zero third part), in the GEMM pack's lanes."""
+    from kcc.ops.dft_conv import spectrum_pack
+    rng = np.random.default_rng(k)
+    w = rng.standard_normal((c_out, 8, k)).astype(np.float32)
+    spec = spectrum_pack(w, {"n": n})
+    panels = -(-c_out // 16)
+    assert spec.shape == (n // 2, 3, panels, 8, 16) and spec.dtype == np.float32
+    z = np.conj(np.fft.rfft(w.astype(np.float64), n=n, axis=2))          # [Cout, Cin, n/2 + 1]
+    lanes = lambda a: np.pad(a, ((0, panels * 16 - c_out), (0, 0))).reshape(panels, 16, 8).transpose(0, 2, 1)  # noqa: E731
+    for f in range(n // 2):
+        if f == 0:
+            want = [z[:, :, 0].real / n, z[:, :, n // 2].real / n, np.zeros((c_out, 8))]
+        else:
+            c, d = z[:, :, f].real * 2 / n, z[:, :, f].imag * 2 / n
+            want = [c, d - c, c + d]
+        for part in range(3):
+            np.testing.assert_allclose(spec[f, part], lanes(want[part]), rtol=1e-6, atol=1e-6)
 
 
 def test_dft_conv_epilogue_leaky_and_residual():
@@ -122,11 +143,13 @@ def test_dft_conv_rejects_bad_attrs(change, match):
 
 def test_dft_conv_rejects_mismatched_spectrum_and_channels():
     rng = np.random.default_rng(2)
-    ck, _ = _weights(rng, 16, 16, 7)
+    ck, w = _weights(rng, 16, 16, 7)
     doc = _dft_circuit(16, 16, 7, 16, 3, 1)
-    doc["blocks"][0]["ops"][1]["attrs"]["n"] = 32           # the conv expects another spectrum
-    with pytest.raises(LoweringError, match="is not the n=32 spectrum"):
-        compile_circuit(doc, ck)
+    doc["blocks"][0]["ops"][0]["w"]["spectrum"] = "w2"       # the spectrum of another weight
+    doc["weights"]["w2"] = {"ref": "t.w2"}
+    with pytest.raises(LoweringError, match="must name the same conv weight"):
+        compile_circuit(doc, _mem_ckpt({"t.w": w, "t.b": ck.get("t.b"), "t.w2": np.zeros((16, 16, 5), np.float32)}))
+    ck, _ = _weights(rng, 16, 16, 7)
     doc = _dft_circuit(16, 16, 7, 16, 3, 1)
     for op in doc["blocks"][0]["ops"]:
         op["attrs"]["c_out"] = 8
@@ -161,36 +184,17 @@ def _one_conv_graph(c_in, c_out, k, bias=True) -> Graph:
     return g
 
 
-@pytest.mark.parametrize("c,k,fires", [(128, 11, True), (256, 7, True), (128, 3, False), (8, 11, False)])
+@pytest.mark.parametrize("c,k,fires", [(128, 11, True), (256, 7, True), (128, 3, False), (8, 11, False),
+                                       (512, 5, False)])   # the text encoder's: a 50 MB spectrum, past the cache cap
 def test_spectral_pass_fires_on_long_wide_convs_only(c, k, fires):
     g = spectral_convs(_one_conv_graph(c, c, k))
     types = [op.type for op in g.ops]
-    assert types == (["dft_conv_spectrum", "dft_conv1d"] if fires else ["conv1d"])
+    assert types == (["dft_conv1d"] if fires else ["conv1d"])
     if fires:
-        spec, conv = g.ops
-        assert spec.attrs["min_rows"] == conv.attrs["min_rows"] > 0
+        conv, = g.ops
+        assert conv.attrs["min_rows"] > 0 and conv.weights["spectrum"] == conv.weights["weight"] == "w"
         assert conv.attrs["n"] in (16, 32, 64) and conv.attrs["n"] > k
-        assert g.tensors[spec.output].shape[0] == conv.attrs["n"] // 2
 
 
 def test_spectral_pass_keeps_a_conv_without_bias():
     assert [op.type for op in spectral_convs(_one_conv_graph(128, 128, 11, bias=False)).ops] == ["conv1d"]
-
-
-@pytest.mark.full
-@pytest.mark.parametrize("capture", ["middle_t12", "middle_t36"])
-def test_text_encoder_xray_with_its_dft_convs_forced(full_ckpt, capture):
-    """The text encoder's K 5 / 512-channel convs take the DFT path only past min_rows (a few
-    hundred tokens, beyond the pinned captures): forced on here, every checkpoint still PASSes."""
-    from kcc.circuits import load_circuit
-    from kcc.lower import lower_circuit
-    from kcc.passes import DEFAULT_PASSES
-    from kcc.runtime import compile_graph
-    from kcc.xray import load_pinned, render, xray_compiled
-    g, arrays = lower_circuit(load_circuit("kokoro_text_encoder"), full_ckpt, DEFAULT_PASSES)
-    dft = [op for op in g.ops if op.type in ("dft_conv_spectrum", "dft_conv1d")]
-    assert len(dft) == 6 and all(op.attrs["min_rows"] > 36 for op in dft)
-    for op in dft:
-        op.attrs["min_rows"] = 0
-    report = xray_compiled(compile_graph(g, arrays), load_pinned(capture, "full"))
-    assert report.passed, render(report)

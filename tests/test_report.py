@@ -130,7 +130,7 @@ def test_report_generator_fusion_keeps_flops_and_cuts_bytes(small_ckpt_path):
     spectral = build_report("kokoro_generator", small_ckpt_path, dims, roofline=RF)   # DEFAULT_PASSES
     # block-DFT convolutions change the arithmetic: K 7 / 11 convs at under half the FLOPs
     assert spectral.flops < 0.6 * plain.flops
-    assert {c.type for c in spectral.costs} >= {"dft_conv1d", "dft_conv_spectrum"}
+    assert "dft_conv1d" in {c.type for c in spectral.costs}
     assert not fused.notes and not plain.notes
     assert all(c.flops is not None for c in fused.costs)
     # fusion rewrites ops, never the arithmetic: the same FLOPs, fewer bytes through memory

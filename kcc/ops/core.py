@@ -54,7 +54,9 @@ class OpDef:
     infer: Callable[[str, dict, dict, dict], tuple[Shape, str]]
     bind: Callable[[BindContext], tuple[str, dict[str, str]]]
     # role -> (tag, fn): lowering stores fn(weight) in the blob under '<weight>.<tag>' and binds
-    # that instead, so a kernel can read a layout made for it (fn gets the op's attrs too).
+    # that instead, so a kernel can read a layout made for it (fn gets the op's attrs too; the
+    # tag may name attrs, '{n}', when the layout depends on them). Ops a pass makes are packed
+    # the same way after the passes (kcc.lower.pack_weights).
     pack: dict = None
 
 

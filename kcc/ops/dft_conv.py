@@ -1,18 +1,20 @@
 """Long stride-1 convolutions as block DFTs (dft_conv1d_f32.c), made by kcc.passes.spectral_convs.
 
-- `dft_conv_spectrum`: input x (the conv's, read for its extent only); weight `weight` is a
-  conv1d's GEMM pack [K, panels, Cin, 16]; attrs n (DFT length, a power of two > K-1), k_size,
-  c_out, min_rows. Its output [n/2, 3, panels, Cin, 16] is the per-run spectrum in the arena
-  (weights are never written), live only until its conv runs.
-- `dft_conv1d`: x [B, T, Cin], spectrum (the tensor above), optional res; weights `weight` (the
-  same GEMM pack) and `bias`; attrs n, k_size, c_out, min_rows, padding, dilation, act (none |
-  leaky_relu), slope: the conv1d it replaces, same output and epilogue. Below min_rows input
-  rows (B * T) both run the direct conv instead: there the spectrum costs more than it saves.
+`dft_conv1d`: x [B, T, Cin], optional res; weights `weight`, `spectrum` (both name the conv's
+one weight: packed at lowering, `weight` into the GEMM pack [K, panels, Cin, 16] and `spectrum`
+into its n-point spectrum [n/2, 3, panels, Cin, 16], made once in f64 and rounded to f32) and
+`bias`; attrs n (DFT length, a power of two > K-1), k_size, c_out, min_rows, padding, dilation,
+act (none | leaky_relu), slope: the conv1d it replaces, same output and epilogue. Below min_rows
+input rows (B * T) it runs the direct conv on the GEMM pack: there reading the spectrum (~48/K
+times the weight's bytes at n = 32) costs more than the multiplies it saves.
 
 `dft_cost(c_in, c_out, k, n)` is the multiply-add count per output row and `spectrum_cost` the
-fixed one per run that kcc.passes.spectral_convs weighs against the direct conv's K * Cin * Cout.
+extra fixed cost per run (reading the spectrum instead of the weight) that
+kcc.passes.spectral_convs weighs against the direct conv's K * Cin * Cout.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.conv import GEMM_NR, gemm_pack, stride1_out
@@ -21,22 +23,9 @@ from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 MAX_N, WORK = 64, 131072    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
 
 register(Kernel(
-    name="kcc_dft_conv_spectrum_f32",
-    source="dft_conv1d_f32.c",
-    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("wp", WEIGHT), ("c_in", I64), ("c_out", I64),
-          ("k_size", I64), ("n", I64), ("min_rows", I64), ("spec", OUT_F32)),
-    contract=Contract(
-        accumulation="f64 DFT of each f32 weight row, rounded once; the inverse's 1/n and 2 are exact",
-        tolerance=0.0,
-        notes="reads the GEMM pack of kcc_conv1d_f32; writes every element of spec unless "
-              "n_batch * t_in < min_rows (then nothing: the conv runs direct)"),
-    requires=("kcc_conv1d_f32",),
-))
-
-register(Kernel(
     name="kcc_dft_conv1d_f32",
     source="dft_conv1d_f32.c",
-    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("spec", IN_F32),
+    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("spec", WEIGHT),
           ("n", I64), ("min_rows", I64), ("bias", WEIGHT), ("c_out", I64), ("k_size", I64), ("pad", I64),
           ("dilation", I64), ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
@@ -47,7 +36,7 @@ register(Kernel(
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
               "at or below the direct conv's own f32 error. Identical for any thread count. Below "
               "min_rows input rows it is kcc_conv1d_f32 exactly"),
-    requires=("kcc_dft_conv_spectrum_f32",),
+    requires=("kcc_conv1d_f32",),
 ))
 
 
@@ -64,9 +53,46 @@ def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
     return (gemm + 2 * n // 2 * n * 2 * c_in) / h + 2 * n // 2 * 2 * c_out
 
 
+# Multiply-adds one byte of weight traffic is worth: half this CPU's measured ridge point
+# (kcc report: ~150 GFLOP/s over ~48 GB/s). Prices reading the spectrum instead of the weight.
+MADDS_PER_BYTE = 1.5
+
+
+def spectrum_bytes(c_in: int, c_out: int, n: int) -> int:
+    return 4 * n // 2 * 3 * c_in * panels(c_out) * GEMM_NR
+
+
 def spectrum_cost(c_in: int, c_out: int, k: int, n: int) -> float:
-    """Multiply-add equivalents per run: the f64 DFT of the weights and writing the spectrum."""
-    return n // 2 * 3 * c_in * panels(c_out) * GEMM_NR * (k + 8)
+    """Multiply-add equivalents per run: the spectrum's bytes read from memory, less the GEMM
+    pack's that the direct conv would have read."""
+    return (spectrum_bytes(c_in, c_out, n) - 4 * k * c_in * panels(c_out) * GEMM_NR) * MADDS_PER_BYTE
+
+
+def dft_basis(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """[n/2, n] (cos, sin) of 2 pi f u / n in f64, as kcc_dft_basis in dft_conv1d_f32.c: slot 0
+    holds the real bins 0 and n/2 as (1, (-1)^u); exact zeros where cos / sin have them."""
+    f, u = np.arange(n // 2)[:, None], np.arange(n)[None, :]
+    j = (f * u) & (n - 1)
+    cs = np.where((4 * j == n) | (4 * j == 3 * n), 0.0, np.cos(2 * np.pi * j / n))
+    sn = np.where((2 * j == n) | (j == 0), 0.0, np.sin(2 * np.pi * j / n))
+    cs[0], sn[0] = 1.0, np.where(u[0] & 1, -1.0, 1.0)
+    return cs, sn
+
+
+def spectrum_pack(w: np.ndarray, a: dict) -> np.ndarray:
+    """The conv weight (torch layout [Cout, Cin, K] or its GEMM pack) -> the n-point spectrum
+    [n/2, 3, panels, Cin, 16]: per slot f, (c, d - c, c + d) of conj(DFT_n(w))_f = c + id scaled
+    by 2/n (slot 0: (c_0, c_n/2, 0) by 1/n), in f64 and rounded once."""
+    wp = gemm_pack("dft_conv1d")(w, a) if w.ndim == 3 else w
+    n, k = a["n"], wp.shape[0]
+    cs, sn = dft_basis(n)
+    scale = np.where(np.arange(n // 2) == 0, 1.0, 2.0)[:, None] / n
+    w64 = wp.astype(np.float64)
+    sa = np.einsum("fk,kpcj->fpcj", cs[:, :k] * scale, w64)
+    sb = np.einsum("fk,kpcj->fpcj", sn[:, :k] * scale, w64)
+    spec = np.stack([sa, sb - sa, sa + sb], axis=1)
+    spec[0, 1], spec[0, 2] = sb[0], 0.0
+    return spec.astype(np.float32)
 
 
 def fits_work(c_in: int, c_out: int) -> bool:
@@ -95,8 +121,8 @@ def _geometry(name, w, a) -> tuple[int, int]:
 
 
 def _check_common(name, x, ws, a) -> tuple[int, int]:
-    """What both ops check: x [B, T, C] with fixed C, the weight's geometry against attrs and x,
-    the DFT length and min_rows. Returns (c_in, K)."""
+    """x [B, T, C] with fixed C, the weight's geometry against attrs and x, the DFT length and
+    min_rows. Returns (c_in, K)."""
     expect(len(x) == 3 and isinstance(x[2], int), name, f"x must be [B, T, C] with fixed C, got {list(x)}")
     c_in, k = _geometry(name, ws["weight"], a)
     expect(_valid_n(a["n"], k), name, f"attr n {a['n']!r} must be a power of two in [4, {MAX_N}] above K-1 = {k - 1}")
@@ -105,25 +131,12 @@ def _check_common(name, x, ws, a) -> tuple[int, int]:
     return c_in, k
 
 
-def _spectrum_infer(name, ins, ws, a):
-    c_in, _ = _check_common(name, ins["x"], ws, a)
-    return (a["n"] // 2, 3, panels(a["c_out"]), c_in, GEMM_NR), "f32"
-
-
-def _spectrum_bind(ctx: BindContext):
-    w = ctx.w_shape["weight"]                     # the GEMM pack by now
-    return "kcc_dft_conv_spectrum_f32", {
-        "x": ctx.in_ptr["x"], "n_batch": ctx.dim("x", 0), "t_in": ctx.dim("x", 1),
-        "wp": ctx.w_ptr["weight"], "c_in": str(w[2]), "c_out": str(ctx.attrs["c_out"]),
-        "k_size": str(w[0]), "n": str(ctx.attrs["n"]), "min_rows": str(ctx.attrs["min_rows"]), "spec": ctx.out_ptr}
-
-
 def _conv_infer(name, ins, ws, a):
-    x, s, n, c_out = ins["x"], ins["spectrum"], a["n"], a["c_out"]
+    x, c_out = ins["x"], a["c_out"]
     _, k = _check_common(name, x, ws, a)
-    expect(len(s) == 5 and s[0] == n // 2 and s[1] == 3 and s[3] == x[2] and s[4] == GEMM_NR, name,
-           f"spectrum {list(s)} is not the n={n} spectrum of a conv over {x[2]} channels")
-    expect(s[2] == panels(c_out), name, f"spectrum {list(s)} does not hold {c_out} output channels")
+    expect(tuple(ws["spectrum"]) == tuple(ws["weight"]), name,
+           f"weight roles 'spectrum' {list(ws['spectrum'])} and 'weight' {list(ws['weight'])} must name "
+           "the same conv weight (the spectrum is packed from it)")
     expect(fits_work(x[2], c_out), name, f"Cin {x[2]} and Cout {c_out} exceed the kernel's work area")
     for key in ("padding", "dilation"):
         expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
@@ -136,7 +149,7 @@ def _conv_bind(ctx: BindContext):
     a, w = ctx.attrs, ctx.w_ptr
     return "kcc_dft_conv1d_f32", {
         "x": ctx.in_ptr["x"], "n_batch": ctx.dim("x", 0), "t_in": ctx.dim("x", 1), "c_in": ctx.dim("x", 2),
-        "wp": w["weight"], "spec": ctx.in_ptr["spectrum"], "n": str(a["n"]), "min_rows": str(a["min_rows"]),
+        "wp": w["weight"], "spec": w["spectrum"], "n": str(a["n"]), "min_rows": str(a["min_rows"]),
         "bias": w["bias"],
         "c_out": str(a["c_out"]), "k_size": str(a["k_size"]), "pad": str(a["padding"]),
         "dilation": str(a["dilation"]), "neg_slope": c_float(a["slope"] if a["act"] == "leaky_relu" else 1.0),
@@ -145,9 +158,8 @@ def _conv_bind(ctx: BindContext):
     }
 
 
-define_op(OpDef("dft_conv_spectrum", ("x",), ("weight",), {"n": None, "k_size": None, "c_out": None, "min_rows": 0},
-                _spectrum_infer, _spectrum_bind, pack={"weight": ("conv_pack", gemm_pack("dft_conv_spectrum"))}))
-define_op(OpDef("dft_conv1d", ("x", "spectrum", "res?"), ("weight", "bias"),
+define_op(OpDef("dft_conv1d", ("x", "res?"), ("weight", "spectrum", "bias"),
                 {"n": None, "k_size": None, "c_out": None, "min_rows": 0, "padding": 0, "dilation": 1,
                  "act": "none", "slope": 0.01},
-                _conv_infer, _conv_bind, pack={"weight": ("conv_pack", gemm_pack("dft_conv1d"))}))
+                _conv_infer, _conv_bind,
+                pack={"weight": ("conv_pack", gemm_pack("dft_conv1d")), "spectrum": ("dft{n}", spectrum_pack)}))

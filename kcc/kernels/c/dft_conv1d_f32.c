@@ -15,10 +15,10 @@
  * [tiles, c_in] x [c_in, c_out] on kcc_gemm_tile_f32: 3/4 of a plain complex product's
  * multiplies. The inverse DFT is then a plain cos/sin sum over slots.
  * Layout: spec[f][g][p][ci][j] = S_fg[ci][p*NR + j], S_f = (c, d-c, c+d) (slot 0: c_0, c_n/2, 0),
- * the GEMM pack of kcc_conv1d_f32 (zeros past c_out), built per run by kcc_dft_conv_spectrum_f32
- * from the conv's own pack (never written).
- * Short inputs: when n_batch * t_in < min_rows both kernels fall back to the direct conv (the
- * spectrum would cost more than it saves); the caller picks min_rows (kcc/ops/dft_conv.py).
+ * the GEMM pack of kcc_conv1d_f32 (zeros past c_out): a read-only weight made once at lowering
+ * (kcc/ops/dft_conv.py, spectrum_pack) from the conv's weight.
+ * Short inputs: when n_batch * t_in < min_rows the kernel runs the direct conv on the GEMM pack
+ * wp (reading the spectrum would cost more than it saves); the caller picks min_rows.
  * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input DFT,
  * the GEMM (64-term chunks from zero, FMA where the target has it) and the inverse sum run in
  * f32 in a fixed order. The DFT basis is unitary, so rounding does not grow with n the way a
@@ -36,12 +36,6 @@
 #else
 #define KCC_DFT_PREFETCH(p) ((void)(p))
 #endif
-
-static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
-                              const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
-                              int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
-                              int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
-                              int64_t has_res, float *KCC_RESTRICT out);
 
 static int kcc_dft_sizes_ok(int64_t n, int64_t k_size)
 {
@@ -62,61 +56,6 @@ static void kcc_dft_basis(int64_t f, int64_t n, double *cs, double *sn)
         cs[u] = 4 * j == n || 4 * j == 3 * n ? 0.0 : cos(6.283185307179586476925 * (double)j / (double)n);
         sn[u] = 2 * j == n || j == 0 ? 0.0 : sin(6.283185307179586476925 * (double)j / (double)n);
     }
-}
-
-static int kcc_dft_conv_spectrum_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in,
-                                     const float *KCC_RESTRICT wp, int64_t c_in, int64_t c_out, int64_t k_size,
-                                     int64_t n, int64_t min_rows, float *KCC_RESTRICT spec)
-{
-    if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || !kcc_dft_sizes_ok(n, k_size)) return KCC_EDIMS;
-    (void)x;                                       /* read for its extent only */
-    (void)kcc_conv1d_f32;                          /* pasted with the GEMM tile and epilogue it shares */
-    (void)kcc_dft_conv1d_f32;                      /* the two kernels of this file are pasted together */
-    if (n_batch * t_in < min_rows) return KCC_OK;  /* the conv runs direct */
-    const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, slots = n / 2;
-    const int64_t part = panels * c_in * KCC_GEMM_NR, slot_size = 3 * part;
-    double ca[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N], cb[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N];   /* [slot][tap] */
-    for (int64_t f = 0; f < slots; ++f) {
-        kcc_dft_basis(f, n, ca[f], cb[f]);
-        const double scale = (f == 0 ? 1.0 : 2.0) / (double)n;
-        for (int64_t k = 0; k < k_size; ++k) {
-            ca[f][k] *= scale;
-            cb[f][k] *= scale;
-        }
-    }
-    /* Slot by slot over the input channels: the three rows of a (slot, panel) are written in
-     * order (a few write streams, not 48), the taps' weight rows read from L1/L2 again per slot. */
-    KCC_PARALLEL_FOR_COLLAPSE2   /* each (panel, slot) owns its rows of the spectrum */
-    for (int64_t p = 0; p < panels; ++p) {
-        for (int64_t f = 0; f < slots; ++f) {
-            float *r0 = spec + f * slot_size + p * c_in * KCC_GEMM_NR, *r1 = r0 + part, *r2 = r1 + part;
-            for (int64_t ci = 0; ci < c_in; ++ci, r0 += KCC_GEMM_NR, r1 += KCC_GEMM_NR, r2 += KCC_GEMM_NR) {
-                double sa[KCC_GEMM_NR] = {0}, sb[KCC_GEMM_NR] = {0};    /* 16 output channels (lanes) */
-                for (int64_t k = 0; k < k_size; ++k) {
-                    const float *wk = wp + ((k * panels + p) * c_in + ci) * KCC_GEMM_NR;
-                    const double pa = ca[f][k], pb = cb[f][k];
-                    for (int j = 0; j < KCC_GEMM_NR; ++j) {
-                        sa[j] += (double)wk[j] * pa;
-                        sb[j] += (double)wk[j] * pb;
-                    }
-                }
-                if (f == 0) {                              /* slot 0: (c_0, c_n/2, 0) */
-                    for (int j = 0; j < KCC_GEMM_NR; ++j) {
-                        r0[j] = (float)sa[j];
-                        r1[j] = (float)sb[j];
-                        r2[j] = 0.0f;
-                    }
-                    continue;
-                }
-                for (int j = 0; j < KCC_GEMM_NR; ++j) {    /* (c, d - c, c + d), each rounded once */
-                    r0[j] = (float)sa[j];
-                    r1[j] = (float)(sb[j] - sa[j]);
-                    r2[j] = (float)(sa[j] + sb[j]);
-                }
-            }
-        }
-    }
-    return KCC_OK;
 }
 
 /* Forward step over one lane block (lanes [0, NL), NL = VW for full blocks, so the accumulators
@@ -281,7 +220,7 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
 {
     if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || pad < 0 || dilation < 1 || !kcc_dft_sizes_ok(n, k_size))
         return KCC_EDIMS;
-    if (n_batch * t_in < min_rows)       /* short input: the spectrum was not made; run direct */
+    if (n_batch * t_in < min_rows)       /* short input: run direct, the spectrum is not read */
         return kcc_conv1d_f32(x, n_batch, t_in, c_in, wp, bias, 1, c_out, k_size, 1, pad, dilation, 0, 1, 0,
                               neg_slope, res, has_res, out);
     const int64_t t_out = t_in + 2 * pad - dilation * (k_size - 1);
