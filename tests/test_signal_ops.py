@@ -110,6 +110,28 @@ def test_istft_exp_sin_head_matches_upstream_waveform(small_ckpt, gen_capture):
     assert res.snr_db > 100
 
 
+def test_signal_ops_are_identical_serial_and_threaded(small_ckpt):
+    """The source walks its phase serially and forks from snapshots; the STFT splits frames and
+    the iSTFT output chunks: serial, 1 and 2 threads give the same bits (inputs long enough for
+    many chunks: 60 frames -> 18,000 samples)."""
+    from kcc.build import BuildOptions
+    rng = np.random.default_rng(7)
+    n = 60
+    f0 = np.abs(150 + 60 * rng.standard_normal((1, n))).astype(np.float32)
+    f0[:, ::7] = 0.0                                               # unvoiced frames too
+    ins = {"f0": f0, "ini": rng.random((1, 9)).astype(np.float32),
+           "noise": rng.standard_normal((1, 300 * n, 9)).astype(np.float32)}
+    spec = rng.standard_normal((1, 3000, 22)).astype(np.float32)
+    for doc, feed in ((SOURCE, ins), (_istft("exp_sin"), {"x": spec})):
+        serial = compile_circuit(doc, small_ckpt).run(feed, with_checkpoints=True).checkpoints
+        threaded = compile_circuit(doc, small_ckpt, options=BuildOptions(openmp=True))
+        for t in (1, 2):
+            assert threaded.set_threads(t) == t
+            got = threaded.run(feed, with_checkpoints=True).checkpoints
+            for name, want in serial.items():
+                assert np.isfinite(want).all() and np.array_equal(got[name], want), (doc["name"], name, t)
+
+
 def test_signal_ops_reject_bad_attrs(small_ckpt):
     bad = _istft("polar")
     bad["blocks"][0]["ops"][0]["attrs"]["n_fft"] = 21

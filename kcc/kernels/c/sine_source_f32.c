@@ -14,6 +14,7 @@
  * free-running f32 phase would drift by many ulps over long inputs instead.
  * No scratch: the cumulative phase is produced frame by frame as the output walks forward. */
 #define KCC_SINE_MAX_HARM 64
+#define KCC_SINE_CHUNKS 32   /* parallel chunks of output samples (each starts from a snapshot) */
 
 /* f0 at output sample t under nearest upsampling (torch: floor(t * (float)(1/up))). */
 static float kcc_sine_f0_at(const float *KCC_RESTRICT f0, int64_t n_frame, float near_scale, int64_t t)
@@ -44,6 +45,44 @@ static int64_t kcc_sine_lerp_index(float scale, int64_t i, int64_t n_in, float *
     return i0;
 }
 
+/* The phase walk's state: frames [0, have] produced, frame j's phases in ph[j & 1]. */
+struct kcc_sine_walk {
+    int64_t have;
+    double acc[KCC_SINE_MAX_HARM];
+    float ph[2][KCC_SINE_MAX_HARM];
+};
+
+/* Produce the frame phases output sample t reads (its two lerp frames i0, i1; i0 never
+ * decreases and i1 <= i0 + 1, so the two slots always hold them); returns i0. */
+static int64_t kcc_sine_walk_to(struct kcc_sine_walk *w, int64_t t, const float *KCC_RESTRICT fb,
+                                const float *KCC_RESTRICT ib, int64_t n_frame, int64_t n_out, int64_t n_harm,
+                                float up_scale, float down_scale, float sample_rate, float upf)
+{
+    const float pi_f = (float)3.14159265358979323846;
+    float w0, w1;
+    const int64_t i0 = kcc_sine_lerp_index(up_scale, t, n_frame, &w0, &w1);
+    const int64_t i1 = i0 + (i0 < n_frame - 1 ? 1 : 0);
+    while (w->have < i1) {
+        const int64_t j = ++w->have;
+        float d0, d1;   /* down-resampling of the per-sample increments: two taps */
+        const int64_t s0 = kcc_sine_lerp_index(down_scale, j, n_out, &d0, &d1);
+        const int64_t s1 = s0 + (s0 < n_out - 1 ? 1 : 0);
+        const float fa = kcc_sine_f0_at(fb, n_frame, up_scale, s0);
+        const float fc = kcc_sine_f0_at(fb, n_frame, up_scale, s1);
+        float *pj = w->ph[j & 1];
+        for (int64_t h = 0; h < n_harm; ++h) {
+            const float hm = (float)(h + 1);
+            float ra = kcc_sine_frac(fa * hm / sample_rate);
+            float rc = kcc_sine_frac(fc * hm / sample_rate);
+            if (h > 0 && s0 == 0) ra += ib[h];
+            if (h > 0 && s1 == 0) rc += ib[h];
+            w->acc[h] += (double)fmaf(ra, d0, rc * d1);
+            pj[h] = (float)w->acc[h] * 2.0f * pi_f * upf;
+        }
+    }
+    return i0;
+}
+
 static int kcc_harmonic_noise_source_f32(
     const float *KCC_RESTRICT f0, const float *KCC_RESTRICT init_phase, const float *KCC_RESTRICT noise,
     const float *KCC_RESTRICT mix_w, const float *KCC_RESTRICT mix_b, int64_t n_batch, int64_t n_frame,
@@ -58,54 +97,50 @@ static int kcc_harmonic_noise_source_f32(
     /* Scales as torch derives them from scale_factor 1/up (down) and up (up and nearest). */
     const float down_scale = (float)(1.0 / (1.0 / (double)up));
     const float up_scale = (float)(1.0 / (double)up);
-    const float pi_f = (float)3.14159265358979323846;
     const float upf = (float)up;
 
+    /* The frame phases are a running sum (serial); the per-sample sines are not. A serial
+     * pre-pass replays the phase walk and snapshots its state at each chunk's first sample;
+     * the chunks then run in parallel from their snapshots, so every value is computed by the
+     * same operations in the same order as one serial walk: identical for any thread count. */
+    const int64_t chunk = (n_out + KCC_SINE_CHUNKS - 1) / KCC_SINE_CHUNKS;
+    const int64_t n_chunks = (n_out + chunk - 1) / chunk;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *fb = f0 + b * n_frame;
         const float *ib = init_phase + b * n_harm;
         const float *nb = noise + b * n_out * n_harm;
         float *ob = out + b * n_out;
-        double acc[KCC_SINE_MAX_HARM];
-        float ph[2][KCC_SINE_MAX_HARM];   /* frame phase j lives in ph[j & 1] */
-        int64_t have = -1;                /* last frame whose phase has been produced */
-        for (int64_t h = 0; h < n_harm; ++h) acc[h] = 0.0;
-
+        struct kcc_sine_walk snap[KCC_SINE_CHUNKS];
+        struct kcc_sine_walk w;
+        w.have = -1;
+        for (int64_t h = 0; h < n_harm; ++h) w.acc[h] = 0.0;
         for (int64_t t = 0; t < n_out; ++t) {
-            float w0, w1;
-            const int64_t i0 = kcc_sine_lerp_index(up_scale, t, n_frame, &w0, &w1);
-            const int64_t i1 = i0 + (i0 < n_frame - 1 ? 1 : 0);
-            /* i0 never decreases and i1 <= i0 + 1, so the two slots always hold i0 and i1. */
-            while (have < i1) {
-                const int64_t j = ++have;
-                float d0, d1;   /* down-resampling of the per-sample increments: two taps */
-                const int64_t s0 = kcc_sine_lerp_index(down_scale, j, n_out, &d0, &d1);
-                const int64_t s1 = s0 + (s0 < n_out - 1 ? 1 : 0);
-                const float fa = kcc_sine_f0_at(fb, n_frame, up_scale, s0);
-                const float fc = kcc_sine_f0_at(fb, n_frame, up_scale, s1);
-                float *pj = ph[j & 1];
+            if (t % chunk == 0) snap[t / chunk] = w;
+            kcc_sine_walk_to(&w, t, fb, ib, n_frame, n_out, n_harm, up_scale, down_scale, sample_rate, upf);
+        }
+        KCC_PARALLEL_FOR
+        for (int64_t c = 0; c < n_chunks; ++c) {
+            struct kcc_sine_walk cw = snap[c];
+            const int64_t t1 = n_out - c * chunk < chunk ? n_out : (c + 1) * chunk;
+            for (int64_t t = c * chunk; t < t1; ++t) {
+                const int64_t i0 = kcc_sine_walk_to(&cw, t, fb, ib, n_frame, n_out, n_harm, up_scale, down_scale,
+                                                    sample_rate, upf);
+                const int64_t i1 = i0 + (i0 < n_frame - 1 ? 1 : 0);
+                float w0, w1;
+                (void)kcc_sine_lerp_index(up_scale, t, n_frame, &w0, &w1);
+                const float *p0 = cw.ph[i0 & 1], *p1 = cw.ph[i1 & 1];
+                const float fv = kcc_sine_f0_at(fb, n_frame, up_scale, t);
+                const float uv = fv > voiced_threshold ? 1.0f : 0.0f;
+                const float amp = uv * noise_std + (1.0f - uv) * sine_amp / 3.0f;
+                const float *nt = nb + t * n_harm;
+                double mix = 0.0;
                 for (int64_t h = 0; h < n_harm; ++h) {
-                    const float hm = (float)(h + 1);
-                    float ra = kcc_sine_frac(fa * hm / sample_rate);
-                    float rc = kcc_sine_frac(fc * hm / sample_rate);
-                    if (h > 0 && s0 == 0) ra += ib[h];
-                    if (h > 0 && s1 == 0) rc += ib[h];
-                    acc[h] += (double)fmaf(ra, d0, rc * d1);
-                    pj[h] = (float)acc[h] * 2.0f * pi_f * upf;
+                    const float phase = fmaf(p0[h], w0, p1[h] * w1);
+                    const float s = sinf(phase) * sine_amp * uv + amp * nt[h];
+                    mix += (double)mix_w[h] * (double)s;
                 }
+                ob[t] = tanhf((float)(mix + (double)mix_b[0]));
             }
-            const float *p0 = ph[i0 & 1], *p1 = ph[i1 & 1];
-            const float fv = kcc_sine_f0_at(fb, n_frame, up_scale, t);
-            const float uv = fv > voiced_threshold ? 1.0f : 0.0f;
-            const float amp = uv * noise_std + (1.0f - uv) * sine_amp / 3.0f;
-            const float *nt = nb + t * n_harm;
-            double mix = 0.0;
-            for (int64_t h = 0; h < n_harm; ++h) {
-                const float phase = fmaf(p0[h], w0, p1[h] * w1);
-                const float s = sinf(phase) * sine_amp * uv + amp * nt[h];
-                mix += (double)mix_w[h] * (double)s;
-            }
-            ob[t] = tanhf((float)(mix + (double)mix_b[0]));
         }
     }
     return KCC_OK;

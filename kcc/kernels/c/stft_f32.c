@@ -6,14 +6,16 @@ static int kcc_stft_polar_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
                               int64_t hop, float *KCC_RESTRICT out)
 {
     if (kcc_stft_check(n_fft, hop) != KCC_OK || n_batch < 1 || n_len <= n_fft / 2) return KCC_EBADINPUT;
-    float win[KCC_STFT_MAX_FFT], xw[KCC_STFT_MAX_FFT];
+    float win[KCC_STFT_MAX_FFT];
     double cs[KCC_STFT_MAX_FFT], sn[KCC_STFT_MAX_FFT];
     (void)kcc_hann_window_f32(n_fft, win);
     kcc_stft_twiddles(n_fft, cs, sn);
     const int64_t half = n_fft / 2, n_bin = half + 1, n_frames = n_len / hop + 1;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * n_len;
+        KCC_PARALLEL_FOR   /* frames are independent */
         for (int64_t f = 0; f < n_frames; ++f) {
+            float xw[KCC_STFT_MAX_FFT];
             for (int64_t i = 0; i < n_fft; ++i) {
                 int64_t m = f * hop - half + i;
                 if (m < 0) m = -m;
