@@ -171,3 +171,25 @@ def test_cli_report(small_ckpt_path, tmp_path, capsys):
     assert "FLOP/B" in capsys.readouterr().out
     assert main(["report", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--dims", "Q=3",
                  "--no-roofline"]) == 2
+
+
+def test_profile_build_times_every_op_and_plain_build_refuses(small_ckpt_path, tmp_path, capsys):
+    """BuildOptions(profile=True): op_seconds has one positive time per op of the last run; a
+    plain build has no timing table and says so; `kcc report --measure` prints the column."""
+    from kcc.build import BuildOptions
+    from kcc.cli import main
+    from kcc.runtime import KccRunError, compile_circuit
+    ins = {"input_ids": np.arange(1, 17, dtype=np.int32)[None], "token_type_ids": np.zeros((1, 16), np.int32)}
+    prof = compile_circuit("kokoro_embedding", small_ckpt_path, BuildOptions(profile=True))
+    prof.run(ins)
+    times = prof.op_seconds()
+    assert list(times) == [op.name for op in prof.graph.ops] and all(t > 0 for t in times.values())
+    plain = compile_circuit("kokoro_embedding", small_ckpt_path)
+    plain.run(ins)
+    with pytest.raises(KccRunError, match="not built with profile=True"):
+        plain.op_seconds()
+    out = tmp_path / "m.json"
+    assert main(["report", "kokoro_embedding", "--checkpoint", str(small_ckpt_path), "--dims", "B=1,T=16",
+                 "--bandwidth", "10", "--peak", "100", "--measure", "--json", str(out)]) == 0
+    assert "meas ms" in capsys.readouterr().out
+    assert all(op["measured_s"] > 0 for op in json.loads(out.read_text())["ops"])
