@@ -22,8 +22,9 @@ RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d")
 DFT_SIZES = (16, 32, 64)
 DFT_MIN_GAIN = 1.3     # modelled multiply-adds direct / DFT below this: keep the direct conv (and its fusion)
 DFT_MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole spectrum, so it must stay
-                              # cache-resident (this CPU's L3 is 32 MiB); the text encoder's 512-channel
-                              # K 5 convs (50 MB each) stay direct
+                              # cache-resident (the L3 of the CPUs benchmarked here: 32 MiB on an EPYC,
+                              # 260 MiB on a Xeon); the text encoder's 512-channel K 5 convs (50 MB
+                              # each) stay direct
 DFT_MIN_TAPS = 5       # K = 3: the DFT (n 8 / 16) measured 1.1-1.24x the direct conv alone at 128 /
                        # 256 channels, less than the AdaIN fusion it would give up (~1.1x)
 

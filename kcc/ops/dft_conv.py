@@ -53,8 +53,9 @@ def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
     return (gemm + 2 * n // 2 * n * 2 * c_in) / h + 2 * n // 2 * 2 * c_out
 
 
-# Multiply-adds one byte of weight traffic is worth: half this CPU's measured ridge point
-# (kcc report: ~150 GFLOP/s over ~48 GB/s). Prices reading the spectrum instead of the weight.
+# Multiply-adds one byte of weight traffic is worth: half the ridge point kcc report measured
+# on the 2-core EPYC benchmarked here (~150 GFLOP/s over ~48 GB/s). Prices reading the
+# spectrum instead of the weight.
 MADDS_PER_BYTE = 1.5
 
 
