@@ -43,20 +43,21 @@ def _pack_roles(g: Graph, arrays: dict[str, np.ndarray], defn, weights: dict[str
             arrays[packed] = np.ascontiguousarray(fn(arrays[base], attrs), dtype=np.float32)
             src = g.weights[base]
             g.weights[packed] = WeightRef(packed, src.ref, src.fold, tuple(arrays[packed].shape), pack=tag)
-            if src.sha256:
-                g.weights[packed].sha256 = tensor_sha256(arrays[packed])
         weights[role] = packed
 
 
 def pack_weights(g: Graph, arrays: dict[str, np.ndarray]) -> None:
-    """After the passes: pack the roles of ops they made (e.g. dft_conv1d's spectrum) and drop
-    the arrays no op reads any more."""
+    """After the passes: pack the roles of ops they made (e.g. dft_conv1d's spectrum), drop the
+    arrays no op reads any more and hash the new ones."""
     for op in g.ops:
         _pack_roles(g, arrays, OPS[op.type], op.weights, op.attrs)
     used = {w for op in g.ops for w in op.weights.values()}
     g.weights = {k: v for k, v in g.weights.items() if k in used}
     for k in [k for k in arrays if k not in used]:
         del arrays[k]
+    for name, w in g.weights.items():
+        if not w.sha256:
+            w.sha256 = tensor_sha256(arrays[name])
 
 
 def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> tuple[Graph, dict[str, np.ndarray]]:

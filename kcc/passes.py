@@ -94,9 +94,8 @@ def spectral_convs(g: Graph) -> Graph:
     cheapest (its spectrum is packed once after the passes); min_rows is where reading the
     spectrum instead of the weight pays for itself at that gain (shorter inputs run the direct
     conv inside the same kernel; a conv whose planned dims never reach min_rows stays direct).
-    Runs before
-    fuse_adain_conv: such convs read a materialised adain (its traffic is small next to the
-    conv's multiplies)."""
+    Runs before fuse_adain_conv: such convs read a materialised adain (its traffic is small
+    next to the conv's multiplies)."""
     ops: list[Op] = []
     top = max_dims(g.dims)
     for op in g.ops:

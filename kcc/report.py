@@ -146,6 +146,8 @@ class Report:
             row["bytes"] += c.bytes
             if self.roofline:
                 row["bound_s"] += self.roofline.bound(c)
+            if self.measured:
+                row["measured_s"] = row.get("measured_s", 0.0) + self.measured[c.name]
         return dict(sorted(out.items(), key=lambda kv: -kv[1]["bound_s"] if self.roofline else -kv[1]["flops"]))
 
     def to_json(self) -> dict:
@@ -254,7 +256,7 @@ def render(r: Report, per_op: bool = True) -> str:
         line = (f"  {k:40s} {row['ops']:4d} {_si(row['flops'], ''):>12s} {_si(row['bytes'], 'B'):>11s} "
                 f"{row['bound_s'] * 1e3 if rf else float('nan'):9.3f} {share:6.1%}")
         if m:
-            ms = sum(m[c.name] for c in r.costs if c.type + (f"[{c.fused}]" if c.fused else "") == k) * 1e3
+            ms = row["measured_s"] * 1e3
             line += f" {ms:9.3f} {ms / (row['bound_s'] * 1e3) if rf and row['bound_s'] else float('nan'):7.2f}"
         L.append(line)
     if per_op:

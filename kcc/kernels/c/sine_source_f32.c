@@ -52,16 +52,13 @@ struct kcc_sine_walk {
     float ph[2][KCC_SINE_MAX_HARM];
 };
 
-/* Produce the frame phases output sample t reads (its two lerp frames i0, i1; i0 never
- * decreases and i1 <= i0 + 1, so the two slots always hold them); returns i0. */
-static int64_t kcc_sine_walk_to(struct kcc_sine_walk *w, int64_t t, const float *KCC_RESTRICT fb,
-                                const float *KCC_RESTRICT ib, int64_t n_frame, int64_t n_out, int64_t n_harm,
-                                float up_scale, float down_scale, float sample_rate, float upf)
+/* Produce the frame phases up to frame i1, the right lerp frame of the current output sample
+ * (its left frame i0 never decreases and i1 <= i0 + 1, so the two slots always hold both). */
+static void kcc_sine_walk_to(struct kcc_sine_walk *w, int64_t i1, const float *KCC_RESTRICT fb,
+                             const float *KCC_RESTRICT ib, int64_t n_frame, int64_t n_out, int64_t n_harm,
+                             float up_scale, float down_scale, float sample_rate, float upf)
 {
     const float pi_f = (float)3.14159265358979323846;
-    float w0, w1;
-    const int64_t i0 = kcc_sine_lerp_index(up_scale, t, n_frame, &w0, &w1);
-    const int64_t i1 = i0 + (i0 < n_frame - 1 ? 1 : 0);
     while (w->have < i1) {
         const int64_t j = ++w->have;
         float d0, d1;   /* down-resampling of the per-sample increments: two taps */
@@ -80,6 +77,13 @@ static int64_t kcc_sine_walk_to(struct kcc_sine_walk *w, int64_t t, const float 
             pj[h] = (float)w->acc[h] * 2.0f * pi_f * upf;
         }
     }
+}
+
+/* Output sample t's left lerp frame (returned), right frame *i1 and blend weights. */
+static int64_t kcc_sine_frames_of(int64_t t, int64_t n_frame, float up_scale, int64_t *i1, float *w0, float *w1)
+{
+    const int64_t i0 = kcc_sine_lerp_index(up_scale, t, n_frame, w0, w1);
+    *i1 = i0 + (i0 < n_frame - 1 ? 1 : 0);
     return i0;
 }
 
@@ -115,19 +119,21 @@ static int kcc_harmonic_noise_source_f32(
         w.have = -1;
         for (int64_t h = 0; h < n_harm; ++h) w.acc[h] = 0.0;
         for (int64_t t = 0; t < n_out; ++t) {
+            int64_t i1;
+            float w0, w1;
             if (t % chunk == 0) snap[t / chunk] = w;
-            kcc_sine_walk_to(&w, t, fb, ib, n_frame, n_out, n_harm, up_scale, down_scale, sample_rate, upf);
+            (void)kcc_sine_frames_of(t, n_frame, up_scale, &i1, &w0, &w1);
+            kcc_sine_walk_to(&w, i1, fb, ib, n_frame, n_out, n_harm, up_scale, down_scale, sample_rate, upf);
         }
         KCC_PARALLEL_FOR
         for (int64_t c = 0; c < n_chunks; ++c) {
             struct kcc_sine_walk cw = snap[c];
             const int64_t t1 = n_out - c * chunk < chunk ? n_out : (c + 1) * chunk;
             for (int64_t t = c * chunk; t < t1; ++t) {
-                const int64_t i0 = kcc_sine_walk_to(&cw, t, fb, ib, n_frame, n_out, n_harm, up_scale, down_scale,
-                                                    sample_rate, upf);
-                const int64_t i1 = i0 + (i0 < n_frame - 1 ? 1 : 0);
+                int64_t i1;
                 float w0, w1;
-                (void)kcc_sine_lerp_index(up_scale, t, n_frame, &w0, &w1);
+                const int64_t i0 = kcc_sine_frames_of(t, n_frame, up_scale, &i1, &w0, &w1);
+                kcc_sine_walk_to(&cw, i1, fb, ib, n_frame, n_out, n_harm, up_scale, down_scale, sample_rate, upf);
                 const float *p0 = cw.ph[i0 & 1], *p1 = cw.ph[i1 & 1];
                 const float fv = kcc_sine_f0_at(fb, n_frame, up_scale, t);
                 const float uv = fv > voiced_threshold ? 1.0f : 0.0f;
