@@ -36,12 +36,13 @@ def _mem_ckpt(arrays: dict) -> Checkpoint:
     return Checkpoint(Path("<memory>"), {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()})
 
 
-def run_one(op: str, x: np.ndarray, weights: dict, attrs: dict, extra_inputs: dict | None = None) -> np.ndarray:
+def run_one(op: str, x: np.ndarray, weights: dict, attrs: dict, extra_inputs: dict | None = None,
+            t_max: int = 64) -> np.ndarray:
     """Compile `op` over input x ([B, T, C] or [B, T]) with the given weights and run it."""
     shape = ["B", "T", *x.shape[2:]]
     inputs = {"x": shape, **{k: ["B", *v.shape[1:]] for k, v in (extra_inputs or {}).items()}}
     spec = {"op": op, "in": {k: k for k in inputs}, "w": {r: r for r in weights}, "attrs": attrs, "out": "y"}
-    circ = _circuit([spec], inputs, {r: {"ref": f"t.{r}"} for r in weights}, "y")
+    circ = _circuit([spec], inputs, {r: {"ref": f"t.{r}"} for r in weights}, "y", t_max=t_max)
     cc = compile_circuit(circ, _mem_ckpt({f"t.{r}": v for r, v in weights.items()}))
     return cc.run({"x": x, **(extra_inputs or {})}).outputs["y"]
 
@@ -164,7 +165,7 @@ def test_adain_matches_upstream(small_ckpt, act):
     m = _adain_module(small_ckpt, ref_mod)
     c = m.norm.weight.shape[0]
     rng = np.random.default_rng(3)
-    x = (rng.standard_normal((2, 37, c)) * 2 + 0.5).astype(np.float32)
+    x = (rng.standard_normal((2, 150, c)) * 2 + 0.5).astype(np.float32)   # 150 rows: three row chunks
     s = (rng.standard_normal((2, 128)) * 0.3).astype(np.float32)
     w = {r: small_ckpt.get(f"{ref_mod}.{n}") for r, n in
          (("norm_w", "norm.weight"), ("norm_b", "norm.bias"), ("fc_w", "fc.weight"), ("fc_b", "fc.bias"))}
@@ -175,7 +176,7 @@ def test_adain_matches_upstream(small_ckpt, act):
         a = torch.from_numpy(np.array(small_ckpt.get("decoder.generator.resblocks.1.alpha1.2")))
         w["alpha"] = a.numpy()
         ref = ref + (1 / a) * (torch.sin(a * ref) ** 2)          # upstream Snake1D, verbatim
-    got = run_one("adain", x, w, {"act": act, "slope": 0.2}, extra_inputs={"style": s})
+    got = run_one("adain", x, w, {"act": act, "slope": 0.2}, extra_inputs={"style": s}, t_max=150)
     _close(got, tm(ref))
 
 
@@ -207,6 +208,14 @@ def test_adain_snake_needs_alpha(small_ckpt):
     x = np.zeros((1, 4, w["norm_w"].shape[0]), np.float32)
     with pytest.raises(LoweringError, match="snake"):
         run_one("adain", x, w, {"act": "snake"}, extra_inputs={"style": np.zeros((1, 128), np.float32)})
+
+
+def test_adain_rejects_more_channels_than_its_statistics_hold():
+    c = 2049                                                          # KCC_IN_MAX_C + 1
+    w = {"norm_w": np.ones(c, np.float32), "norm_b": np.zeros(c, np.float32),
+         "fc_w": np.zeros((2 * c, 8), np.float32), "fc_b": np.zeros(2 * c, np.float32)}
+    with pytest.raises(LoweringError, match="2049 channels exceed the kernel's 2048"):
+        run_one("adain", np.zeros((1, 4, c), np.float32), w, {}, extra_inputs={"style": np.zeros((1, 8), np.float32)})
 
 
 # -- elementwise -----------------------------------------------------------------------------

@@ -30,6 +30,8 @@ from __future__ import annotations
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 
+MAX_CHANNELS = 2048   # KCC_IN_MAX_C in instance_norm_style_f32.c
+
 ACTS = {"none": 0, "leaky_relu": 1, "snake": 2}
 
 register(Kernel(
@@ -62,6 +64,7 @@ def _infer(name, ins, ws, attrs):
     expect(len(s) == 2 and s[0] == x[0], name, f"style must be [B, S] with x's batch {x[0]!r}, got {list(s)}")
     c, n_style = x[2], s[1]
     expect(isinstance(c, int) and isinstance(n_style, int), name, f"channel extents {c!r}, {n_style!r} must be fixed")
+    expect(c <= MAX_CHANNELS, name, f"{c} channels exceed the kernel's {MAX_CHANNELS} (KCC_IN_MAX_C)")
     for role in ("norm_w", "norm_b"):
         expect(tuple(ws[role]) == (c,), name, f"weight '{role}' has shape {list(ws[role])}, expected [{c}]")
     expect(tuple(ws["fc_w"]) == (2 * c, n_style), name, f"fc_w has shape {list(ws['fc_w'])}, expected [{2 * c}, {n_style}]")

@@ -10,6 +10,8 @@
  * (kcc_sin2_f32) so the row loop vectorises 16 wide; arguments past KCC_SIN2_MAX fall back to
  * libm sin in f64. */
 #define KCC_IN_NC 16
+#define KCC_IN_MAX_C 2048   /* channels: the statistics live in stack arrays (kcc/ops/adain.py checks) */
+#define KCC_IN_CHUNK 64     /* rows per parallel chunk of the normalising pass */
 #define KCC_SIN2_MAX 8192.0f
 
 /* sin(z)^2 for |z| <= KCC_SIN2_MAX, ~2 ulp: z = n*pi/2 + r, |r| <= pi/4 (Cody-Waite with cephes'
@@ -119,21 +121,28 @@ static int kcc_instance_norm_style_f32(
     const float *KCC_RESTRICT fc_w, const float *KCC_RESTRICT fc_b, const float *KCC_RESTRICT alpha,
     int64_t act, float slope, float eps, float *KCC_RESTRICT out)
 {
-    if (n_batch < 1 || n_time < 1 || n_chan < 1 || n_style < 1) return KCC_EDIMS;
+    if (n_batch < 1 || n_time < 1 || n_chan < 1 || n_chan > KCC_IN_MAX_C || n_style < 1) return KCC_EDIMS;
     if (act < 0 || act > 2 || !(eps > 0.0f)) return KCC_EBADINPUT;
+    /* Statistics per channel tile (in parallel), then whole rows in chunks of time (in
+     * parallel): contiguous rows, one call per row, not one per 16-channel tile. */
+    double mean[KCC_IN_MAX_C], inv[KCC_IN_MAX_C];
+    float gain[KCC_IN_MAX_C], shift[KCC_IN_MAX_C];
+    const int64_t chunks = (n_time + KCC_IN_CHUNK - 1) / KCC_IN_CHUNK;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * n_time * n_chan;
-        const float *sb = style + b * n_style;
         float *ob = out + b * n_time * n_chan;
         KCC_PARALLEL_FOR   /* channel tiles are independent */
         for (int64_t c0 = 0; c0 < n_chan; c0 += KCC_IN_NC) {
             const int64_t nc = n_chan - c0 < KCC_IN_NC ? n_chan - c0 : KCC_IN_NC;
-            double mean[KCC_IN_NC], inv[KCC_IN_NC];
-            float gain[KCC_IN_NC], shift[KCC_IN_NC];
-            kcc_in_style_stats(xb, sb, n_time, n_chan, n_style, fc_w, fc_b, eps, c0, nc, mean, inv, gain, shift);
-            for (int64_t t = 0; t < n_time; ++t)
-                kcc_in_style_row(xb + t * n_chan + c0, nc, mean, inv, norm_w + c0, norm_b + c0, gain, shift,
-                                 alpha + (act == 2 ? c0 : 0), act, slope, ob + t * n_chan + c0);
+            kcc_in_style_stats(xb, style + b * n_style, n_time, n_chan, n_style, fc_w, fc_b, eps, c0, nc,
+                               mean + c0, inv + c0, gain + c0, shift + c0);
+        }
+        KCC_PARALLEL_FOR   /* each chunk of rows is written by one thread */
+        for (int64_t ch = 0; ch < chunks; ++ch) {
+            const int64_t t1 = n_time - ch * KCC_IN_CHUNK < KCC_IN_CHUNK ? n_time : (ch + 1) * KCC_IN_CHUNK;
+            for (int64_t t = ch * KCC_IN_CHUNK; t < t1; ++t)
+                kcc_in_style_row(xb + t * n_chan, n_chan, mean, inv, norm_w, norm_b, gain, shift,
+                                 act == 2 ? alpha : norm_w, act, slope, ob + t * n_chan);
         }
     }
     return KCC_OK;
