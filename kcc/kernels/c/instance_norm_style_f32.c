@@ -3,13 +3,14 @@
  *   xn = (x - mean_t) / sqrt(var_t + eps) * norm_w + norm_b    (biased variance over time, per b, c)
  *   y = (1 + gamma) * xn + beta                                 (f32, torch's operation order)
  * then act: 0 none, 1 leaky (y >= 0 ? y : slope*y), 2 snake (y + sin(alpha*y)^2 / alpha, alpha [n_chan]).
- * Statistics are one-pass shifted f64 sums (channels in tiles of KCC_IN_NC, contiguous within a row); the fc
+ * Statistics are one-pass shifted f64 sums over fixed parts of time, added in order; the fc
  * dot products are f64, rounded once. alpha is not read unless act = 2. The statistics and the
  * per-element step are helpers shared with the fused norm_conv1d kernel (identical results).
  * Snake is torch's y + (1/alpha) * sin(alpha*y)^2 in f32, sin^2 a branch-free f32 polynomial
  * (kcc_sin2_f32) so the row loop vectorises 16 wide; arguments past KCC_SIN2_MAX fall back to
  * libm sin in f64. */
 #define KCC_IN_NC 16
+#define KCC_IN_PARTS 8      /* fixed parts of time for the statistics (not the thread count) */
 #define KCC_IN_MAX_C 2048   /* channels: the statistics live in stack arrays (kcc/ops/adain.py checks) */
 #define KCC_IN_CHUNK 64     /* rows per parallel chunk of the normalising pass */
 #define KCC_SIN2_MAX 8192.0f
@@ -31,39 +32,53 @@ static inline float kcc_sin2_f32(float z)
     return s2 + odd * (cs * cs - s2);
 }
 
-/* Channels [c0, c0 + nc) of one batch: mean and inverse std (f64), gain 1 + gamma and shift beta. */
-static void kcc_in_style_stats(const float *KCC_RESTRICT xb, const float *KCC_RESTRICT sb, int64_t n_time,
-                               int64_t n_chan, int64_t n_style, const float *KCC_RESTRICT fc_w,
-                               const float *KCC_RESTRICT fc_b, float eps, int64_t c0, int64_t nc,
-                               double *KCC_RESTRICT mean, double *KCC_RESTRICT inv,
-                               float *KCC_RESTRICT gain, float *KCC_RESTRICT shift)
+/* Rows [t0, t1) of one batch, every channel: f64 sums of x - x0 and its square into s1, s2
+ * (x0 = row 0: the shift keeps the variance's cancellation small). Contiguous rows, one pass. */
+static void kcc_in_style_sums(const float *KCC_RESTRICT xb, int64_t t0, int64_t t1, int64_t n_chan,
+                              double *KCC_RESTRICT s1, double *KCC_RESTRICT s2)
 {
-    /* One pass (the tensor is read once, not twice): f64 sums of x - x[0] and its square; the
-     * shift by the first row keeps the variance's cancellation small. */
-    double s1[KCC_IN_NC] = {0}, s2[KCC_IN_NC] = {0}, var[KCC_IN_NC], x0[KCC_IN_NC];
-    for (int64_t j = 0; j < nc; ++j) x0[j] = (double)xb[c0 + j];
-    for (int64_t t = 0; t < n_time; ++t)
-        for (int64_t j = 0; j < nc; ++j) {
-            const double d = (double)xb[t * n_chan + c0 + j] - x0[j];
+    for (int64_t j = 0; j < n_chan; ++j) s1[j] = s2[j] = 0.0;
+    for (int64_t t = t0; t < t1; ++t)
+        for (int64_t j = 0; j < n_chan; ++j) {
+            const double d = (double)xb[t * n_chan + j] - (double)xb[j];
             s1[j] += d;
             s2[j] += d * d;
         }
-    for (int64_t j = 0; j < nc; ++j) {
-        const double m = s1[j] / (double)n_time;
-        mean[j] = x0[j] + m;
-        var[j] = s2[j] / (double)n_time - m * m;                        /* biased variance */
-        if (var[j] < 0.0) var[j] = 0.0;
+}
+
+/* One batch's statistics, every channel: mean and inverse std (f64), gain 1 + gamma and shift
+ * beta. The rows are cut into KCC_IN_PARTS fixed parts summed in parallel, then added in part
+ * order: the same result for any thread count. */
+static void kcc_in_style_stats(const float *KCC_RESTRICT xb, const float *KCC_RESTRICT sb, int64_t n_time,
+                               int64_t n_chan, int64_t n_style, const float *KCC_RESTRICT fc_w,
+                               const float *KCC_RESTRICT fc_b, float eps, double *KCC_RESTRICT mean,
+                               double *KCC_RESTRICT inv, float *KCC_RESTRICT gain, float *KCC_RESTRICT shift)
+{
+    double part[KCC_IN_PARTS][2][KCC_IN_MAX_C];   /* 256 KiB of the calling thread's stack */
+    const int64_t rows = (n_time + KCC_IN_PARTS - 1) / KCC_IN_PARTS;
+    KCC_PARALLEL_FOR   /* parts are independent */
+    for (int64_t q = 0; q < KCC_IN_PARTS; ++q) {
+        const int64_t t0 = q * rows < n_time ? q * rows : n_time, t1 = t0 + rows < n_time ? t0 + rows : n_time;
+        kcc_in_style_sums(xb, t0, t1, n_chan, part[q][0], part[q][1]);
     }
-    for (int64_t j = 0; j < nc; ++j) {
-        const int64_t c = c0 + j;
-        double g = (double)fc_b[c], s = (double)fc_b[n_chan + c];
+    for (int64_t j = 0; j < n_chan; ++j) {
+        double s1 = 0.0, s2 = 0.0;
+        for (int64_t q = 0; q < KCC_IN_PARTS; ++q) {
+            s1 += part[q][0][j];
+            s2 += part[q][1][j];
+        }
+        const double m = s1 / (double)n_time;
+        double var = s2 / (double)n_time - m * m;                        /* biased variance */
+        if (var < 0.0) var = 0.0;
+        mean[j] = (double)xb[j] + m;
+        double g = (double)fc_b[j], sh = (double)fc_b[n_chan + j];
         for (int64_t k = 0; k < n_style; ++k) {
-            g += (double)fc_w[c * n_style + k] * (double)sb[k];
-            s += (double)fc_w[(n_chan + c) * n_style + k] * (double)sb[k];
+            g += (double)fc_w[j * n_style + k] * (double)sb[k];
+            sh += (double)fc_w[(n_chan + j) * n_style + k] * (double)sb[k];
         }
         gain[j] = 1.0f + (float)g;
-        shift[j] = (float)s;
-        inv[j] = 1.0 / sqrt(var[j] + (double)eps);
+        shift[j] = (float)sh;
+        inv[j] = 1.0 / sqrt(var + (double)eps);
     }
 }
 
@@ -73,13 +88,20 @@ static float kcc_in_style_y(float x, double mean, double inv, float nw, float nb
     return gain * xn + shift;
 }
 
-/* One row of channels [0, n): yr = act((1 + gamma) * xn + beta); per-channel arrays indexed 0..n.
- * Full blocks of KCC_IN_NC channels have a constant trip count: they vectorise at -O2. */
+/* Snake's 1/alpha per channel, as torch divides once per channel (act 2 only). */
+static void kcc_in_style_recip(const float *KCC_RESTRICT alpha, int64_t n, int64_t act, float *KCC_RESTRICT ralpha)
+{
+    for (int64_t j = 0; act == 2 && j < n; ++j) ralpha[j] = 1.0f / alpha[j];
+}
+
+/* One row of channels [0, n): yr = act((1 + gamma) * xn + beta); per-channel arrays indexed 0..n
+ * (ralpha: kcc_in_style_recip). Full blocks of KCC_IN_NC channels have a constant trip count: they vectorise at -O2. */
 KCC_VECTOR_CLONES
 static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const double *KCC_RESTRICT mean,
                              const double *KCC_RESTRICT inv, const float *KCC_RESTRICT norm_w,
                              const float *KCC_RESTRICT norm_b, const float *KCC_RESTRICT gain,
-                             const float *KCC_RESTRICT shift, const float *KCC_RESTRICT alpha, int64_t act,
+                             const float *KCC_RESTRICT shift, const float *KCC_RESTRICT alpha,
+                             const float *KCC_RESTRICT ralpha, int64_t act,
                              float slope, float *KCC_RESTRICT yr)
 {
     const int64_t full = n / KCC_IN_NC * KCC_IN_NC;
@@ -97,12 +119,12 @@ static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const doub
             for (int j = 0; j < KCC_IN_NC; ++j) {
                 const float y = yr[j0 + j], a = alpha[j0 + j];
                 big |= fabsf(a * y) > KCC_SIN2_MAX;
-                yr[j0 + j] = y + (1.0f / a) * kcc_sin2_f32(a * y);
+                yr[j0 + j] = y + ralpha[j0 + j] * kcc_sin2_f32(a * y);
             }
         for (int64_t j = full; j < n; ++j) {
             const float y = yr[j], a = alpha[j];
             big |= fabsf(a * y) > KCC_SIN2_MAX;
-            yr[j] = y + (1.0f / a) * kcc_sin2_f32(a * y);
+            yr[j] = y + ralpha[j] * kcc_sin2_f32(a * y);
         }
         for (int64_t j = 0; big && j < n; ++j) {         /* rare: huge arguments, redo with libm */
             const float y = kcc_in_style_y(xr[j], mean[j], inv[j], norm_w[j], norm_b[j], gain[j], shift[j]);
@@ -123,26 +145,22 @@ static int kcc_instance_norm_style_f32(
 {
     if (n_batch < 1 || n_time < 1 || n_chan < 1 || n_chan > KCC_IN_MAX_C || n_style < 1) return KCC_EDIMS;
     if (act < 0 || act > 2 || !(eps > 0.0f)) return KCC_EBADINPUT;
-    /* Statistics per channel tile (in parallel), then whole rows in chunks of time (in
-     * parallel): contiguous rows, one call per row, not one per 16-channel tile. */
+    /* Statistics (parts of time in parallel), then whole rows in chunks of time (in parallel):
+     * both passes read contiguous rows. */
     double mean[KCC_IN_MAX_C], inv[KCC_IN_MAX_C];
-    float gain[KCC_IN_MAX_C], shift[KCC_IN_MAX_C];
+    float gain[KCC_IN_MAX_C], shift[KCC_IN_MAX_C], ralpha[KCC_IN_MAX_C];
     const int64_t chunks = (n_time + KCC_IN_CHUNK - 1) / KCC_IN_CHUNK;
+    kcc_in_style_recip(alpha, n_chan, act, ralpha);
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * n_time * n_chan;
         float *ob = out + b * n_time * n_chan;
-        KCC_PARALLEL_FOR   /* channel tiles are independent */
-        for (int64_t c0 = 0; c0 < n_chan; c0 += KCC_IN_NC) {
-            const int64_t nc = n_chan - c0 < KCC_IN_NC ? n_chan - c0 : KCC_IN_NC;
-            kcc_in_style_stats(xb, style + b * n_style, n_time, n_chan, n_style, fc_w, fc_b, eps, c0, nc,
-                               mean + c0, inv + c0, gain + c0, shift + c0);
-        }
+        kcc_in_style_stats(xb, style + b * n_style, n_time, n_chan, n_style, fc_w, fc_b, eps, mean, inv, gain, shift);
         KCC_PARALLEL_FOR   /* each chunk of rows is written by one thread */
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t t1 = n_time - ch * KCC_IN_CHUNK < KCC_IN_CHUNK ? n_time : (ch + 1) * KCC_IN_CHUNK;
             for (int64_t t = ch * KCC_IN_CHUNK; t < t1; ++t)
                 kcc_in_style_row(xb + t * n_chan, n_chan, mean, inv, norm_w, norm_b, gain, shift,
-                                 act == 2 ? alpha : norm_w, act, slope, ob + t * n_chan);
+                                 act == 2 ? alpha : norm_w, ralpha, act, slope, ob + t * n_chan);
         }
     }
     return KCC_OK;

@@ -1,8 +1,8 @@
 /* Style instance norm (+ act) feeding a GEMM-path conv1d, without materialising the normalised
  * tensor: out = conv(act(adain(x))) with the conv epilogue (bias, leaky slope, + res).
  * x [n_batch, t_in, c_in]; the conv is stride 1 and on the GEMM path (kcc_conv_is_gemm), out
- * [n_batch, t_out, c_out]. Statistics over all of x come first (kcc_in_style_stats, per channel
- * tile, in parallel); then time is cut into chunks of <= KCC_NC_CHUNK output rows (in parallel),
+ * [n_batch, t_out, c_out]. Statistics over all of x come first (kcc_in_style_stats, parts of
+ * time in parallel); then time is cut into chunks of <= KCC_NC_CHUNK output rows (in parallel),
  * each swept in row blocks: the input rows a block reads (its rows plus the tap span, the halo)
  * are normalised into a local tile of KCC_NC_TILE floats, rows carried over from the previous
  * block are moved, not recomputed, and kcc_conv_rows_f32 runs on the tile in KCC_CONV_MC-row steps.
@@ -11,6 +11,7 @@
  * thread count. Limits (KCC_EDIMS otherwise): c_in <= KCC_NC_MAX_C and
  * c_in * (span + KCC_GEMM_MR) <= KCC_NC_TILE; kcc/passes.py fuses only what fits. */
 #define KCC_NC_MAX_C 2048
+_Static_assert(KCC_NC_MAX_C <= KCC_IN_MAX_C, "the statistics helper holds KCC_IN_MAX_C channels");
 #define KCC_NC_TILE 32768
 #define KCC_NC_CHUNK 512
 
@@ -46,16 +47,12 @@ static int kcc_norm_conv1d_f32(
     if (chunk < mc) chunk = mc;
     const int64_t chunks = (t_out + chunk - 1) / chunk;
     double mean[KCC_NC_MAX_C], inv[KCC_NC_MAX_C];
-    float gain[KCC_NC_MAX_C], shift[KCC_NC_MAX_C];
+    float gain[KCC_NC_MAX_C], shift[KCC_NC_MAX_C], ralpha[KCC_NC_MAX_C];
+    kcc_in_style_recip(alpha, c_in, act, ralpha);
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;
-        KCC_PARALLEL_FOR   /* channel tiles are independent */
-        for (int64_t c0 = 0; c0 < c_in; c0 += KCC_IN_NC) {
-            const int64_t nc = c_in - c0 < KCC_IN_NC ? c_in - c0 : KCC_IN_NC;
-            kcc_in_style_stats(xb, style + b * n_style, t_in, c_in, n_style, fc_w, fc_b, eps, c0, nc,
-                               mean + c0, inv + c0, gain + c0, shift + c0);
-        }
+        kcc_in_style_stats(xb, style + b * n_style, t_in, c_in, n_style, fc_w, fc_b, eps, mean, inv, gain, shift);
         KCC_PARALLEL_FOR   /* each chunk of output rows is written by one thread, in a fixed order */
         for (int64_t ch = 0; ch < chunks; ++ch) {
             float tile[KCC_NC_TILE];
@@ -73,7 +70,7 @@ static int kcc_norm_conv1d_f32(
                 }
                 for (int64_t ti = a + have; ti < e; ++ti)
                     kcc_in_style_row(xb + ti * c_in, c_in, mean, inv, norm_w, norm_b, gain, shift,
-                                     act == 2 ? alpha : norm_w, act, slope, tile + (ti - a) * c_in);
+                                     act == 2 ? alpha : norm_w, ralpha, act, slope, tile + (ti - a) * c_in);
                 r0 = a;
                 r1 = e > a ? e : a;
                 for (int64_t s0 = t0; s0 < t1; s0 += KCC_CONV_MC) {   /* the conv's own cache block */
