@@ -49,7 +49,10 @@ class Synthesis:
 class Synthesizer:
     def __init__(self, checkpoint: str | Path | Checkpoint, options: BuildOptions = BuildOptions(),
                  max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None):
-        self.checkpoint = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+        # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
+        # own arrays (~330 MB at the full config) are freed once the caller drops them too.
+        ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+        self.checkpoint_path = ckpt.path
         self.stages = stages or FRONT + BACK
         self.max_frames = max_frames
         self.circuits: dict[str, CompiledCircuit] = {}
@@ -57,7 +60,7 @@ class Synthesizer:
         for name in self.stages:
             doc = load_circuit(name)
             dims = {d: n for d, n in planned.items() if d in doc["dims"]}
-            self.circuits[name] = compile_circuit(doc, self.checkpoint, options, dims=dims or None)
+            self.circuits[name] = compile_circuit(doc, ckpt, options, dims=dims or None)
         self._arenas = threading.local()
 
     def arena(self) -> np.ndarray:

@@ -39,11 +39,14 @@ def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarr
     return raw[start:][:nbytes]   # (a zero-length raw[a:a] would drop the offset)
 
 
-def pack_weights(plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
+def weight_blob(plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """The read-only weight blob at the plan's offsets. Consumes `arrays`: each array is
+    dropped once copied, so packed weights and blob are not both held in full (the generator's
+    packed spectra alone are ~280 MB)."""
     blob = aligned_empty(plan.weights_bytes, plan.alignment)
     blob[:] = 0
     for name, buf in plan.weights.items():
-        data = np.ascontiguousarray(arrays[name], dtype=np.float32).view(np.uint8).reshape(-1)
+        data = np.ascontiguousarray(arrays.pop(name), dtype=np.float32).view(np.uint8).reshape(-1)
         blob[buf.offset:buf.offset + data.size] = data
     blob.setflags(write=False)
     return blob
@@ -207,10 +210,11 @@ class CompiledCircuit:
 
 
 def compile_graph(g: Graph, arrays, options: BuildOptions = BuildOptions(), reuse: bool = True) -> CompiledCircuit:
+    """Plan, emit, build and load `g`; `arrays` (lower_circuit's) is consumed into the weight blob."""
     plan = plan_memory(g, reuse=reuse)
     source = emit_c(g, plan)
     built = build_library(source, options, name=g.name)
-    return CompiledCircuit(g, plan, built, pack_weights(plan, arrays), source)
+    return CompiledCircuit(g, plan, built, weight_blob(plan, arrays), source)
 
 
 def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint,
