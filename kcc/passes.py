@@ -25,8 +25,10 @@ DFT_MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole s
                               # cache-resident (the L3 of the CPUs benchmarked here: 32 MiB on an EPYC,
                               # 260 MiB on a Xeon); the text encoder's 512-channel K 5 convs (50 MB
                               # each) stay direct
-DFT_MIN_TAPS = 5       # K = 3: the DFT (n 8 / 16) measured 1.1-1.24x the direct conv alone at 128 /
-                       # 256 channels, less than the AdaIN fusion it would give up (~1.1x)
+DFT_MIN_TAPS = 5       # K = 3: the DFT (n 8 / 16) measured 1.1-1.4x the direct conv alone at 128 /
+                       # 256 channels; with the AdaIN fusion it gives up, resblocks.3 went 37 -> 32 ms
+                       # (2026-12-03, EPYC) but the whole synthesis only ~3% (inside the noise), for
+                       # 60 MB more spectra and unfused direct convs below min_rows: not taken
 
 
 def drop_dead_ops(g: Graph) -> Graph:
