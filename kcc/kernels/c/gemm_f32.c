@@ -15,12 +15,6 @@
 #define KCC_GEMM_KC 64     /* K chunk: each chunk sums from zero, then adds to the stored partial */
 #define KCC_GEMM_MC 64
 #define KCC_ACT_COUNT 6
-/* fmaf is one instruction with FMA hardware but a slow libm call without it. */
-#if defined(__FMA__)
-#define KCC_MADD(a, b, c) fmaf((a), (b), (c))
-#else
-#define KCC_MADD(a, b, c) ((a) * (b) + (c))
-#endif
 KCC_VECTOR_CLONES
 static void kcc_gemm_tile_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t mr,
                               const float *KCC_RESTRICT b, int64_t kc,

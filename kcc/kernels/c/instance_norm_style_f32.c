@@ -2,9 +2,9 @@
  *   h = fc_w @ style[b] + fc_b  (fc_w [2*n_chan, n_style]; gamma = h[:n_chan], beta = h[n_chan:])
  *   xn = (x - mean_t) / sqrt(var_t + eps) * norm_w + norm_b    (biased variance over time, per b, c)
  *   y = (1 + gamma) * xn + beta                                 (f32, torch's operation order)
+ * xn is formed as torch's CPU batch-norm kernel forms it: x * scale + offset, one multiply-add.
  * then act: 0 none, 1 leaky (y >= 0 ? y : slope*y), 2 snake (y + sin(alpha*y)^2 / alpha, alpha [n_chan]).
- * Statistics are one-pass shifted f64 sums over fixed parts of time, added in order; the fc
- * dot products are f64, rounded once. alpha is not read unless act = 2. The statistics and the
+ * Statistics are one-pass shifted f64 sums over fixed parts of time, added in order. The statistics and the
  * per-element step are helpers shared with the fused norm_conv1d kernel (identical results).
  * Snake is torch's y + (1/alpha) * sin(alpha*y)^2 in f32, sin^2 a branch-free f32 polynomial
  * (kcc_sin2_f32) so the row loop vectorises 16 wide; arguments past KCC_SIN2_MAX fall back to
@@ -46,13 +46,23 @@ static void kcc_in_style_sums(const float *KCC_RESTRICT xb, int64_t t0, int64_t 
         }
 }
 
-/* One batch's statistics, every channel: mean and inverse std (f64), gain 1 + gamma and shift
- * beta. The rows are cut into KCC_IN_PARTS fixed parts summed in parallel, then added in part
- * order: the same result for any thread count. */
+/* One batch's per-channel constants (kcc_in_style_stats): the norm as torch's batch-norm kernel
+ * applies it, xn = x * scale + offset with scale = invstd * norm_w and offset = norm_b - mean * scale
+ * in f32; y = gain * xn + shift (gain 1 + gamma, shift beta); Snake's alpha and 1/alpha (torch
+ * divides once per channel). */
+typedef struct {
+    float scale[KCC_IN_MAX_C], offset[KCC_IN_MAX_C], gain[KCC_IN_MAX_C], shift[KCC_IN_MAX_C];
+    float alpha[KCC_IN_MAX_C], ralpha[KCC_IN_MAX_C];
+} kcc_in_style_params;
+
+/* The rows are cut into KCC_IN_PARTS fixed parts summed in parallel, then added in part order:
+ * the same result for any thread count. mean and invstd are f64, rounded to f32 as torch stores
+ * them; the fc dot products are f64, rounded once. alpha is not read unless act = 2. */
 static void kcc_in_style_stats(const float *KCC_RESTRICT xb, const float *KCC_RESTRICT sb, int64_t n_time,
-                               int64_t n_chan, int64_t n_style, const float *KCC_RESTRICT fc_w,
-                               const float *KCC_RESTRICT fc_b, float eps, double *KCC_RESTRICT mean,
-                               double *KCC_RESTRICT inv, float *KCC_RESTRICT gain, float *KCC_RESTRICT shift)
+                               int64_t n_chan, int64_t n_style, const float *KCC_RESTRICT norm_w,
+                               const float *KCC_RESTRICT norm_b, const float *KCC_RESTRICT fc_w,
+                               const float *KCC_RESTRICT fc_b, const float *KCC_RESTRICT alpha, int64_t act,
+                               float eps, kcc_in_style_params *KCC_RESTRICT p)
 {
     double part[KCC_IN_PARTS][2][KCC_IN_MAX_C];   /* 256 KiB of the calling thread's stack */
     const int64_t rows = (n_time + KCC_IN_PARTS - 1) / KCC_IN_PARTS;
@@ -70,68 +80,56 @@ static void kcc_in_style_stats(const float *KCC_RESTRICT xb, const float *KCC_RE
         const double m = s1 / (double)n_time;
         double var = s2 / (double)n_time - m * m;                        /* biased variance */
         if (var < 0.0) var = 0.0;
-        mean[j] = (double)xb[j] + m;
+        const float mean = (float)((double)xb[j] + m), invstd = (float)(1.0 / sqrt(var + (double)eps));
+        p->scale[j] = invstd * norm_w[j];
+        p->offset[j] = norm_b[j] - mean * p->scale[j];
         double g = (double)fc_b[j], sh = (double)fc_b[n_chan + j];
         for (int64_t k = 0; k < n_style; ++k) {
             g += (double)fc_w[j * n_style + k] * (double)sb[k];
             sh += (double)fc_w[(n_chan + j) * n_style + k] * (double)sb[k];
         }
-        gain[j] = 1.0f + (float)g;
-        shift[j] = (float)sh;
-        inv[j] = 1.0 / sqrt(var + (double)eps);
+        p->gain[j] = 1.0f + (float)g;
+        p->shift[j] = (float)sh;
+        p->alpha[j] = act == 2 ? alpha[j] : 1.0f;
+        p->ralpha[j] = 1.0f / p->alpha[j];
     }
 }
 
-static float kcc_in_style_y(float x, double mean, double inv, float nw, float nb, float gain, float shift)
+static float kcc_in_style_y(float x, const kcc_in_style_params *KCC_RESTRICT p, int64_t j)
 {
-    const float xn = (float)(((double)x - mean) * inv * (double)nw + (double)nb);
-    return gain * xn + shift;
+    return p->gain[j] * KCC_MADD(x, p->scale[j], p->offset[j]) + p->shift[j];
 }
 
-/* Snake's 1/alpha per channel, as torch divides once per channel (act 2 only). */
-static void kcc_in_style_recip(const float *KCC_RESTRICT alpha, int64_t n, int64_t act, float *KCC_RESTRICT ralpha)
-{
-    for (int64_t j = 0; act == 2 && j < n; ++j) ralpha[j] = 1.0f / alpha[j];
-}
-
-/* One row of channels [0, n): yr = act((1 + gamma) * xn + beta); per-channel arrays indexed 0..n
- * (ralpha: kcc_in_style_recip). Full blocks of KCC_IN_NC channels have a constant trip count: they vectorise at -O2. */
+/* One row of channels [0, n): yr = act((1 + gamma) * xn + beta). Full blocks of KCC_IN_NC
+ * channels have a constant trip count: they vectorise at -O2. */
 KCC_VECTOR_CLONES
-static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const double *KCC_RESTRICT mean,
-                             const double *KCC_RESTRICT inv, const float *KCC_RESTRICT norm_w,
-                             const float *KCC_RESTRICT norm_b, const float *KCC_RESTRICT gain,
-                             const float *KCC_RESTRICT shift, const float *KCC_RESTRICT alpha,
-                             const float *KCC_RESTRICT ralpha, int64_t act,
-                             float slope, float *KCC_RESTRICT yr)
+static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const kcc_in_style_params *KCC_RESTRICT p,
+                             int64_t act, float slope, float *KCC_RESTRICT yr)
 {
     const int64_t full = n / KCC_IN_NC * KCC_IN_NC;
     for (int64_t j0 = 0; j0 < full; j0 += KCC_IN_NC)
-        for (int j = 0; j < KCC_IN_NC; ++j)
-            yr[j0 + j] = kcc_in_style_y(xr[j0 + j], mean[j0 + j], inv[j0 + j], norm_w[j0 + j], norm_b[j0 + j],
-                                        gain[j0 + j], shift[j0 + j]);
-    for (int64_t j = full; j < n; ++j)
-        yr[j] = kcc_in_style_y(xr[j], mean[j], inv[j], norm_w[j], norm_b[j], gain[j], shift[j]);
+        for (int j = 0; j < KCC_IN_NC; ++j) yr[j0 + j] = kcc_in_style_y(xr[j0 + j], p, j0 + j);
+    for (int64_t j = full; j < n; ++j) yr[j] = kcc_in_style_y(xr[j], p, j);
     if (act == 1) {
         for (int64_t j = 0; j < n; ++j) yr[j] = yr[j] >= 0.0f ? yr[j] : yr[j] * slope;
     } else if (act == 2) {
         int big = 0;
         for (int64_t j0 = 0; j0 < full; j0 += KCC_IN_NC)
             for (int j = 0; j < KCC_IN_NC; ++j) {
-                const float y = yr[j0 + j], a = alpha[j0 + j];
+                const float y = yr[j0 + j], a = p->alpha[j0 + j];
                 big |= fabsf(a * y) > KCC_SIN2_MAX;
-                yr[j0 + j] = y + ralpha[j0 + j] * kcc_sin2_f32(a * y);
+                yr[j0 + j] = y + p->ralpha[j0 + j] * kcc_sin2_f32(a * y);
             }
         for (int64_t j = full; j < n; ++j) {
-            const float y = yr[j], a = alpha[j];
+            const float y = yr[j], a = p->alpha[j];
             big |= fabsf(a * y) > KCC_SIN2_MAX;
-            yr[j] = y + ralpha[j] * kcc_sin2_f32(a * y);
+            yr[j] = y + p->ralpha[j] * kcc_sin2_f32(a * y);
         }
         for (int64_t j = 0; big && j < n; ++j) {         /* rare: huge arguments, redo with libm */
-            const float y = kcc_in_style_y(xr[j], mean[j], inv[j], norm_w[j], norm_b[j], gain[j], shift[j]);
-            const float a = alpha[j];
+            const float y = kcc_in_style_y(xr[j], p, j), a = p->alpha[j];
             if (fabsf(a * y) > KCC_SIN2_MAX) {
                 const double sn = sin((double)(a * y));
-                yr[j] = y + (1.0f / a) * (float)(sn * sn);
+                yr[j] = y + p->ralpha[j] * (float)(sn * sn);
             }
         }
     }
@@ -147,20 +145,18 @@ static int kcc_instance_norm_style_f32(
     if (act < 0 || act > 2 || !(eps > 0.0f)) return KCC_EBADINPUT;
     /* Statistics (parts of time in parallel), then whole rows in chunks of time (in parallel):
      * both passes read contiguous rows. */
-    double mean[KCC_IN_MAX_C], inv[KCC_IN_MAX_C];
-    float gain[KCC_IN_MAX_C], shift[KCC_IN_MAX_C], ralpha[KCC_IN_MAX_C];
+    kcc_in_style_params p;
     const int64_t chunks = (n_time + KCC_IN_CHUNK - 1) / KCC_IN_CHUNK;
-    kcc_in_style_recip(alpha, n_chan, act, ralpha);
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * n_time * n_chan;
         float *ob = out + b * n_time * n_chan;
-        kcc_in_style_stats(xb, style + b * n_style, n_time, n_chan, n_style, fc_w, fc_b, eps, mean, inv, gain, shift);
+        kcc_in_style_stats(xb, style + b * n_style, n_time, n_chan, n_style, norm_w, norm_b, fc_w, fc_b, alpha, act,
+                           eps, &p);
         KCC_PARALLEL_FOR   /* each chunk of rows is written by one thread */
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t t1 = n_time - ch * KCC_IN_CHUNK < KCC_IN_CHUNK ? n_time : (ch + 1) * KCC_IN_CHUNK;
             for (int64_t t = ch * KCC_IN_CHUNK; t < t1; ++t)
-                kcc_in_style_row(xb + t * n_chan, n_chan, mean, inv, norm_w, norm_b, gain, shift,
-                                 act == 2 ? alpha : norm_w, ralpha, act, slope, ob + t * n_chan);
+                kcc_in_style_row(xb + t * n_chan, n_chan, &p, act, slope, ob + t * n_chan);
         }
     }
     return KCC_OK;

@@ -41,6 +41,13 @@ static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, doubl
     *rstd = 1.0 / sqrt(var / (double)n + (double)eps);
 }
 
+/* fmaf is one instruction with FMA hardware but a slow libm call without it. */
+#if defined(__FMA__)
+#define KCC_MADD(a, b, c) fmaf((a), (b), (c))
+#else
+#define KCC_MADD(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* Portable builds stay baseline x86-64 but dispatch their hottest micro-kernels at load time
  * to AVX-512 / AVX2 clones (GCC target_clones, glibc ifunc). No FMA is contracted in ISO C mode,
  * and each clone keeps every lane's summation order, so all clones give identical results. */

@@ -46,13 +46,12 @@ static int kcc_norm_conv1d_f32(
     if (chunk > KCC_NC_CHUNK) chunk = KCC_NC_CHUNK;
     if (chunk < mc) chunk = mc;
     const int64_t chunks = (t_out + chunk - 1) / chunk;
-    double mean[KCC_NC_MAX_C], inv[KCC_NC_MAX_C];
-    float gain[KCC_NC_MAX_C], shift[KCC_NC_MAX_C], ralpha[KCC_NC_MAX_C];
-    kcc_in_style_recip(alpha, c_in, act, ralpha);
+    kcc_in_style_params p;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;
-        kcc_in_style_stats(xb, style + b * n_style, t_in, c_in, n_style, fc_w, fc_b, eps, mean, inv, gain, shift);
+        kcc_in_style_stats(xb, style + b * n_style, t_in, c_in, n_style, norm_w, norm_b, fc_w, fc_b, alpha, act, eps,
+                           &p);
         KCC_PARALLEL_FOR   /* each chunk of output rows is written by one thread, in a fixed order */
         for (int64_t ch = 0; ch < chunks; ++ch) {
             float tile[KCC_NC_TILE];
@@ -69,8 +68,7 @@ static int kcc_norm_conv1d_f32(
                     for (int64_t i = 0; i < have * c_in; ++i) tile[i] = from[i];
                 }
                 for (int64_t ti = a + have; ti < e; ++ti)
-                    kcc_in_style_row(xb + ti * c_in, c_in, mean, inv, norm_w, norm_b, gain, shift,
-                                     act == 2 ? alpha : norm_w, ralpha, act, slope, tile + (ti - a) * c_in);
+                    kcc_in_style_row(xb + ti * c_in, c_in, &p, act, slope, tile + (ti - a) * c_in);
                 r0 = a;
                 r1 = e > a ? e : a;
                 for (int64_t s0 = t0; s0 < t1; s0 += KCC_CONV_MC) {   /* the conv's own cache block */
