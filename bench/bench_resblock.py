@@ -6,7 +6,8 @@ against upstream AdaINResBlock1.
 
     python bench/bench_resblock.py [--block 3|4|5] [--t 7681] [--reps 3] [--quick]
 
-One process, one run. The ops are cut from kokoro_generator.json (the rb3_* ops that make up
+One process, one run; the three variants are timed interleaved, run by run, best of --reps
+each. The ops are cut from kokoro_generator.json (the rb3_* ops that make up
 resblocks.3, input s1_x), so the block is exactly what the generator emits.
 """
 from __future__ import annotations
@@ -57,15 +58,18 @@ def torch_reference(x: np.ndarray, style: np.ndarray) -> np.ndarray:
     return y.transpose(1, 2).contiguous().numpy()
 
 
-def timed(cc, ins, reps: int) -> tuple[float, np.ndarray]:
-    arena = cc.new_arena()
-    out = cc.run(ins, arena=arena).outputs[f"{PREFIX}x2"]          # warm-up
-    best = float("inf")
+def timed(ccs: dict, ins, reps: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Best of `reps` ms per variant, the variants interleaved run by run (a noisy neighbour
+    slows all of them alike rather than one variant's whole series)."""
+    arenas = {name: cc.new_arena() for name, cc in ccs.items()}
+    outs = {name: cc.run(ins, arena=arenas[name]).outputs[f"{PREFIX}x2"] for name, cc in ccs.items()}  # warm-up
+    best = dict.fromkeys(ccs, float("inf"))
     for _ in range(reps):
-        t0 = time.perf_counter()
-        cc.run(ins, arena=arena)
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3, out
+        for name, cc in ccs.items():
+            t0 = time.perf_counter()
+            cc.run(ins, arena=arenas[name])
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {k: v * 1e3 for k, v in best.items()}, outs
 
 
 def main() -> None:
@@ -98,10 +102,10 @@ def main() -> None:
         n_ops = {k: len(v.graph.ops) for k, v in cc.items()}
         outs = {}
         for n in threads:
-            ms = {}
-            for name, _ in variants:
-                cc[name].set_threads(n)
-                ms[name], outs[name, n] = timed(cc[name], ins, args.reps)
+            for c in cc.values():
+                c.set_threads(n)
+            ms, got = timed(cc, ins, args.reps)
+            outs.update({(name, n): o for name, o in got.items()})
             print(f"{label:13s} {n} thr: " + "  ".join(f"{v} {ms[v]:8.1f} ms ({n_ops[v]} ops)" for v, _ in variants)
                   + f"  unfused/fusion {ms['unfused'] / ms['fusion']:.2f}x  unfused/default "
                   f"{ms['unfused'] / ms['default']:.2f}x  default direct-conv-equiv {flops / ms['default'] / 1e6:.1f} GFLOP/s")
