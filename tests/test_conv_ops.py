@@ -214,6 +214,35 @@ def test_adain_snake_needs_alpha(small_ckpt):
         run_one("adain", x, w, {"act": "snake"}, extra_inputs={"style": np.zeros((1, 128), np.float32)})
 
 
+def test_adain_and_its_fused_conv_are_identical_serial_and_threaded():
+    """Statistics come from 8 fixed parts of time and rows from fixed chunks: a serial build and
+    1, 2, 3 threads give the same bits, standalone and fused into the conv (adain_conv1d)."""
+    from kcc.build import BuildOptions
+    c, t = 32, 301
+    rng = np.random.default_rng(5)
+    w = {"norm_w": rng.standard_normal(c).astype(np.float32), "norm_b": rng.standard_normal(c).astype(np.float32),
+         "fc_w": (0.1 * rng.standard_normal((2 * c, 8))).astype(np.float32), "fc_b": np.zeros(2 * c, np.float32),
+         "alpha": (0.5 + rng.random(c)).astype(np.float32)}
+    feed = {"x": (rng.standard_normal((2, t, c)) * 2 + 1).astype(np.float32),
+            "style": rng.standard_normal((2, 8)).astype(np.float32)}
+    adain = {"op": "adain", "in": {"x": "x", "style": "style"}, "w": {r: r for r in w}, "attrs": {"act": "snake"},
+             "out": "h"}
+    conv = {"op": "conv1d", "in": {"x": "h"}, "w": {"weight": "cw", "bias": "cb"}, "attrs": {"padding": 3, "dilation": 3},
+            "out": "y"}
+    cw = {"cw": (rng.standard_normal((c, c, 3)) / np.sqrt(3 * c)).astype(np.float32),
+          "cb": np.zeros(c, np.float32)}
+    doc = _circuit([adain, conv], {"x": ["B", "T", c], "style": ["B", 8]},
+                   {r: {"ref": f"t.{r}"} for r in {**w, **cw}}, "y", t_max=t)
+    ck = _mem_ckpt({f"t.{r}": v for r, v in {**w, **cw}.items()})
+    for passes in ([], None):                               # op by op; default passes fuse into adain_conv1d
+        serial = compile_circuit(doc, ck, passes=passes).run(feed).outputs["y"]
+        threaded = compile_circuit(doc, ck, options=BuildOptions(openmp=True), passes=passes)
+        assert passes is not None or [o.type for o in threaded.graph.ops] == ["adain_conv1d"]
+        for n in (1, 2, 3):
+            threaded.set_threads(n)
+            assert np.array_equal(threaded.run(feed).outputs["y"], serial), (passes, n)
+
+
 def test_adain_rejects_more_channels_than_its_statistics_hold():
     c = 2049                                                          # KCC_IN_MAX_C + 1
     w = {"norm_w": np.ones(c, np.float32), "norm_b": np.zeros(c, np.float32),
