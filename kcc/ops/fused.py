@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.adain import ACTS as NORM_ACTS
+from kcc.ops.adain import MAX_CHANNELS
 from kcc.ops.adain import _infer as adain_infer
 from kcc.ops.conv import GEMM_NR, gemm_pack, stride1_out
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 
-NC_MAX_C, NC_TILE, GEMM_MR = 2048, 32768, 4   # KCC_NC_MAX_C, KCC_NC_TILE, KCC_GEMM_MR
+NC_TILE, GEMM_MR = 32768, 4   # KCC_NC_TILE, KCC_GEMM_MR
 
 
 def fits_norm_conv(c_in: int, span: int) -> bool:
-    return c_in <= NC_MAX_C and c_in * (span + GEMM_MR) <= NC_TILE
+    return c_in <= MAX_CHANNELS and c_in * (span + GEMM_MR) <= NC_TILE
 
 
 register(Kernel(

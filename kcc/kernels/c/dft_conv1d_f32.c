@@ -103,7 +103,7 @@ static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t 
 /* Inverse step over one lane block: rows y_i = ob + t_of[i] (i < rows) get (=, or += when acc)
  * cr0[i]*Re0 + cm0[i]*Im0 + cr1[i]*Re1 + cm1[i]*Im1, added in that order, where a slot's GEMM
  * rows k_g at m + g*ms give Re = k1 - k3, Im = k1 + k2 (slot 0, when real0: Y_0 = k1, Y_n/2 = k2);
- * KCC_MADD is one fused multiply-add where the target has FMA (gemm_f32.c). */
+ * KCC_MADD is one fused multiply-add where the target has FMA (kcc_common.h). */
 #define KCC_DFT_INVERSE_BODY(NL)                                                                  \
     float ar[KCC_DFT_VW] = {0}, ai[KCC_DFT_VW] = {0}, br[KCC_DFT_VW] = {0}, bi[KCC_DFT_VW] = {0}; \
     for (int64_t j = 0; j < (NL); ++j) {                                                          \

@@ -8,10 +8,9 @@
  * block are moved, not recomputed, and kcc_conv_rows_f32 runs on the tile in KCC_CONV_MC-row steps.
  * Numerics: bit-identical to kcc_instance_norm_style_f32 followed by kcc_conv1d_f32 (the same
  * helpers, and the conv's arithmetic per output does not depend on row blocking), for any
- * thread count. Limits (KCC_EDIMS otherwise): c_in <= KCC_NC_MAX_C and
- * c_in * (span + KCC_GEMM_MR) <= KCC_NC_TILE; kcc/passes.py fuses only what fits. */
-#define KCC_NC_MAX_C 2048
-_Static_assert(KCC_NC_MAX_C <= KCC_IN_MAX_C, "the statistics helper holds KCC_IN_MAX_C channels");
+ * thread count. Limits (KCC_EDIMS otherwise): c_in <= KCC_IN_MAX_C (the AdaIN helpers'
+ * per-channel arrays) and c_in * (span + KCC_GEMM_MR) <= KCC_NC_TILE; kcc/passes.py fuses only
+ * what fits. */
 #define KCC_NC_TILE 32768
 #define KCC_NC_CHUNK 512
 
@@ -33,7 +32,7 @@ static int kcc_norm_conv1d_f32(
         return KCC_EDIMS;
     if (act < 0 || act > 2 || !(eps > 0.0f)) return KCC_EBADINPUT;
     const int64_t span = dilation * (k_size - 1), t_out = t_in + 2 * pad - span;
-    if (t_out < 1 || c_in > KCC_NC_MAX_C || c_in * (span + KCC_GEMM_MR) > KCC_NC_TILE) return KCC_EDIMS;
+    if (t_out < 1 || c_in > KCC_IN_MAX_C || c_in * (span + KCC_GEMM_MR) > KCC_NC_TILE) return KCC_EDIMS;
     (void)kcc_instance_norm_style_f32;   /* pasted with the helpers they share */
     (void)kcc_conv1d_f32;
     const int64_t tile_rows = KCC_NC_TILE / c_in;
