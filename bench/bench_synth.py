@@ -11,8 +11,10 @@ ORT: the torch.onnx export of bench/export_onnx.py (cached in ~/.cache/kcc/onnx)
 overrun the engine's --budget-s is skipped and marked so. The SNR column compares kcc with torch
 on the same upstream random draws (SineGen's rand/randn fed to the C); upstream's generator is
 chaotic in F0, so the bench also measures upstream against itself with F0 scaled by (1 + 1e-7).
-Then time to first audio for ~1,000 words through kcc.say's chunking, and the roofline of each
-stage (kcc.report) at the measured dims. Writes bench/results/bench_synth.{json,md}.
+Then a round robin (--rr-rounds, --rr-lengths): torch, ORT and kcc native loaded side by side,
+each length run on each engine in turn, the order rotated by round, the ratios taken within a
+round (a noisy neighbour then slows all three alike). Then time to first audio for ~1,000 words
+through kcc.say's chunking, and the roofline of each stage (kcc.report) at the measured dims. Writes bench/results/bench_synth.{json,md}.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 SR = 24000
 PERTURB = 1e-7
+PAUSE_S = 0.5   # between round-robin runs: torch's OpenMP and ORT's pool spin-wait after a run
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -89,15 +92,12 @@ def finish(result: dict, base_kb: int, out: str) -> None:
 
 # -- children ---------------------------------------------------------------------------------
 
-def child_torch(a, inp) -> None:
+def torch_runner(a, inp):
+    """Upstream KModel on the seeded full checkpoint: run(n) -> (audio, frames); run.kmodel."""
     import torch
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
-    base = vm_rss_kb()
     from oracle.capture import load_kmodel
-    from oracle.captures.full_model import seeded_sine_noise
-    from oracle.upstream import kokoro_modules
-    _, _, istftnet = kokoro_modules()
     kmodel, _ = load_kmodel("full", 0)
     ref_s = torch.from_numpy(inp["ref_s"])
 
@@ -105,8 +105,20 @@ def child_torch(a, inp) -> None:
         with torch.no_grad():
             audio, dur = kmodel.forward_with_tokens(torch.tensor([[0, *inp[f"ids{n}"], 0]]), ref_s, 1.0)
         return audio.numpy(), int(dur.sum())
+    run.kmodel, run.threads = kmodel, torch.get_num_threads()
+    return run
 
-    result = {"engine": "torch", "threads": torch.get_num_threads(), **time_lengths(run, a.lengths, a.budget_s, a.long_s)}
+
+def child_torch(a, inp) -> None:
+    import torch
+    base = vm_rss_kb()
+    from oracle.captures.full_model import seeded_sine_noise
+    from oracle.upstream import kokoro_modules
+    _, _, istftnet = kokoro_modules()
+    run = torch_runner(a, inp)
+    kmodel, ref_s = run.kmodel, torch.from_numpy(inp["ref_s"])
+
+    result = {"engine": "torch", "threads": run.threads, **time_lengths(run, a.lengths, a.budget_s, a.long_s)}
     parity = {}
     for n in a.parity:
         waves = {}
@@ -130,9 +142,9 @@ def child_torch(a, inp) -> None:
     finish(result, base, a.result)
 
 
-def child_ort(a, inp) -> None:
+def ort_runner(a, inp):
+    """The torch.onnx export on onnxruntime's CPU provider: run(n) -> (audio, frames)."""
     import onnxruntime as ort
-    base = vm_rss_kb()
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = a.threads, 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -143,8 +155,14 @@ def child_ort(a, inp) -> None:
         ids = np.array([[0, *inp[f"ids{n}"], 0]], dtype=np.int64)
         wave, dur = sess.run(None, {"input_ids": ids, "style": style, "speed": speed})
         return wave, int(dur.sum())
+    run.version, run.threads = ort.__version__, a.threads
+    return run
 
-    result = {"engine": "onnxruntime", "version": ort.__version__, "threads": a.threads,
+
+def child_ort(a, inp) -> None:
+    base = vm_rss_kb()
+    run = ort_runner(a, inp)
+    result = {"engine": "onnxruntime", "version": run.version, "threads": run.threads,
               **time_lengths(run, a.lengths, a.budget_s, a.long_s)}
     finish(result, base, a.result)
 
@@ -158,9 +176,8 @@ def _kcc_synth(a, max_frames: int, checkpoint=None):
     return synth, synth.set_threads(a.threads)
 
 
-def child_kcc(a, inp) -> None:
-    from kcc.pipeline import NOISE
-    base = vm_rss_kb()
+def kcc_runner(a, inp):
+    """The compiled stages (Synthesizer, --build): run(n) -> (audio, frames); run.synth, run.stage_s."""
     synth, got = _kcc_synth(a, a.max_frames)
     ref_s = inp["ref_s"]
     stage_s: dict = {}
@@ -169,7 +186,15 @@ def child_kcc(a, inp) -> None:
         out = synth.synthesize([int(i) for i in inp[f"ids{n}"]], ref_s)
         stage_s[n] = out.seconds
         return out.audio, int(out.durations.sum())
+    run.synth, run.stage_s, run.threads = synth, stage_s, got
+    return run
 
+
+def child_kcc(a, inp) -> None:
+    from kcc.pipeline import NOISE
+    base = vm_rss_kb()
+    run = kcc_runner(a, inp)
+    synth, got, stage_s, ref_s = run.synth, run.threads, run.stage_s, inp["ref_s"]
     result = {"engine": f"kcc-{a.build}", "threads": got, **time_lengths(run, a.lengths, a.budget_s, a.long_s),
               "stage_s": stage_s}
     parity = {}
@@ -194,6 +219,24 @@ def child_kcc(a, inp) -> None:
                      "max_abs_vs_torch": float(np.abs(z["waveform"] - ours).max()) if same else None}
     result["parity"] = parity
     finish(result, base, a.result)
+
+
+RUNNERS = {"torch": torch_runner, "ort": ort_runner, "kcc": kcc_runner}
+
+
+def child_serve(a, inp) -> None:
+    """One engine kept loaded for the round-robin timing: warm up on the first length, answer
+    'ready', then time one run per length read from stdin (one JSON line each on stdout)."""
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)                         # anything else the engine prints goes to stderr
+    run = RUNNERS[a.engine](a, inp)
+    run(a.lengths[0])
+    print("ready", file=reply, flush=True)
+    for line in sys.stdin:
+        n = int(line)
+        t0 = time.perf_counter()
+        _, frames = run(n)
+        print(json.dumps({"n": n, "ms": (time.perf_counter() - t0) * 1e3, "frames": frames}), file=reply, flush=True)
 
 
 TTFA_PARAGRAPH = (
@@ -277,7 +320,7 @@ def _front_env(ids, ref_s):
             "style_pred": ref_s[:, 128:].copy(), "speed": np.ones(1, np.float32), "seed": np.zeros(1, np.int32)}
 
 
-CHILDREN = {"torch": child_torch, "ort": child_ort, "kcc": child_kcc, "ttfa": child_ttfa}
+CHILDREN = {"torch": child_torch, "ort": child_ort, "kcc": child_kcc, "ttfa": child_ttfa, "serve": child_serve}
 
 
 # -- parent -----------------------------------------------------------------------------------
@@ -324,6 +367,46 @@ def spawn(kind: str, a, work: Path, extra: list[str], threads: int) -> dict:
     return r
 
 
+def round_robin(a, work: Path, engines: dict[str, list[str]], lengths: list[int], rounds: int) -> dict:
+    """The engines loaded side by side (one child each, --child serve) and timed in turn: each
+    round runs every length on every engine, the engine order rotated round by round, so a
+    noisy neighbour lands on all of them alike. Ratios are taken within a round."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
+           "OPENBLAS_NUM_THREADS": str(a.threads)}
+    procs, logs = {}, {}
+    try:
+        for key, extra in engines.items():
+            logs[key] = open(work / f"serve-{key}.log", "w")
+            cmd = [sys.executable, __file__, "--child", "serve", "--engine", key.split("-")[0], "--work", str(work),
+                   "--threads", str(a.threads), "--lengths", ",".join(map(str, lengths)), *extra]
+            procs[key] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=logs[key], text=True)
+        for key, p in procs.items():
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"round robin: engine {key} did not start (see {logs[key].name})")
+        ms = {key: {n: [] for n in lengths} for key in procs}
+        order = list(procs)
+        for r in range(rounds):
+            for n in lengths:
+                for key in order[r % len(order):] + order[:r % len(order)]:
+                    time.sleep(PAUSE_S)   # the last engine's pool threads stop spinning first
+                    procs[key].stdin.write(f"{n}\n")
+                    procs[key].stdin.flush()
+                    line = procs[key].stdout.readline()
+                    if not line:
+                        raise RuntimeError(f"round robin: engine {key} died at {n} ids (see {logs[key].name})")
+                    ms[key][n].append(json.loads(line)["ms"])
+    finally:
+        for p in procs.values():
+            if p.stdin:
+                p.stdin.close()
+            p.wait(timeout=60)
+        for f in logs.values():
+            f.close()
+    print(f"  round robin: {rounds} rounds x {lengths} ids", file=sys.stderr)
+    return {"rounds": rounds, "lengths": lengths, "engines": list(engines), "ms": ms}
+
+
 def stage_roofline(lengths_frames: dict, threads: int) -> dict:
     """kcc.report bound per stage at the dims of each measured utterance."""
     from kcc.pipeline import BACK, FRONT, frame_dims
@@ -365,6 +448,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=150.0, help="timing budget per engine")
     ap.add_argument("--long-s", type=float, default=15.0, help="time a length once when one run exceeds this")
     ap.add_argument("--parity", default="16,64", help="lengths with the SNR check (costs 2 more torch runs each)")
+    ap.add_argument("--rr-rounds", type=int, default=5, help="round-robin rounds (0: none)")
+    ap.add_argument("--rr-lengths", default="16,64", help="lengths timed round robin")
     ap.add_argument("--no-ttfa", action="store_true")
     ap.add_argument("--ttfa-repeat", type=int, default=6, help="paragraph repeats (~170 words each)")
     ap.add_argument("--ttfa-budget-s", type=float, default=120.0)
@@ -378,11 +463,13 @@ def main(argv=None) -> int:
     ap.add_argument("--work")
     ap.add_argument("--result")
     ap.add_argument("--build", default="native")
+    ap.add_argument("--engine", choices=("torch", "ort", "kcc"))
     ap.add_argument("--onnx")
     ap.add_argument("--max-frames", type=int, default=2000)
     a = ap.parse_args(argv)
     a.lengths = [int(x) for x in a.lengths.split(",")]
     a.parity = [int(x) for x in a.parity.split(",") if x]
+    a.rr_lengths = [int(x) for x in a.rr_lengths.split(",") if x]
     if a.rerender:
         rerender(Path(a.out), a.threads)
         print(Path(a.out).with_suffix(".md").read_text())
@@ -422,6 +509,10 @@ def parent(a) -> int:
         runs["kcc-native"] = spawn("kcc", a, work, ["--build", "native", *mf, *par], a.threads)
         short = argparse.Namespace(**{**vars(a), "lengths": a.lengths[:2]})
         runs["kcc-native-1t"] = spawn("kcc", short, work, ["--build", "native", *mf, "--parity", ""], 1)
+        rr = None
+        if a.rr_rounds > 0:
+            rr = round_robin(a, work, {"torch": [], "ort": ["--onnx", str(onnx)], "kcc-native": ["--build", "native", *mf]},
+                             [n for n in a.rr_lengths if n in a.lengths], a.rr_rounds)
         ttfa = None
         if not a.no_ttfa:
             ttfa = spawn("ttfa", a, work, ["--build", "native", "--ttfa-repeat", str(a.ttfa_repeat),
@@ -430,7 +521,7 @@ def parent(a) -> int:
                                            "--max-frames", "3000"], a.threads)
     roof = stage_roofline({int(n): int(f) for n, f in frames.items()}, a.threads)
     result = {"machine": info, "threads": a.threads, "lengths": a.lengths, "onnx_export_s": export_s,
-              "runs": runs, "ttfa": ttfa, "roofline": roof, "perturbation": PERTURB,
+              "runs": runs, "round_robin": rr, "ttfa": ttfa, "roofline": roof, "perturbation": PERTURB,
               "loadavg_end": Path("/proc/loadavg").read_text().split()[:3],
               "bench_wall_s": time.perf_counter() - t_all}
     out = Path(a.out)
@@ -444,6 +535,26 @@ def parent(a) -> int:
 
 def _get(run: dict, n) -> dict:
     return (run.get("lengths") or {}).get(str(n)) or (run.get("lengths") or {}).get(n) or {}
+
+
+def render_round_robin(rr: dict) -> list[str]:
+    ms = {k: {int(n): v for n, v in d.items()} for k, d in rr["ms"].items()}
+    mine, rest = "kcc-native", [k for k in rr["engines"] if k != "kcc-native"]
+    L = [f"## Round robin ({rr['rounds']} rounds, engines loaded side by side)", "",
+         "Each round runs every length on every engine, one after another, the order rotated round by "
+         "round; a ratio is taken within a round (the same few seconds of machine), then the median "
+         "over rounds, with the range.", "",
+         "| ids | " + " | ".join(f"{k} ms (median)" for k in rr["engines"]) + " | "
+         + " | ".join(f"{mine} / {k} (min - max)" for k in rest) + " |",
+         "|---|" + "---|" * (len(rr["engines"]) + len(rest))]
+    for n in rr["lengths"]:
+        cells = [f"{statistics.median(ms[k][n]):.0f}" for k in rr["engines"]]
+        for k in rest:
+            q = [x / y for x, y in zip(ms[mine][n], ms[k][n])]
+            cells.append(f"{statistics.median(q):.2f} ({min(q):.2f} - {max(q):.2f})")
+        L.append(f"| {n} | " + " | ".join(cells) + " |")
+    L.append("")
+    return L
 
 
 def render_md(r: dict) -> str:
@@ -484,6 +595,8 @@ def render_md(r: dict) -> str:
                      f"{x['median_ms'] / t if t else float('nan'):.2f} | {x['median_ms'] / o if o else float('nan'):.2f} | "
                      f"{run['peak_rss_mb']:.0f} ({run['rss_growth_mb']:.0f}) | {snr_s} |")
     L.append("")
+    if r.get("round_robin"):
+        L += render_round_robin(r["round_robin"])
     L.append("Load average at the end of each engine's child: " + "; ".join(
         f"{k} {' '.join(v.get('loadavg_end', []))}" for k, v in runs.items()))
     L.append("")
