@@ -27,6 +27,7 @@
 #define KCC_CONV_MR 4
 #define KCC_CONV_NR 8
 #define KCC_CONV_KC 32
+#define KCC_CONV_DW_BLOCK 256   /* depthwise: channels per f64 accumulator block */
 #define KCC_CONV_MC 64     /* GEMM path: output rows per parallel block (the out block stays in L1/L2) */
 _Static_assert(KCC_CONV_MR == 4, "kcc_conv_tile_f32 is written out for 4 rows");
 
@@ -191,12 +192,17 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;
         if (cig == 1 && cog == 1) {
-            /* depthwise: channel c reads only channel c */
+            /* depthwise: channel c reads only channel c. Per output row, each tap's input row is
+             * found once (not once per channel: a transposed conv's divisibility test is an
+             * integer division), then a block of channels accumulates in f64, bias first and the
+             * taps in order. */
             KCC_PARALLEL_FOR
             for (int64_t t = 0; t < t_out; ++t) {
                 float *y = ob + t * c_out;
-                for (int64_t c = 0; c < c_out; ++c) {
-                    double acc = has_bias ? (double)bias[c] : 0.0;
+                for (int64_t c0 = 0; c0 < c_out; c0 += KCC_CONV_DW_BLOCK) {
+                    const int64_t nc = c_out - c0 < KCC_CONV_DW_BLOCK ? c_out - c0 : KCC_CONV_DW_BLOCK;
+                    double acc[KCC_CONV_DW_BLOCK];
+                    for (int64_t c = 0; c < nc; ++c) acc[c] = has_bias ? (double)bias[c0 + c] : 0.0;
                     for (int64_t k = 0; k < k_size; ++k) {
                         int64_t ti;
                         if (transposed) {
@@ -207,10 +213,13 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
                             ti = t * stride + k * dilation - pad;
                         }
                         if (ti < 0 || ti >= t_in) continue;
-                        acc += (double)wp[k * c_out + c] * (double)xb[ti * c_in + c];
+                        const float *KCC_RESTRICT wk = wp + k * c_out + c0, *KCC_RESTRICT xr = xb + ti * c_in + c0;
+                        for (int64_t c = 0; c < nc; ++c) acc[c] += (double)wk[c] * (double)xr[c];
                     }
-                    const float v = (float)acc, u = v >= 0.0f ? v : v * neg_slope;
-                    y[c] = has_res ? u + rb[t * c_out + c] : u;   /* rb is res's batch b when has_res */
+                    for (int64_t c = 0; c < nc; ++c) {
+                        const float v = (float)acc[c], u = v >= 0.0f ? v : v * neg_slope;
+                        y[c0 + c] = has_res ? u + rb[t * c_out + c0 + c] : u;   /* rb is res's batch b when has_res */
+                    }
                 }
             }
             continue;
