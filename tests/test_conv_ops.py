@@ -243,6 +243,43 @@ def test_adain_and_its_fused_conv_are_identical_serial_and_threaded():
             assert np.array_equal(threaded.run(feed).outputs["y"], serial), (passes, n)
 
 
+
+def _adain_weights(rng, c):
+    return {"norm_w": rng.standard_normal(c).astype(np.float32), "norm_b": rng.standard_normal(c).astype(np.float32),
+            "fc_w": (0.1 * rng.standard_normal((2 * c, 8))).astype(np.float32), "fc_b": np.zeros(2 * c, np.float32)}
+
+
+def test_wide_adain_conv_blocks_match_unfused():
+    """1024 channels: the fused conv's tile grows past its L2 size to hold 64-row blocks (each
+    block streams the whole weight); still bit-identical to adain -> conv1d, at 1 and 2 threads."""
+    from kcc.build import BuildOptions
+    c, t = 1024, 150
+    rng = np.random.default_rng(8)
+    w = _adain_weights(rng, c)
+    cw = {"cw": (rng.standard_normal((64, c, 3)) / np.sqrt(3 * c)).astype(np.float32), "cb": np.zeros(64, np.float32)}
+    feed = {"x": rng.standard_normal((1, t, c)).astype(np.float32), "style": rng.standard_normal((1, 8)).astype(np.float32)}
+    ops = [{"op": "adain", "in": {"x": "x", "style": "style"}, "w": {r: r for r in w}, "attrs": {"act": "leaky_relu", "slope": 0.2},
+            "out": "h"},
+           {"op": "conv1d", "in": {"x": "h"}, "w": {"weight": "cw", "bias": "cb"}, "attrs": {"padding": 1}, "out": "y"}]
+    doc = _circuit(ops, {"x": ["B", "T", c], "style": ["B", 8]}, {r: {"ref": f"t.{r}"} for r in {**w, **cw}}, "y", t_max=t)
+    ck = _mem_ckpt({f"t.{r}": v for r, v in {**w, **cw}.items()})
+    unfused = compile_circuit(doc, ck, passes=[]).run(feed).outputs["y"]
+    fused = compile_circuit(doc, ck, options=BuildOptions(openmp=True))
+    assert [o.type for o in fused.graph.ops] == ["adain_conv1d"]
+    for n in (1, 2):
+        fused.set_threads(n)
+        assert np.array_equal(fused.run(feed).outputs["y"], unfused), n
+
+
+def test_adain_conv_rejects_a_tap_span_its_tile_cannot_hold():
+    """1024 channels x (span 72 + 8 rows) exceed the 73728-float tile: rejected at lowering."""
+    c = 1024
+    w = {**_adain_weights(np.random.default_rng(9), c), "weight": np.zeros((16, c, 9), np.float32),
+         "bias": np.zeros(16, np.float32)}
+    with pytest.raises(LoweringError, match="Cin 1024 with tap span 72 does not fit the kernel's tile"):
+        run_one("adain_conv1d", np.zeros((1, 80, c), np.float32), w, {"dilation": 9},
+                extra_inputs={"style": np.zeros((1, 8), np.float32)}, t_max=128)
+
 def test_adain_rejects_more_channels_than_its_statistics_hold():
     c = 2049                                                          # KCC_IN_MAX_C + 1
     w = {"norm_w": np.ones(c, np.float32), "norm_b": np.zeros(c, np.float32),

@@ -19,7 +19,7 @@ from kcc.ops.adain import _infer as adain_infer
 from kcc.ops.conv import GEMM_NR, gemm_pack, stride1_out
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 
-NC_TILE, GEMM_MR = 32768, 8   # KCC_NC_TILE, KCC_GEMM_MR
+NC_TILE, GEMM_MR = 73728, 8   # KCC_NC_TILE, KCC_GEMM_MR
 
 
 def fits_norm_conv(c_in: int, span: int) -> bool:

@@ -4,14 +4,15 @@
  * [n_batch, t_out, c_out]. Statistics over all of x come first (kcc_in_style_stats, parts of
  * time in parallel); then time is cut into chunks of <= KCC_NC_CHUNK output rows (in parallel),
  * each swept in row blocks: the input rows a block reads (its rows plus the tap span, the halo)
- * are normalised into a local tile of KCC_NC_TILE floats, rows carried over from the previous
+ * are normalised into a local tile (at most KCC_NC_TILE floats), rows carried over from the previous
  * block are moved, not recomputed, and kcc_conv_rows_f32 runs on the tile in KCC_CONV_MC-row steps.
  * Numerics: bit-identical to kcc_instance_norm_style_f32 followed by kcc_conv1d_f32 (the same
  * helpers, and the conv's arithmetic per output does not depend on row blocking), for any
  * thread count. Limits (KCC_EDIMS otherwise): c_in <= KCC_IN_MAX_C (the AdaIN helpers'
  * per-channel arrays) and c_in * (span + KCC_GEMM_MR) <= KCC_NC_TILE; kcc/passes.py fuses only
  * what fits. */
-#define KCC_NC_TILE 32768
+#define KCC_NC_TILE 73728      /* floats (288 KiB of stack): KCC_CONV_MC + halo rows of 1090 channels */
+#define KCC_NC_TILE_L2 32768   /* floats a block normalises at most when fewer channels give KCC_CONV_MC rows */
 #define KCC_NC_CHUNK 512
 
 /* The conv runs through this pointer, not inlined: inlined next to the normalising loop, compilers
@@ -35,7 +36,14 @@ static int kcc_norm_conv1d_f32(
     if (t_out < 1 || c_in > KCC_IN_MAX_C || c_in * (span + KCC_GEMM_MR) > KCC_NC_TILE) return KCC_EDIMS;
     (void)kcc_instance_norm_style_f32;   /* pasted with the helpers they share */
     (void)kcc_conv1d_f32;
-    const int64_t tile_rows = KCC_NC_TILE / c_in;
+    /* Rows per block: those KCC_NC_TILE_L2 floats hold (the tile stays in L2 beside the conv's
+     * output block), more for wide inputs so a block still has KCC_CONV_MC rows: every block
+     * streams the whole weight (13 MB at 1024 channels, K 3), and 24-row blocks there measured
+     * 1.2-1.4x slower than 64-row ones. */
+    int64_t tile_floats = c_in * (KCC_CONV_MC + span);
+    if (tile_floats < KCC_NC_TILE_L2) tile_floats = KCC_NC_TILE_L2;
+    if (tile_floats > KCC_NC_TILE) tile_floats = KCC_NC_TILE;
+    const int64_t tile_rows = tile_floats / c_in;
     int64_t mc = (tile_rows - span) / KCC_GEMM_MR * KCC_GEMM_MR;
     if (mc > KCC_NC_CHUNK) mc = KCC_NC_CHUNK;
     /* Output chunks of at most KCC_NC_CHUNK rows, at least 8 of them when t_out allows (a
