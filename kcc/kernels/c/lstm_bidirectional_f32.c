@@ -10,7 +10,8 @@
  *   direction starts at lengths[b]-1) and rows t >= lengths[b] are written 0.
  * packed == 0: every sequence covers all n_tok rows and lengths is not read (may be NULL).
  * The running cell state and one step's gates live in fixed local arrays, so the hidden size
- * is bounded by KCC_LSTM_MAX_HIDDEN (checked). h_prev is read back from the previous output row. */
+ * is bounded by KCC_LSTM_MAX_HIDDEN (checked). h_prev is read back from the previous output row.
+ * The two directions (and the sequences) run in parallel, each exactly as it would alone. */
 #define KCC_LSTM_MAX_HIDDEN 512
 
 static float kcc_lstm_sigmoid(float v) { return (float)(1.0 / (1.0 + exp(-(double)v))); }
@@ -29,45 +30,45 @@ static int kcc_bilstm_f32(const float *KCC_RESTRICT pre, const int32_t *KCC_REST
             if (lengths[b] < 1 || lengths[b] > n_tok) return KCC_EBADINPUT;
     }
     const int64_t H = hidden, G = 4 * hidden, width = 2 * hidden;
-    float gate[4 * KCC_LSTM_MAX_HIDDEN];
-    float cell[KCC_LSTM_MAX_HIDDEN];
-    for (int64_t b = 0; b < n_seq; ++b) {
+    KCC_PARALLEL_FOR   /* (sequence, direction) pairs are independent: each writes its own half of the rows */
+    for (int64_t bd = 0; bd < 2 * n_seq; ++bd) {
+        const int64_t b = bd / 2, dir = bd % 2;
         const int64_t len = packed ? (int64_t)lengths[b] : n_tok;
         float *yb = out + b * n_tok * width;
-        for (int64_t dir = 0; dir < 2; ++dir) {
-            const float *wt = dir ? whh_rev : whh_fwd;
-            const float *bias = dir ? bhh_rev : bhh_fwd;
-            const float *pb = pre + (dir * n_seq + b) * n_tok * G;
-            const float *h_prev = NULL;
-            for (int64_t j = 0; j < H; ++j) cell[j] = 0.0f;
-            for (int64_t s = 0; s < len; ++s) {
-                const int64_t t = dir ? len - 1 - s : s;
-                for (int64_t j = 0; j < G; ++j) gate[j] = 0.0f;
-                if (h_prev) {
-                    for (int64_t k = 0; k < H; ++k) {
-                        const float hk = h_prev[k];
-                        const float *w = wt + k * G;
-                        for (int64_t j = 0; j < G; ++j) gate[j] += hk * w[j];
-                    }
+        float gate[4 * KCC_LSTM_MAX_HIDDEN];
+        float cell[KCC_LSTM_MAX_HIDDEN];
+        const float *wt = dir ? whh_rev : whh_fwd;
+        const float *bias = dir ? bhh_rev : bhh_fwd;
+        const float *pb = pre + (dir * n_seq + b) * n_tok * G;
+        const float *h_prev = NULL;
+        for (int64_t j = 0; j < H; ++j) cell[j] = 0.0f;
+        for (int64_t s = 0; s < len; ++s) {
+            const int64_t t = dir ? len - 1 - s : s;
+            for (int64_t j = 0; j < G; ++j) gate[j] = 0.0f;
+            if (h_prev) {
+                for (int64_t k = 0; k < H; ++k) {
+                    const float hk = h_prev[k];
+                    const float *w = wt + k * G;
+                    for (int64_t j = 0; j < G; ++j) gate[j] += hk * w[j];
                 }
-                const float *p = pb + t * G;
-                for (int64_t j = 0; j < G; ++j) gate[j] = (gate[j] + bias[j]) + p[j];
-                float *h = yb + t * width + dir * H;
-                for (int64_t j = 0; j < H; ++j) {
-                    const float i_g = kcc_lstm_sigmoid(gate[j]);
-                    const float f_g = kcc_lstm_sigmoid(gate[H + j]);
-                    const float g_g = (float)tanh((double)gate[2 * H + j]);
-                    const float o_g = kcc_lstm_sigmoid(gate[3 * H + j]);
-                    const float fc = f_g * cell[j];
-                    const float ig = i_g * g_g;
-                    cell[j] = fc + ig;
-                    h[j] = o_g * (float)tanh((double)cell[j]);
-                }
-                h_prev = h;
             }
+            const float *p = pb + t * G;
+            for (int64_t j = 0; j < G; ++j) gate[j] = (gate[j] + bias[j]) + p[j];
+            float *h = yb + t * width + dir * H;
+            for (int64_t j = 0; j < H; ++j) {
+                const float i_g = kcc_lstm_sigmoid(gate[j]);
+                const float f_g = kcc_lstm_sigmoid(gate[H + j]);
+                const float g_g = (float)tanh((double)gate[2 * H + j]);
+                const float o_g = kcc_lstm_sigmoid(gate[3 * H + j]);
+                const float fc = f_g * cell[j];
+                const float ig = i_g * g_g;
+                cell[j] = fc + ig;
+                h[j] = o_g * (float)tanh((double)cell[j]);
+            }
+            h_prev = h;
         }
-        for (int64_t t = len; t < n_tok; ++t)
-            for (int64_t j = 0; j < width; ++j) yb[t * width + j] = 0.0f;
+        for (int64_t t = len; t < n_tok; ++t)       /* this direction's half of the padded rows */
+            for (int64_t j = 0; j < H; ++j) yb[t * width + dir * H + j] = 0.0f;
     }
     return KCC_OK;
 }
