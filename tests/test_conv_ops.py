@@ -244,6 +244,31 @@ def test_adain_and_its_fused_conv_are_identical_serial_and_threaded():
 
 
 
+
+@pytest.mark.parametrize("rows", [66, 7, 130])
+def test_gemm_row_blocks_split_evenly_and_keep_bits(rows):
+    """Row blocks are cut evenly for the threads (66 rows: 33 + 33, not 64 + 2) and the linear's
+    panels are its outer parallel loop: an OpenMP build at 1, 2, 3 threads gives the serial
+    build's bits for a conv1d, a strided ConvTranspose1d (polyphase) and a linear."""
+    from kcc.build import BuildOptions
+    rng = np.random.default_rng(rows)
+    c = 48
+    ws = {"cw": (rng.standard_normal((c, c, 5)) / np.sqrt(5 * c)).astype(np.float32), "cb": np.zeros(c, np.float32),
+          "tw": (rng.standard_normal((c, c, 4)) / np.sqrt(4 * c)).astype(np.float32), "tb": np.zeros(c, np.float32),
+          "lw": (rng.standard_normal((80, c)) / np.sqrt(c)).astype(np.float32), "lb": np.zeros(80, np.float32)}
+    ops = [{"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "cw", "bias": "cb"}, "attrs": {"padding": 2}, "out": "h"},
+           {"op": "conv_transpose1d", "in": {"x": "h"}, "w": {"weight": "tw", "bias": "tb"},
+            "attrs": {"stride": 2, "padding": 1}, "out": "u"},
+           {"op": "linear", "in": {"x": "u"}, "w": {"weight": "lw", "bias": "lb"}, "attrs": {"act": "gelu_new"}, "out": "y"}]
+    doc = _circuit(ops, {"x": ["B", "T", c]}, {r: {"ref": f"t.{r}"} for r in ws}, "y", t_max=256)
+    ck = _mem_ckpt({f"t.{r}": v for r, v in ws.items()})
+    feed = {"x": rng.standard_normal((1, rows, c)).astype(np.float32)}
+    serial = compile_circuit(doc, ck).run(feed).outputs["y"]
+    threaded = compile_circuit(doc, ck, options=BuildOptions(openmp=True))
+    for n in (1, 2, 3):
+        threaded.set_threads(n)
+        assert np.array_equal(threaded.run(feed).outputs["y"], serial), n
+
 def _adain_weights(rng, c):
     return {"norm_w": rng.standard_normal(c).astype(np.float32), "norm_b": rng.standard_normal(c).astype(np.float32),
             "fc_w": (0.1 * rng.standard_normal((2 * c, 8))).astype(np.float32), "fc_b": np.zeros(2 * c, np.float32)}

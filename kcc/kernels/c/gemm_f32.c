@@ -122,11 +122,13 @@ static int kcc_linear_f32(const float *KCC_RESTRICT x, int64_t rows, int64_t k,
     const int64_t panels = (n + KCC_GEMM_NR - 1) / KCC_GEMM_NR;
     const int64_t blocks = (rows + KCC_GEMM_MC - 1) / KCC_GEMM_MC;
     /* One parallel region per call (a barrier per K chunk costs a scheduler slice when another
-     * process holds a core); each (row block, panel) tile runs its K chunks in order, so every
-     * output's summation order is the same for any thread count. */
+     * process holds a core); each (panel, row block) tile runs its K chunks in order, so every
+     * output's summation order is the same for any thread count. Panels outermost: the static
+     * split then gives every thread a share of every row block (66 rows are blocks of 64 and 2;
+     * row blocks outermost gave one thread the 64). */
     KCC_PARALLEL_FOR_COLLAPSE2
-    for (int64_t mb = 0; mb < blocks; ++mb) {
-        for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t p = 0; p < panels; ++p) {
+        for (int64_t mb = 0; mb < blocks; ++mb) {
             const int64_t m0 = mb * KCC_GEMM_MC;
             const int64_t m1 = rows - m0 < KCC_GEMM_MC ? rows : m0 + KCC_GEMM_MC;
             const int64_t j0 = p * KCC_GEMM_NR;
