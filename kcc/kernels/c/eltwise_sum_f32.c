@@ -8,6 +8,7 @@ static int kcc_eltwise_sum_f32(const float *KCC_RESTRICT a, const float *KCC_RES
 {
     if (n_in < 1 || n_in > 4 || n < 0) return KCC_EDIMS;
     if (!(div != 0.0f)) return KCC_EBADINPUT;
+    KCC_PARALLEL_FOR   /* elementwise: any split, same bits */
     for (int64_t i = 0; i < n; ++i) {
         float y = a[i];
         if (n_in > 1) y += b[i];
