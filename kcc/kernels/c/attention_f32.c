@@ -5,8 +5,10 @@
  * (1 <= lengths[b] <= n_tok) before the first write.
  * Online softmax over key blocks of KCC_ATTN_KB (a 64-float score tile on the stack, like a
  * GEMM register tile; no other scratch): the running max, the denominator and the exp are
- * double, the f32 output slice accumulates p * v and is rescaled when the max grows (at most
- * n_tok / 64 times), then divided by the denominator. Dot products use 8 partial f32 sums. */
+ * double (the block's exps by kcc_exp_f64 in one vectorisable loop; below e^-708 a weight is
+ * e^-708, which adds nothing to a denominator >= 1 and rounds to 0 in f32), the f32 output
+ * slice accumulates p * v and is rescaled when the max grows (at most n_tok / 64 times), then
+ * divided by the denominator. Dot products use 8 partial f32 sums. */
 #define KCC_ATTN_KB 64
 
 static float kcc_dot8_f32(const float *KCC_RESTRICT a, const float *KCC_RESTRICT b, int64_t n)
@@ -52,11 +54,15 @@ static int kcc_attention_f32(const float *KCC_RESTRICT q, const float *KCC_RESTR
                     for (int64_t d = 0; d < head_dim; ++d) acc[d] = (float)(acc[d] * r);
                     m = mb;
                 }
+                double pd[KCC_ATTN_KB];
+                for (int64_t jj = 0; jj < nb; ++jj) {       /* its own loop: kcc_exp_f64 vectorises */
+                    const double z = (double)s[jj] - m;       /* <= 0 */
+                    pd[jj] = kcc_exp_f64(z < -708.0 ? -708.0 : z);   /* NaN stays NaN */
+                }
                 for (int64_t jj = 0; jj < nb; ++jj) {
-                    const double pd = exp((double)s[jj] - m);
-                    const float p = (float)pd;
+                    const float p = (float)pd[jj];
                     const float *vj = vb + (j0 + jj) * width + h * head_dim;
-                    l += pd;
+                    l += pd[jj];
                     for (int64_t d = 0; d < head_dim; ++d) acc[d] += p * vj[d];
                 }
             }

@@ -8,7 +8,8 @@
  * Numerics: f32 throughout; each K chunk of 64 terms is summed in k order from zero (with FMA
  * where the target has it), and the chunk sums are added in order to the stored partial:
  * ~2x below torch's own error at K = 2048, much better than one running sum. Then + bias and
- * the activation (transcendentals evaluated in double, rounded once).
+ * the activation (transcendentals evaluated in double, rounded once; gelu_new's exponential is
+ * kcc_exp_f64, the others libm's).
  * act: 0 none, 1 gelu_new (tanh approximation), 2 leaky_relu(slope), 3 tanh, 4 sigmoid, 5 relu. */
 #define KCC_GEMM_NR 16     /* panel width: PANEL in kcc/ops/dense.py */
 #define KCC_GEMM_MR 8      /* rows per call: an 8-row register tile where the target has AVX-512, else 4 + 4 */
@@ -101,11 +102,23 @@ static void kcc_gemm_tile_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t 
     if (mr > 4) kcc_gemm_tile4_f32(a + 4 * lda, lda, mr - 4, b, kc, c + 4 * ldc, ldc, nr, first);
 }
 
+/* gelu_new (tanh form), 0.5 x (1 + tanh(y)) with y = sqrt(2/pi) (x + 0.044715 x^3), evaluated
+ * in double as the equal x / (1 + e^(-2y)) (no cancellation where tanh(y) nears -1) and
+ * rounded once. NaN selects the clamp's low side, so x carries it through. */
+static inline float kcc_gelu_new_f32(float v)
+{
+    const double x = (double)v;
+    double z = -1.5957691216057308 * (x + 0.044715 * x * x * x);
+    z = z > -708.0 ? z : -708.0;
+    z = z < 708.0 ? z : 708.0;
+    return (float)(x / (1.0 + kcc_exp_f64(z)));
+}
+
 static float kcc_activate_f32(float v, int64_t act, float slope)
 {
     const double x = (double)v;
     switch (act) {
-    case 1: return (float)(0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
+    case 1: return kcc_gelu_new_f32(v);
     case 2: return v >= 0.0f ? v : v * slope;
     case 3: return (float)tanh(x);
     case 4: return (float)(1.0 / (1.0 + exp(-x)));
@@ -145,6 +158,8 @@ static int kcc_linear_f32(const float *KCC_RESTRICT x, int64_t rows, int64_t k,
                 float *y = out + i * n + j0;
                 if (act == 0) {
                     for (int64_t j = 0; j < nr; ++j) y[j] += bias[j0 + j];
+                } else if (act == 1) {        /* its own loop: branch-free, it vectorises */
+                    for (int64_t j = 0; j < nr; ++j) y[j] = kcc_gelu_new_f32(y[j] + bias[j0 + j]);
                 } else {
                     for (int64_t j = 0; j < nr; ++j) y[j] = kcc_activate_f32(y[j] + bias[j0 + j], act, slope);
                 }

@@ -41,6 +41,38 @@ static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, doubl
     *rstd = 1.0 / sqrt(var / (double)n + (double)eps);
 }
 
+/* e^z in double for z in [-708, 708] (callers clamp; NaN gives NaN): z = k ln2 + r with
+ * |r| <= ln2/2 (k rounded by the 1.5 * 2^52 trick, ln2 in two parts), e^r by its Taylor series
+ * to r^13 (remainder below 4e-18), 2^k through the exponent bits. Within a few double ulps of
+ * libm's exp and branch-free, so a loop over it vectorises (libm's exp is a call per element).
+ * No FMA is contracted in ISO C mode, so every build and clone gives the same bits. */
+static inline double kcc_exp_f64(double z)
+{
+    const double shift = 6755399441055744.0;                      /* 1.5 * 2^52 */
+    const double kd = z * 1.4426950408889634 + shift;             /* round(z / ln2) + shift */
+    const double k = kd - shift;
+    const double r = (z - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
+    double p = 1.0 / 6227020800.0;                                /* 1/13! */
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    const double kc = k > -1022.0 ? (k < 1023.0 ? k : 1023.0) : -1022.0;   /* NaN z: r carries it */
+    const uint64_t bits = (uint64_t)((int64_t)kc + 1023) << 52;
+    double scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
 /* fmaf is one instruction with FMA hardware but a slow libm call without it. */
 #if defined(__FMA__)
 #define KCC_MADD(a, b, c) fmaf((a), (b), (c))
