@@ -73,6 +73,34 @@ static inline double kcc_exp_f64(double z)
     return p * scale;
 }
 
+/* 1 / (1 + e^-v) in double on kcc_exp_f64, rounded once to f32 (the clamp: e^708 already makes it
+ * 0 in f32; NaN stays NaN). */
+static inline float kcc_sigmoid_f32(float v)
+{
+    double z = -(double)v;
+    z = z < -708.0 ? -708.0 : (z > 708.0 ? 708.0 : z);
+    return (float)(1.0 / (1.0 + kcc_exp_f64(z)));
+}
+
+/* tanh in double, rounded once to f32: (1 - e^-2|x|) / (1 + e^-2|x|) with x's sign, and below
+ * |x| = 1/16 (where 1 - e^-2|x| would cancel) its odd Taylor series to x^15 (remainder below
+ * 1e-20 relative). Both are computed and one selected: no branch, the loop vectorises. */
+static inline float kcc_tanh_f32(float v)
+{
+    const double x = (double)v, a = fabs(x), x2 = x * x;
+    const double e = kcc_exp_f64(-2.0 * (a < 354.0 ? a : 354.0));
+    const double big = (1.0 - e) / (1.0 + e);
+    double s = -929569.0 / 638512875.0;                             /* x^15 */
+    s = s * x2 + 21844.0 / 6081075.0;
+    s = s * x2 - 1382.0 / 155925.0;
+    s = s * x2 + 62.0 / 2835.0;
+    s = s * x2 - 17.0 / 315.0;
+    s = s * x2 + 2.0 / 15.0;
+    s = s * x2 - 1.0 / 3.0;
+    const double small = x + x * x2 * s;
+    return (float)(a < 0.0625 ? small : copysign(big, x));
+}
+
 /* fmaf is one instruction with FMA hardware but a slow libm call without it. */
 #if defined(__FMA__)
 #define KCC_MADD(a, b, c) fmaf((a), (b), (c))

@@ -4,8 +4,9 @@
  * pre: [2][n_seq*n_tok][4H] from kcc_lstm_input_gates_f32. whh_t: W_hh transposed to [H][4H]
  * per direction, so the hidden product is a contiguous axpy over the 4H gates per hidden unit
  * (vectorises; each gate is one f32 accumulator summed in k order, then + b_hh, then + pre).
- * Sigmoid and tanh are evaluated in double and rounded once; the cell update rounds each
- * product and the sum to f32 as torch's cell does.
+ * Sigmoid and tanh are evaluated in double and rounded once (kcc_sigmoid_f32, kcc_tanh_f32 in
+ * kcc_common.h: branch-free, so the gate loop vectorises; libm's were a call per element); the
+ * cell update rounds each product and the sum to f32 as torch's cell does.
  * packed != 0: sequence b covers t < lengths[b], as pack_padded_sequence does (the reverse
  *   direction starts at lengths[b]-1) and rows t >= lengths[b] are written 0.
  * packed == 0: every sequence covers all n_tok rows and lengths is not read (may be NULL).
@@ -13,8 +14,6 @@
  * is bounded by KCC_LSTM_MAX_HIDDEN (checked). h_prev is read back from the previous output row.
  * The two directions (and the sequences) run in parallel, each exactly as it would alone. */
 #define KCC_LSTM_MAX_HIDDEN 512
-
-static float kcc_lstm_sigmoid(float v) { return (float)(1.0 / (1.0 + exp(-(double)v))); }
 
 static int kcc_bilstm_f32(const float *KCC_RESTRICT pre, const int32_t *KCC_RESTRICT lengths,
                           int64_t n_seq, int64_t n_tok,
@@ -56,14 +55,14 @@ static int kcc_bilstm_f32(const float *KCC_RESTRICT pre, const int32_t *KCC_REST
             for (int64_t j = 0; j < G; ++j) gate[j] = (gate[j] + bias[j]) + p[j];
             float *h = yb + t * width + dir * H;
             for (int64_t j = 0; j < H; ++j) {
-                const float i_g = kcc_lstm_sigmoid(gate[j]);
-                const float f_g = kcc_lstm_sigmoid(gate[H + j]);
-                const float g_g = (float)tanh((double)gate[2 * H + j]);
-                const float o_g = kcc_lstm_sigmoid(gate[3 * H + j]);
+                const float i_g = kcc_sigmoid_f32(gate[j]);
+                const float f_g = kcc_sigmoid_f32(gate[H + j]);
+                const float g_g = kcc_tanh_f32(gate[2 * H + j]);
+                const float o_g = kcc_sigmoid_f32(gate[3 * H + j]);
                 const float fc = f_g * cell[j];
                 const float ig = i_g * g_g;
                 cell[j] = fc + ig;
-                h[j] = o_g * (float)tanh((double)cell[j]);
+                h[j] = o_g * kcc_tanh_f32(cell[j]);
             }
             h_prev = h;
         }
