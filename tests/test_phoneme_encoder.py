@@ -127,11 +127,13 @@ def test_linear_matches_torch(small_ckpt, act):
 
 
 
-def test_gelu_new_is_correctly_rounded():
-    """gelu_new in the GEMM epilogue is x / (1 + e^(-2y)) in double (kcc_exp_f64), rounded once:
-    against an 80-bit reference over [-20, 20] every value is within 1 ulp and nearly all are
-    exact. The tanh form 0.5 x (1 + tanh(y)) in double cancels where tanh(y) nears -1 and was
-    off by more than an ulp on ~10% of such a sweep."""
+@pytest.mark.parametrize("act", ["gelu_new", "tanh", "sigmoid"])
+def test_epilogue_transcendentals_are_correctly_rounded(act):
+    """The GEMM epilogue's transcendentals (kcc_common.h: kcc_exp_f64 under gelu_new as
+    x / (1 + e^(-2y)), kcc_tanh_f32, kcc_sigmoid_f32; the BiLSTM uses the last two) in double,
+    rounded once: against 80-bit references over [-20, 20] (and [-1/8, 1/8], where tanh takes its
+    series) every value is within 1 ulp and nearly all are exact. gelu's tanh form
+    0.5 x (1 + tanh(y)) in double cancels where tanh(y) nears -1: > 1 ulp on ~10% of the sweep."""
     from pathlib import Path
     from kcc.checkpoint import Checkpoint
     n, t = 64, 2048
@@ -139,12 +141,18 @@ def test_gelu_new_is_correctly_rounded():
     doc = _one_op_circuit({"op": "linear", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"},
                            "attrs": {"act": "gelu_new"}, "out": "y"},
                           [{"name": "x", "dtype": "f32", "shape": ["B", "T", n]}], {"w": "t.w", "b": "t.b"})
+    doc["blocks"][0]["ops"][0]["attrs"]["act"] = act
     doc["dims"]["T"]["max"] = t
-    x = np.random.default_rng(11).uniform(-20, 20, (1, t, n)).astype(np.float32)
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-20, 20, (1, t // 2, n)), rng.uniform(-0.125, 0.125, (1, t // 2, n))], axis=1)
+    x = x.astype(np.float32)
     got = compile_circuit(doc, ck).run({"x": x}).outputs["y"]
     xl = x.astype(np.longdouble)
-    y = np.sqrt(np.longdouble(2) / np.pi) * (xl + np.longdouble(0.044715) * xl ** 3)
-    ref = (xl / (1 + np.exp(-2 * y))).astype(np.float32)
+    if act == "gelu_new":
+        y = np.sqrt(np.longdouble(2) / np.pi) * (xl + np.longdouble(0.044715) * xl ** 3)
+        ref = (xl / (1 + np.exp(-2 * y))).astype(np.float32)
+    else:
+        ref = (np.tanh(xl) if act == "tanh" else 1 / (1 + np.exp(-xl))).astype(np.float32)
     ulps = np.abs(got.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
     assert ulps.max() <= 1
     assert (ulps == 0).mean() >= 0.9999

@@ -8,8 +8,8 @@
  * Numerics: f32 throughout; each K chunk of 64 terms is summed in k order from zero (with FMA
  * where the target has it), and the chunk sums are added in order to the stored partial:
  * ~2x below torch's own error at K = 2048, much better than one running sum. Then + bias and
- * the activation (transcendentals evaluated in double, rounded once; gelu_new's exponential is
- * kcc_exp_f64, the others libm's).
+ * the activation (transcendentals evaluated in double, rounded once, on kcc_exp_f64: see
+ * kcc_common.h).
  * act: 0 none, 1 gelu_new (tanh approximation), 2 leaky_relu(slope), 3 tanh, 4 sigmoid, 5 relu. */
 #define KCC_GEMM_NR 16     /* panel width: PANEL in kcc/ops/dense.py */
 #define KCC_GEMM_MR 8      /* rows per call: an 8-row register tile where the target has AVX-512, else 4 + 4 */
@@ -116,12 +116,11 @@ static inline float kcc_gelu_new_f32(float v)
 
 static float kcc_activate_f32(float v, int64_t act, float slope)
 {
-    const double x = (double)v;
     switch (act) {
     case 1: return kcc_gelu_new_f32(v);
     case 2: return v >= 0.0f ? v : v * slope;
-    case 3: return (float)tanh(x);
-    case 4: return (float)(1.0 / (1.0 + exp(-x)));
+    case 3: return kcc_tanh_f32(v);
+    case 4: return kcc_sigmoid_f32(v);
     case 5: return v > 0.0f ? v : 0.0f;
     default: return v;
     }
