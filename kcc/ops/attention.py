@@ -16,7 +16,8 @@ register(Kernel(
           ("heads", I64), ("head_dim", I64), ("scale", F32), ("out", OUT_F32)),
     contract=Contract(
         accumulation="scores: f32 dot products with 8 partial sums; online softmax with f64 max, exp "
-                     "and denominator; p*v accumulated in f32 (rescaled at most T/64 times)",
+                     "(kcc_exp_f64, floored at e^-708) and denominator; p*v accumulated in f32 "
+                     "(rescaled at most T/64 times)",
         tolerance=2e-5,
         notes="validates 1 <= lengths[b] <= T before the first write (KCC_EBADINPUT); keys at "
               "positions >= lengths[b] are excluded exactly; padded query rows attend to the valid keys"),

@@ -21,7 +21,8 @@ register(Kernel(
           ("act", I64), ("slope", F32), ("out", OUT_F32)),
     contract=Contract(
         accumulation="f32: each 64-term K chunk summed in k order from zero (FMA where the target has "
-                     "it), chunk sums added in order; then + bias, activation evaluated in f64, rounded once",
+                     "it), chunk sums added in order; then + bias, activation evaluated in f64 (gelu_new, "
+                     "tanh, sigmoid on kcc_exp_f64: correctly rounded in tests), rounded once",
         tolerance=2e-5,
         notes="vs torch (MKL/oneDNN, FMA, blocked order) expect ~sqrt(K)*2^-24*sum|x*w| per element; "
               "x and out must not alias"),

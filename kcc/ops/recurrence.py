@@ -38,7 +38,8 @@ register(Kernel(
           ("hidden", I64), ("packed", I64), ("out", OUT_F32)),
     contract=Contract(
         accumulation="W_hh h: one f32 accumulator per gate in k order, then + b_hh, then + input gates; "
-                     "sigmoid/tanh in f64 rounded once; cell update rounded per op in f32 as torch",
+                     "sigmoid/tanh in f64 on kcc_exp_f64 (correctly rounded in tests), rounded once; "
+                     "cell update rounded per op in f32 as torch",
         tolerance=2e-5,
         notes=f"hidden <= {MAX_HIDDEN} (fixed local state); lengths checked in [1, T] when packed, "
               "not read when not packed; errors compound over steps only through the (contracting) recurrence"),
