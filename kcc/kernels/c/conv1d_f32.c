@@ -31,21 +31,6 @@
 #define KCC_CONV_MC 64     /* GEMM path: output rows per parallel block (the out block stays in L1/L2) */
 _Static_assert(KCC_CONV_MR == 4, "kcc_conv_tile_f32 is written out for 4 rows");
 
-/* Rows per parallel block: at most KCC_CONV_MC, the blocks a whole number of rounds for the
- * threads and of equal size (66 rows on 2 threads: 33 + 33, not 64 + 2). Results do not depend
- * on it: each output's arithmetic is fixed by (k, ci). */
-static int64_t kcc_conv_block_rows(int64_t rows)
-{
-    int64_t threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
-    int64_t blocks = (rows + KCC_CONV_MC - 1) / KCC_CONV_MC;
-    blocks = (blocks + threads - 1) / threads * threads;
-    const int64_t mc = (rows + blocks - 1) / blocks;
-    return mc > 0 ? mc : 1;
-}
-
 static int kcc_conv_is_gemm(int64_t c_in, int64_t c_out, int64_t groups, int64_t transposed)
 {
     return groups == 1 && !transposed && !(c_in == 1 && c_out == 1);
@@ -171,7 +156,8 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
     const int64_t cig = c_in / groups, cog = c_out / groups;
     (void)kcc_linear_f32;   /* pasted with the tile micro-kernel it shares (gemm_f32.c) */
     if (kcc_conv_is_gemm(c_in, c_out, groups, transposed)) {
-        const int64_t mc = kcc_conv_block_rows(t_out), blocks = (t_out + mc - 1) / mc;
+        /* row blocks of <= KCC_CONV_MC cut evenly: each output's arithmetic is fixed by (k, ci) */
+        const int64_t mc = kcc_split_even(t_out, KCC_CONV_MC), blocks = (t_out + mc - 1) / mc;
         for (int64_t b = 0; b < n_batch; ++b) {
             const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
             float *ob = out + b * t_out * c_out;
@@ -186,7 +172,7 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
     }
     if (kcc_conv_is_polyphase(c_in, c_out, groups, dilation, transposed)) {
         const int64_t q_end = (t_out - 1 + pad) / stride + 1;           /* q of the last output row, + 1 */
-        const int64_t mc = kcc_conv_block_rows(q_end), blocks = (q_end + mc - 1) / mc;
+        const int64_t mc = kcc_split_even(q_end, KCC_CONV_MC), blocks = (q_end + mc - 1) / mc;
         for (int64_t b = 0; b < n_batch; ++b) {
             const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
             float *ob = out + b * t_out * c_out;

@@ -242,17 +242,9 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
     const int64_t q_max = (t_out + dilation - 1) / dilation;          /* outputs of residue 0 */
     const int64_t tiles = (q_max + h - 1) / h, all = dilation * tiles;  /* every residue: tiles */
     /* Blocks of tiles: as many as the work area holds, since the spectrum is
-     * re-read once per block and the slot GEMMs want rows; the count rounded up to a multiple
-     * of the threads so they finish together. Results do not depend on it. */
-    int64_t threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
-    const int64_t tb_max = KCC_DFT_WORK / per_tile;
-    int64_t blocks = (all + tb_max - 1) / tb_max;
-    blocks = (blocks + threads - 1) / threads * threads;
-    const int64_t tb = (all + blocks - 1) / blocks;
-    blocks = (all + tb - 1) / tb;
+     * re-read once per block and the slot GEMMs want rows; cut evenly for the threads so they
+     * finish together (kcc_split_even). Results do not depend on it. */
+    const int64_t tb = kcc_split_even(all, KCC_DFT_WORK / per_tile), blocks = (all + tb - 1) / tb;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;

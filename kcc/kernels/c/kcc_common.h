@@ -25,6 +25,21 @@
 #define KCC_PARALLEL_FOR_COLLAPSE2
 #endif
 
+/* Items per block when n items are cut for a KCC_PARALLEL_FOR: at most max_per, the blocks of
+ * equal size and their count a whole number of rounds for the threads (66 rows, at most 64, on
+ * 2 threads: 33 + 33, not 64 + 2). Kernels use it only where results do not depend on the cut. */
+static inline int64_t kcc_split_even(int64_t n, int64_t max_per)
+{
+    if (n < 1 || max_per < 1) return 1;
+    int64_t threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    int64_t blocks = (n + max_per - 1) / max_per;
+    blocks = (blocks + threads - 1) / threads * threads;
+    return (n + blocks - 1) / blocks;
+}
+
 /* Mean and 1/sqrt(biased variance + eps) of n floats, both accumulated in double (two passes):
  * the statistics contract every row normalisation (LayerNorm and its variants) shares. */
 static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, double *mean, double *rstd)

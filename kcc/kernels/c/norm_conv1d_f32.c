@@ -47,20 +47,13 @@ static int kcc_norm_conv1d_f32(
     int64_t mc = (tile_rows - span) / KCC_GEMM_MR * KCC_GEMM_MR;
     if (mc > KCC_NC_CHUNK) mc = KCC_NC_CHUNK;
     /* Output chunks of at most KCC_NC_CHUNK rows, at least 8 of them when t_out allows (a
-     * single chunk would leave every other thread idle) but none below a row block, then made
-     * a whole number of rounds for the threads, of equal size (66 rows on 2 threads: 33 + 33,
-     * not 64 + 2). Blocking never changes results. */
-    int64_t threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
+     * single chunk would leave every other thread idle) but none below a row block, then cut
+     * evenly for the threads (kcc_split_even). Blocking never changes results. */
     int64_t chunk = (t_out + 7) / 8;
     if (chunk > KCC_NC_CHUNK) chunk = KCC_NC_CHUNK;
     if (chunk < mc) chunk = mc;
-    int64_t chunks = (t_out + chunk - 1) / chunk;
-    chunks = (chunks + threads - 1) / threads * threads;
-    chunk = (t_out + chunks - 1) / chunks;
-    chunks = (t_out + chunk - 1) / chunk;
+    chunk = kcc_split_even(t_out, chunk);
+    const int64_t chunks = (t_out + chunk - 1) / chunk;
     kcc_in_style_params p;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
