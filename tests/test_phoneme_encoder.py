@@ -157,6 +157,22 @@ def test_epilogue_transcendentals_are_correctly_rounded(act):
     assert ulps.max() <= 1
     assert (ulps == 0).mean() >= 0.9999
 
+
+@pytest.mark.parametrize("act", ["gelu_new", "tanh", "sigmoid"])
+def test_epilogue_transcendentals_pass_nan_through(act):
+    """A NaN pre-activation stays NaN through kcc_exp_f64's saturation (tanh once gave +-1)."""
+    from pathlib import Path
+    from kcc.checkpoint import Checkpoint
+    n = 16
+    ck = Checkpoint(Path("<memory>"), {"t.w": np.eye(n, dtype=np.float32), "t.b": np.zeros(n, np.float32)})
+    doc = _one_op_circuit({"op": "linear", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"},
+                           "attrs": {"act": act}, "out": "y"},
+                          [{"name": "x", "dtype": "f32", "shape": ["B", "T", n]}], {"w": "t.w", "b": "t.b"})
+    x = np.zeros((1, 1, n), np.float32)
+    x[0, 0, 3] = np.nan
+    y = compile_circuit(doc, ck).run({"x": x}).outputs["y"]
+    assert np.isnan(y[0, 0, 3])
+
 def test_layer_norm_with_residual_matches_torch(small_ckpt):
     import torch
     ln = "bert.encoder.albert_layer_groups.0.albert_layers.0.attention.LayerNorm"

@@ -55,10 +55,8 @@ static int kcc_attention_f32(const float *KCC_RESTRICT q, const float *KCC_RESTR
                     m = mb;
                 }
                 double pd[KCC_ATTN_KB];
-                for (int64_t jj = 0; jj < nb; ++jj) {       /* its own loop: kcc_exp_f64 vectorises */
-                    const double z = (double)s[jj] - m;       /* <= 0 */
-                    pd[jj] = kcc_exp_f64(z < -708.0 ? -708.0 : z);   /* NaN stays NaN */
-                }
+                for (int64_t jj = 0; jj < nb; ++jj)         /* its own loop: kcc_exp_f64 vectorises */
+                    pd[jj] = kcc_exp_f64((double)s[jj] - m);     /* <= 0; NaN stays NaN */
                 for (int64_t jj = 0; jj < nb; ++jj) {
                     const float p = (float)pd[jj];
                     const float *vj = vb + (j0 + jj) * width + h * head_dim;

@@ -104,14 +104,11 @@ static void kcc_gemm_tile_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t 
 
 /* gelu_new (tanh form), 0.5 x (1 + tanh(y)) with y = sqrt(2/pi) (x + 0.044715 x^3), evaluated
  * in double as the equal x / (1 + e^(-2y)) (no cancellation where tanh(y) nears -1) and
- * rounded once. NaN selects the clamp's low side, so x carries it through. */
+ * rounded once. */
 static inline float kcc_gelu_new_f32(float v)
 {
     const double x = (double)v;
-    double z = -1.5957691216057308 * (x + 0.044715 * x * x * x);
-    z = z > -708.0 ? z : -708.0;
-    z = z < 708.0 ? z : 708.0;
-    return (float)(x / (1.0 + kcc_exp_f64(z)));
+    return (float)(x / (1.0 + kcc_exp_f64(-1.5957691216057308 * (x + 0.044715 * x * x * x))));
 }
 
 static float kcc_activate_f32(float v, int64_t act, float slope)
