@@ -22,9 +22,14 @@
  * is the same k-ordered chain of multiply-adds whatever the tile height, so the 8- and 4-row
  * tiles give identical bits. */
 #define KCC_GEMM_ROW_PTR(r) const float *a##r = a + (mr > (r) ? (r) : 0) * lda
-#define KCC_GEMM_STORE                                                                         \
-    for (int r = 0; r < mr; ++r)                                                                  \
-        for (int j = 0; j < nr; ++j) c[r * ldc + j] = first ? rows[r][j] : c[r * ldc + j] + rows[r][j];
+
+/* c [mr, nr] (=, or += unless first) the tile's accumulator rows. */
+static inline void kcc_gemm_store(float *const *rows, int64_t mr, int64_t nr, int first, float *KCC_RESTRICT c,
+                                  int64_t ldc)
+{
+    for (int64_t r = 0; r < mr; ++r)
+        for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = first ? rows[r][j] : c[r * ldc + j] + rows[r][j];
+}
 
 KCC_VECTOR_CLONES
 static void kcc_gemm_tile4_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t mr,
@@ -44,7 +49,7 @@ static void kcc_gemm_tile4_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t
         }
     }
     float *rows[4] = {c0, c1, c2, c3};
-    KCC_GEMM_STORE
+    kcc_gemm_store(rows, mr, nr, first, c, ldc);
 }
 
 /* Eight rows: eight independent accumulator chains hide the multiply-add latency and each B
@@ -74,7 +79,7 @@ static void kcc_gemm_tile8_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t
         }
     }
     float *rows[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
-    KCC_GEMM_STORE
+    kcc_gemm_store(rows, mr, nr, first, c, ldc);
 }
 
 static int kcc_gemm_has_avx512(void)
