@@ -349,13 +349,19 @@ def onnx_model(work: Path) -> tuple[Path, float]:
     return path, time.perf_counter() - t0
 
 
-def spawn(kind: str, a, work: Path, extra: list[str], threads: int) -> dict:
-    out = work / f"{kind}-{len(list(work.iterdir()))}.json"
+def child(kind: str, work: Path, threads: int, lengths: list[int], extra: list[str]) -> tuple[list[str], dict]:
+    """The command line and environment of a --child process (every thread pool sized alike)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "OPENBLAS_NUM_THREADS": str(threads)}
-    cmd = [sys.executable, __file__, "--child", kind, "--work", str(work), "--result", str(out),
-           "--threads", str(threads), "--lengths", ",".join(map(str, a.lengths)),
-           "--budget-s", str(a.budget_s), "--long-s", str(a.long_s), *extra]
+    cmd = [sys.executable, __file__, "--child", kind, "--work", str(work), "--threads", str(threads),
+           "--lengths", ",".join(map(str, lengths)), *extra]
+    return cmd, env
+
+
+def spawn(kind: str, a, work: Path, extra: list[str], threads: int) -> dict:
+    out = work / f"{kind}-{len(list(work.iterdir()))}.json"
+    cmd, env = child(kind, work, threads, a.lengths,
+                     ["--result", str(out), "--budget-s", str(a.budget_s), "--long-s", str(a.long_s), *extra])
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -371,14 +377,11 @@ def round_robin(a, work: Path, engines: dict[str, list[str]], lengths: list[int]
     """The engines loaded side by side (one child each, --child serve) and timed in turn: each
     round runs every length on every engine, the engine order rotated round by round, so a
     noisy neighbour lands on all of them alike. Ratios are taken within a round."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
-           "OPENBLAS_NUM_THREADS": str(a.threads)}
     procs, logs = {}, {}
     try:
         for key, extra in engines.items():
             logs[key] = open(work / f"serve-{key}.log", "w")
-            cmd = [sys.executable, __file__, "--child", "serve", "--engine", key.split("-")[0], "--work", str(work),
-                   "--threads", str(a.threads), "--lengths", ",".join(map(str, lengths)), *extra]
+            cmd, env = child("serve", work, a.threads, lengths, ["--engine", key.split("-")[0], *extra])
             procs[key] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=logs[key], text=True)
         for key, p in procs.items():
