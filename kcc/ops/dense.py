@@ -20,7 +20,7 @@ register(Kernel(
     args=(("x", IN_F32), ("rows", I64), ("k", I64), ("wp", WEIGHT), ("bias", WEIGHT), ("n", I64),
           ("act", I64), ("slope", F32), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="f32: each 64-term K chunk summed in k order from zero (FMA where the target has "
+        accumulation="f32: each 128-term K chunk summed in k order from zero (FMA where the target has "
                      "it), chunk sums added in order; then + bias, activation evaluated in f64 (gelu_new, "
                      "tanh, sigmoid on kcc_exp_f64: correctly rounded in tests), rounded once",
         tolerance=2e-5,

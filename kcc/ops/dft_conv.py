@@ -30,7 +30,7 @@ register(Kernel(
           ("dilation", I64), ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
         accumulation="f32: input DFT (n terms in order), three real GEMMs per spectrum slot (Gauss's "
-                     "complex product; 64-term chunks from zero, FMA where the target has it), the "
+                     "complex product; 128-term chunks from zero, FMA where the target has it), the "
                      "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_f32",
         tolerance=2e-5,
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "

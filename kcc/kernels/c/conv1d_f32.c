@@ -51,8 +51,9 @@ static void kcc_conv_phases_f32(const float *KCC_RESTRICT xb, int64_t t_in, int6
         int64_t qa = q0, qb = q1;                                  /* rows inside [0, t_out) */
         while (qa < qb && qa * stride + phi - pad < 0) ++qa;
         while (qb > qa && (qb - 1) * stride + phi - pad >= t_out) --qb;
-        for (int64_t p = 0; p < panels; ++p) {
-            const int64_t nr = c_out - p * KCC_GEMM_NR < KCC_GEMM_NR ? c_out - p * KCC_GEMM_NR : KCC_GEMM_NR;
+        for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
+            const int64_t nr = c_out - p * KCC_GEMM_NR < KCC_GEMM_NP * KCC_GEMM_NR ? c_out - p * KCC_GEMM_NR
+                                                                              : KCC_GEMM_NP * KCC_GEMM_NR;
             for (int64_t m = 0; phi + m * stride < k_size; ++m) {
                 const int64_t lo = qa > m ? qa : m, hi = qb < t_in + m ? qb : t_in + m;   /* 0 <= q - m < t_in */
                 const float *wk = wp + ((phi + m * stride) * panels + p) * c_in * KCC_GEMM_NR;
@@ -60,7 +61,8 @@ static void kcc_conv_phases_f32(const float *KCC_RESTRICT xb, int64_t t_in, int6
                     const int64_t kc = c_in - ci0 < KCC_GEMM_KC ? c_in - ci0 : KCC_GEMM_KC;
                     for (int64_t q = lo; q < hi; q += KCC_GEMM_MR)
                         kcc_gemm_tile_f32(xb + (q - m) * c_in + ci0, c_in, hi - q < KCC_GEMM_MR ? hi - q : KCC_GEMM_MR,
-                                          wk + ci0 * KCC_GEMM_NR, kc, ob + (q * stride + phi - pad) * c_out + p * KCC_GEMM_NR,
+                                          wk + ci0 * KCC_GEMM_NR, c_in * KCC_GEMM_NR, kc,
+                                          ob + (q * stride + phi - pad) * c_out + p * KCC_GEMM_NR,
                                           stride * c_out, nr, 0);
                 }
             }
@@ -78,8 +80,9 @@ static void kcc_conv_rows_f32(const float *KCC_RESTRICT xs, int64_t r0, int64_t 
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR;
     for (int64_t t = t0; t < t1; ++t)
         for (int64_t j = 0; j < c_out; ++j) ob[t * c_out + j] = 0.0f;
-    for (int64_t p = 0; p < panels; ++p) {
-        const int64_t nr = c_out - p * KCC_GEMM_NR < KCC_GEMM_NR ? c_out - p * KCC_GEMM_NR : KCC_GEMM_NR;
+    for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
+        const int64_t nr = c_out - p * KCC_GEMM_NR < KCC_GEMM_NP * KCC_GEMM_NR ? c_out - p * KCC_GEMM_NR
+                                                                          : KCC_GEMM_NP * KCC_GEMM_NR;
         for (int64_t k = 0; k < k_size; ++k) {
             const int64_t off = k * dilation - pad;         /* rows t with 0 <= t*stride + off < t_in */
             const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
@@ -90,7 +93,8 @@ static void kcc_conv_rows_f32(const float *KCC_RESTRICT xs, int64_t r0, int64_t 
                 const int64_t kc = c_in - ci0 < KCC_GEMM_KC ? c_in - ci0 : KCC_GEMM_KC;
                 for (int64_t i = lo; i < hi; i += KCC_GEMM_MR)
                     kcc_gemm_tile_f32(xs + (i * stride + off - r0) * c_in + ci0, stride * c_in,
-                                      hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR, wk + ci0 * KCC_GEMM_NR, kc,
+                                      hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR, wk + ci0 * KCC_GEMM_NR,
+                                      c_in * KCC_GEMM_NR, kc,
                                       ob + i * c_out + p * KCC_GEMM_NR, c_out, nr, 0);
             }
         }

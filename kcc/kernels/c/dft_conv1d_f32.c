@@ -20,7 +20,7 @@
  * Short inputs: when n_batch * t_in < min_rows the kernel runs the direct conv on the GEMM pack
  * wp (reading the spectrum would cost more than it saves); the caller picks min_rows.
  * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input DFT,
- * the GEMM (64-term chunks from zero, FMA where the target has it) and the inverse sum run in
+ * the GEMM (128-term chunks from zero, FMA where the target has it) and the inverse sum run in
  * f32 in a fixed order. The DFT basis is unitary, so rounding does not grow with n the way a
  * Winograd transform's does: measured 0.7-2.3x the direct conv's own f32 error (Gauss's sums
  * a + b, c + d and k1 - k3 round once more; tests/test_dft_conv.py). */
@@ -138,19 +138,21 @@ static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of
     KCC_DFT_INVERSE_BODY(nl)
 }
 
-/* m [rows, ldm] = v [rows, k] x one slot's spectrum sf, in (panel, 64-chunk) order. */
+/* m [rows, ldm] = v [rows, k] x one slot's spectrum sf, in (panel pair, K chunk) order. */
 static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t rows, int64_t k,
                                   const float *KCC_RESTRICT sf, int64_t panels, float *KCC_RESTRICT m)
 {
     const int64_t ldm = panels * KCC_GEMM_NR;
-    for (int64_t p = 0; p < panels; ++p)
+    for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
+        const int64_t nr = (panels - p < KCC_GEMM_NP ? panels - p : KCC_GEMM_NP) * KCC_GEMM_NR;
         for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
             const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
             for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)
                 kcc_gemm_tile_f32(v + i * k + k0, k, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
-                                  sf + (p * k + k0) * KCC_GEMM_NR, kc, m + i * ldm + p * KCC_GEMM_NR, ldm,
-                                  KCC_GEMM_NR, k0 == 0);
+                                  sf + (p * k + k0) * KCC_GEMM_NR, k * KCC_GEMM_NR, kc, m + i * ldm + p * KCC_GEMM_NR,
+                                  ldm, nr, k0 == 0);
         }
+    }
 }
 
 /* Called through a pointer, not inlined: next to the transform loops compilers spill the GEMM
