@@ -66,8 +66,8 @@ def timed(ccs: dict, ins, reps: int) -> tuple[dict[str, float], dict[str, np.nda
     best = dict.fromkeys(ccs, float("inf"))
     for _ in range(reps):
         for name, cc in ccs.items():
-            t0 = time.perf_counter()
-            cc.run(ins, arena=arenas[name])
+            t0 = time.perf_counter()      # the output array is reused too, like the arena
+            cc.run(ins, arena=arenas[name], out={f"{PREFIX}x2": outs[name]})
             best[name] = min(best[name], time.perf_counter() - t0)
     return {k: v * 1e3 for k, v in best.items()}, outs
 

@@ -162,11 +162,36 @@ class CompiledCircuit:
                            c_dims, c_in, c_out, c_ck, c_inj, err, len(err))
         return status, err.value.decode(errors="replace")
 
+    def _output_arrays(self, dims: dict[str, int], ins: list[np.ndarray], given: dict) -> list[np.ndarray]:
+        g = self.graph
+        unknown = sorted(set(given) - set(g.outputs))
+        if unknown:
+            raise ValueError(f"circuit '{g.name}': out {unknown}: not outputs of this circuit (outputs: {g.outputs})")
+        outs = []
+        for name in g.outputs:
+            shape, dtype = self.shape_of(name, dims), np.dtype(_NP_DTYPES[g.tensors[name].dtype])
+            arr = given.get(name)
+            if arr is None:
+                outs.append(np.empty(shape, dtype=dtype))
+                continue
+            if not isinstance(arr, np.ndarray) or arr.dtype != dtype or arr.shape != shape:
+                got = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
+                raise ValueError(f"out '{name}': {got}, expected {dtype} {shape}")
+            if not arr.flags.c_contiguous or not arr.flags.writeable:
+                raise ValueError(f"out '{name}': must be C-contiguous and writeable")
+            if any(np.shares_memory(arr, other) for other in ins + outs):
+                raise ValueError(f"out '{name}': shares memory with an input or another output")
+            outs.append(arr)
+        return outs
+
     def run(self, inputs: dict[str, np.ndarray], arena: np.ndarray | None = None,
             with_checkpoints: bool = False, dims: dict[str, int] | None = None,
-            inject: dict[str, np.ndarray] | None = None) -> RunResult:
+            inject: dict[str, np.ndarray] | None = None, out: dict[str, np.ndarray] | None = None) -> RunResult:
         """dims: values of runtime dims that no input's shape carries (see infer_dims).
-        inject: checkpoint name -> array that replaces that tensor once produced (teacher forcing)."""
+        inject: checkpoint name -> array that replaces that tensor once produced (teacher forcing).
+        out: output name -> caller-owned array the run writes (exact shape and dtype, C-contiguous,
+        writeable, sharing no memory with an input): a caller that runs again and again reuses it
+        instead of a fresh array whose pages the kernel faults in and zeroes on every run."""
         g = self.graph
         dims = self.infer_dims(inputs, dims)
         ins = []
@@ -178,7 +203,7 @@ class CompiledCircuit:
                     raise ValueError(f"input '{name}': dtype {arr.dtype}, expected {np.dtype(want)}")
                 arr = arr.astype(want)
             ins.append(np.ascontiguousarray(arr))
-        outs = [np.empty(self.shape_of(n, dims), dtype=_NP_DTYPES[g.tensors[n].dtype]) for n in g.outputs]
+        outs = self._output_arrays(dims, ins, out or {})
         cks = None
         if with_checkpoints:
             cks = [np.empty(self.shape_of(c.tensor, dims), dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])

@@ -129,6 +129,44 @@ def test_sequential_arena_reuse_gives_fresh_valid_outputs(emb_small, pinned_smal
     np.testing.assert_allclose(first, pinned_small.checkpoints["kokoro.phoneme_encoder.embeddings"], atol=2e-5)
 
 
+def test_caller_owned_output_is_written_in_place(emb_small, pinned_small):
+    ids = pinned_small.inputs["input_ids"]
+    ins = {"input_ids": ids, "token_type_ids": np.zeros_like(ids)}
+    buf = np.full((*ids.shape, 128), CANARY, dtype=np.float32)
+    got = emb_small.run(ins, out={"emb": buf}).outputs["emb"]
+    assert got is buf
+    np.testing.assert_array_equal(buf, emb_small.run(ins).outputs["emb"])
+    np.testing.assert_allclose(buf, pinned_small.checkpoints["kokoro.phoneme_encoder.embeddings"], atol=2e-5)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda ids: np.full((*ids.shape, 127), CANARY, np.float32), r"out 'emb': float32 \(1, 36, 127\), expected float32 \(1, 36, 128\)"),
+    (lambda ids: np.full((*ids.shape, 128), CANARY, np.float64), "out 'emb': float64"),
+    (lambda ids: np.full((*ids.shape, 256), CANARY, np.float32)[..., ::2], "C-contiguous and writeable"),
+    (lambda ids: np.full((*ids.shape, 128), CANARY, np.float32).view(), "C-contiguous and writeable"),
+])
+def test_bad_caller_owned_output_is_refused_untouched(emb_small, pinned_small, bad, match):
+    ids = pinned_small.inputs["input_ids"]
+    buf = bad(ids)
+    if buf.shape[-1] == 128 and buf.dtype == np.float32 and buf.flags.c_contiguous:
+        buf.flags.writeable = False
+    with pytest.raises(ValueError, match=match):
+        emb_small.run({"input_ids": ids, "token_type_ids": np.zeros_like(ids)}, out={"emb": buf})
+    assert np.all(buf == CANARY)
+
+
+def test_caller_owned_output_must_be_an_output_and_not_alias_an_input(emb_small, pinned_small):
+    ids = np.ascontiguousarray(pinned_small.inputs["input_ids"])
+    with pytest.raises(ValueError, match=r"out \['nope'\]: not outputs of this circuit"):
+        emb_small.run({"input_ids": ids, "token_type_ids": np.zeros_like(ids)}, out={"nope": np.zeros(1)})
+    raw = np.zeros(ids.size * 128, np.float32)
+    alias = raw.view(np.int32)[:ids.size].reshape(ids.shape)
+    alias[:] = ids
+    with pytest.raises(ValueError, match="out 'emb': shares memory with an input"):
+        emb_small.run({"input_ids": alias, "token_type_ids": np.zeros_like(ids)}, out={"emb": raw.reshape(*ids.shape, 128)})
+    np.testing.assert_array_equal(alias, ids)
+
+
 def test_variable_length_without_recompiling(emb_small, pinned_small):
     ids = pinned_small.inputs["input_ids"]
     ref = pinned_small.checkpoints["kokoro.phoneme_encoder.embeddings"]
