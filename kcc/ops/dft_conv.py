@@ -44,13 +44,22 @@ def panels(c_out: int) -> int:
     return -(-c_out // GEMM_NR)
 
 
+# What one multiply-add of the transforms costs in slot-GEMM multiply-adds. Their loads miss L2
+# (a block's rows are re-read for every slot pair) while the GEMMs run near peak, and a smaller
+# n keeps its spectrum in L2 (0.8 MB at 128 channels, n = 16). Calibrated on the EPYC, one conv at
+# a time at the generator's four geometries (bench/bench_dft_conv.py, bench_resblock.py): K 7 is
+# fastest at n = 16 (0.91-0.94x the time of n = 32 at 128 / 256 channels), K 11 at n = 32
+# (n = 16: 1.28x, n = 64: 1.06x); any weight in (4.8, 11.7) picks those, 2 (the load count alone)
+# picked n = 32 for K 7.
+TRANSFORM_WEIGHT = 6.0
+
+
 def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
     """Multiply-adds per output row: the slot GEMMs (three real products of Cin x Cout per tile
-    and slot), the input DFT and the inverse sum, the transforms weighted x2 (they load once
-    per two multiply-adds)."""
+    and slot), plus the input DFT and the inverse sum weighted by TRANSFORM_WEIGHT."""
     h = n - k + 1
     gemm = n // 2 * 3 * c_in * panels(c_out) * GEMM_NR
-    return (gemm + 2 * n // 2 * n * 2 * c_in) / h + 2 * n // 2 * 2 * c_out
+    return gemm / h + TRANSFORM_WEIGHT * (n // 2 * n * 2 * c_in / h + n // 2 * 2 * c_out)
 
 
 # Multiply-adds one byte of weight traffic is worth: half the ridge point kcc report measured
