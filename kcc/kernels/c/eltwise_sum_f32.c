@@ -10,8 +10,15 @@
     do {                                                                                          \
         int64_t i = i0;                                                                           \
         for (; i + 16 <= i1; i += 16)                                                             \
-            for (int64_t k = i; k < i + 16; ++k) { const float y = (SUM) * mul / div; out[k] = y >= 0.0f ? y : y * neg_slope; } \
-        for (int64_t k = i; k < i1; ++k) { const float y = (SUM) * mul / div; out[k] = y >= 0.0f ? y : y * neg_slope; } \
+            for (int64_t jj = 0; jj < 16; ++jj) {                                                 \
+                const int64_t k = i + jj;                                                         \
+                const float y = (SUM) * mul / div;                                                \
+                out[k] = y >= 0.0f ? y : y * neg_slope;                                           \
+            }                                                                                     \
+        for (int64_t k = i; k < i1; ++k) {                                                        \
+            const float y = (SUM) * mul / div;                                                    \
+            out[k] = y >= 0.0f ? y : y * neg_slope;                                               \
+        }                                                                                         \
     } while (0)
 
 KCC_VECTOR_CLONES
