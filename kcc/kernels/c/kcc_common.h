@@ -128,6 +128,8 @@ static inline float kcc_tanh_f32(float v)
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
     && !defined(__AVX2__) && !defined(__SANITIZE_ADDRESS__)
 #define KCC_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define KCC_FMA_VERSIONS 1   /* such builds also carry fused-multiply-add twins of the GEMM tiles */
 #else
 #define KCC_VECTOR_CLONES
+#define KCC_FMA_VERSIONS 0
 #endif
