@@ -102,17 +102,8 @@ static void kcc_conv_rows_f32(const float *KCC_RESTRICT xs, int64_t r0, int64_t 
 }
 
 /* The epilogue on rows [t0, t1) of ob: + bias, leaky slope, + res (same layout as ob). Each
- * case is its own loop, in blocks of KCC_GEMM_NR (a constant trip count: portable -O2 builds
- * vectorise it too, where a per-element test of has_bias / has_res kept it scalar: 24% of a
- * portable synthesis). */
-#define KCC_EPILOGUE_LOOP(STMT)                                                                  \
-    do {                                                                                         \
-        int64_t j0 = 0;                                                                          \
-        for (; j0 + KCC_GEMM_NR <= c_out; j0 += KCC_GEMM_NR)                                     \
-            for (int64_t jj = 0; jj < KCC_GEMM_NR; ++jj) { const int64_t j = j0 + jj; STMT }     \
-        for (int64_t j = j0; j < c_out; ++j) { STMT }                                            \
-    } while (0)
-
+ * case is its own KCC_FOR16 loop (portable -O2 builds vectorise it too, where a per-element test
+ * of has_bias / has_res kept it scalar: 24% of a portable synthesis). */
 KCC_VECTOR_CLONES
 static void kcc_conv_epilogue_f32(float *KCC_RESTRICT ob, int64_t c_out, int64_t t0, int64_t t1,
                                   const float *KCC_RESTRICT bias, int64_t has_bias, float neg_slope,
@@ -122,13 +113,13 @@ static void kcc_conv_epilogue_f32(float *KCC_RESTRICT ob, int64_t c_out, int64_t
         float *KCC_RESTRICT y = ob + t * c_out;
         const float *KCC_RESTRICT r = has_res ? res + t * c_out : res;
         if (has_bias && has_res)
-            KCC_EPILOGUE_LOOP(float v = y[j] + bias[j]; v = v >= 0.0f ? v : v * neg_slope; y[j] = v + r[j];);
+            KCC_FOR16(c_out, float v = y[j] + bias[j]; v = v >= 0.0f ? v : v * neg_slope; y[j] = v + r[j];);
         else if (has_bias)
-            KCC_EPILOGUE_LOOP(const float v = y[j] + bias[j]; y[j] = v >= 0.0f ? v : v * neg_slope;);
+            KCC_FOR16(c_out, const float v = y[j] + bias[j]; y[j] = v >= 0.0f ? v : v * neg_slope;);
         else if (has_res)
-            KCC_EPILOGUE_LOOP(const float v = y[j] >= 0.0f ? y[j] : y[j] * neg_slope; y[j] = v + r[j];);
+            KCC_FOR16(c_out, const float v = y[j] >= 0.0f ? y[j] : y[j] * neg_slope; y[j] = v + r[j];);
         else
-            KCC_EPILOGUE_LOOP(y[j] = y[j] >= 0.0f ? y[j] : y[j] * neg_slope;);
+            KCC_FOR16(c_out, y[j] = y[j] >= 0.0f ? y[j] : y[j] * neg_slope;);
     }
 }
 

@@ -4,22 +4,11 @@
  * and div = 1 are exact identities, as is neg_slope = 1 (act: y >= 0 ? y : y * neg_slope). */
 #define KCC_SUM_BLOCK 1024   /* elements per parallel block */
 
-/* y[i] for i in [i0, i1) with the first n_in inputs: one loop per count (a loop-invariant test per
- * element kept portable -O2 builds scalar), in 16-wide constant steps that -O2 vectorises. */
+/* y[i] for i in [i0, i1) with the first n_in inputs: one KCC_FOR16 loop per count (a loop-invariant
+ * test per element kept portable -O2 builds scalar). */
 #define KCC_SUM_LOOP(SUM)                                                                         \
-    do {                                                                                          \
-        int64_t i = i0;                                                                           \
-        for (; i + 16 <= i1; i += 16)                                                             \
-            for (int64_t jj = 0; jj < 16; ++jj) {                                                 \
-                const int64_t k = i + jj;                                                         \
-                const float y = (SUM) * mul / div;                                                \
-                out[k] = y >= 0.0f ? y : y * neg_slope;                                           \
-            }                                                                                     \
-        for (int64_t k = i; k < i1; ++k) {                                                        \
-            const float y = (SUM) * mul / div;                                                    \
-            out[k] = y >= 0.0f ? y : y * neg_slope;                                               \
-        }                                                                                         \
-    } while (0)
+    KCC_FOR16(i1 - i0, const int64_t k = i0 + j; const float y = (SUM) * mul / div;               \
+              out[k] = y >= 0.0f ? y : y * neg_slope;)
 
 KCC_VECTOR_CLONES
 static void kcc_eltwise_sum_block_f32(const float *KCC_RESTRICT a, const float *KCC_RESTRICT b,

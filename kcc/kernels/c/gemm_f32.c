@@ -197,15 +197,22 @@ static inline float kcc_gelu_new_f32(float v)
     return (float)(x / (1.0 + kcc_exp_f64(-1.5957691216057308 * (x + 0.044715 * x * x * x))));
 }
 
-static float kcc_activate_f32(float v, int64_t act, float slope)
+/* rows x nr outputs at y (row stride ldy): + bias, then the activation; one KCC_FOR16 loop per
+ * activation (branch-free bodies: they vectorise, in portable builds too, with clones). */
+KCC_VECTOR_CLONES
+static void kcc_linear_epilogue_f32(float *KCC_RESTRICT y, int64_t ldy, int64_t rows, const float *KCC_RESTRICT bias,
+                                    int64_t nr, int64_t act, float slope)
 {
-    switch (act) {
-    case 1: return kcc_gelu_new_f32(v);
-    case 2: return v >= 0.0f ? v : v * slope;
-    case 3: return kcc_tanh_f32(v);
-    case 4: return kcc_sigmoid_f32(v);
-    case 5: return v > 0.0f ? v : 0.0f;
-    default: return v;
+    for (int64_t i = 0; i < rows; ++i) {
+        float *KCC_RESTRICT yr = y + i * ldy;
+        switch (act) {
+        case 1: KCC_FOR16(nr, yr[j] = kcc_gelu_new_f32(yr[j] + bias[j]);); break;
+        case 2: KCC_FOR16(nr, const float v = yr[j] + bias[j]; yr[j] = v >= 0.0f ? v : v * slope;); break;
+        case 3: KCC_FOR16(nr, yr[j] = kcc_tanh_f32(yr[j] + bias[j]);); break;
+        case 4: KCC_FOR16(nr, yr[j] = kcc_sigmoid_f32(yr[j] + bias[j]);); break;
+        case 5: KCC_FOR16(nr, const float v = yr[j] + bias[j]; yr[j] = v > 0.0f ? v : 0.0f;); break;
+        default: KCC_FOR16(nr, yr[j] += bias[j];); break;
+        }
     }
 }
 
@@ -236,16 +243,7 @@ static int kcc_linear_f32(const float *KCC_RESTRICT x, int64_t rows, int64_t k,
                     kcc_gemm_tile_f32(x + i * k + k0, k, m1 - i < KCC_GEMM_MR ? m1 - i : KCC_GEMM_MR,
                                       b, k * KCC_GEMM_NR, kc, out + i * n + j0, n, nr, k0 == 0);
             }
-            for (int64_t i = m0; i < m1; ++i) {
-                float *y = out + i * n + j0;
-                if (act == 0) {
-                    for (int64_t j = 0; j < nr; ++j) y[j] += bias[j0 + j];
-                } else if (act == 1) {        /* its own loop: branch-free, it vectorises */
-                    for (int64_t j = 0; j < nr; ++j) y[j] = kcc_gelu_new_f32(y[j] + bias[j0 + j]);
-                } else {
-                    for (int64_t j = 0; j < nr; ++j) y[j] = kcc_activate_f32(y[j] + bias[j0 + j], act, slope);
-                }
-            }
+            kcc_linear_epilogue_f32(out + m0 * n + j0, n, m1 - m0, bias + j0, nr, act, slope);
         }
     }
     return KCC_OK;

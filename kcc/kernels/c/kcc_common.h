@@ -115,6 +115,23 @@ static inline float kcc_tanh_f32(float v)
     return (float)(a < 0.0625 ? small : copysign(big, x));
 }
 
+/* for (j = 0; j < n; ++j) STMT, as blocks of 16 with a constant trip count and a scalar tail:
+ * GCC's -O2 (portable builds) vectorises only loops whose trip count is known, so hot loops
+ * over a runtime length go through this (inside KCC_VECTOR_CLONES functions, 16 lanes of
+ * AVX-512). STMT sees the index as the const int64_t j; every j runs the same STMT. */
+#define KCC_FOR16(n, STMT)                                                                        \
+    do {                                                                                          \
+        const int64_t kcc_full_ = (n) / 16 * 16;                                                  \
+        for (int64_t kcc_j0_ = 0; kcc_j0_ < kcc_full_; kcc_j0_ += 16)                             \
+            for (int64_t kcc_jj_ = 0; kcc_jj_ < 16; ++kcc_jj_) {                                  \
+                const int64_t j = kcc_j0_ + kcc_jj_;                                              \
+                STMT                                                                              \
+            }                                                                                     \
+        for (int64_t j = kcc_full_; j < (n); ++j) {                                               \
+            STMT                                                                                  \
+        }                                                                                         \
+    } while (0)
+
 /* fmaf is one instruction with FMA hardware but a slow libm call without it. */
 #if defined(__FMA__)
 #define KCC_MADD(a, b, c) fmaf((a), (b), (c))
