@@ -34,26 +34,15 @@ static inline float kcc_sin2_f32(float z)
 
 /* Rows [t0, t1) of one batch, every channel: f64 sums of x - x0 and its square into s1, s2
  * (x0 = row 0: the shift keeps the variance's cancellation small). Contiguous rows, one pass;
- * channels in blocks of KCC_IN_NC (a constant trip count, so portable -O2 builds vectorise it). */
+ * channels through KCC_FOR16 (portable -O2 builds vectorise it). */
 KCC_VECTOR_CLONES
 static void kcc_in_style_sums(const float *KCC_RESTRICT xb, int64_t t0, int64_t t1, int64_t n_chan,
                               double *KCC_RESTRICT s1, double *KCC_RESTRICT s2)
 {
-    const int64_t full = n_chan / KCC_IN_NC * KCC_IN_NC;
     for (int64_t j = 0; j < n_chan; ++j) s1[j] = s2[j] = 0.0;
     for (int64_t t = t0; t < t1; ++t) {
         const float *KCC_RESTRICT xr = xb + t * n_chan;
-        for (int64_t j0 = 0; j0 < full; j0 += KCC_IN_NC)
-            for (int64_t jj = 0; jj < KCC_IN_NC; ++jj) {
-                const double d = (double)xr[j0 + jj] - (double)xb[j0 + jj];
-                s1[j0 + jj] += d;
-                s2[j0 + jj] += d * d;
-            }
-        for (int64_t j = full; j < n_chan; ++j) {
-            const double d = (double)xr[j] - (double)xb[j];
-            s1[j] += d;
-            s2[j] += d * d;
-        }
+        KCC_FOR16(n_chan, const double d = (double)xr[j] - (double)xb[j]; s1[j] += d; s2[j] += d * d;);
     }
 }
 

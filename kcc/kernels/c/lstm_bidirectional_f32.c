@@ -14,39 +14,30 @@
  * is bounded by KCC_LSTM_MAX_HIDDEN (checked). h_prev is read back from the previous output row.
  * The two directions (and the sequences) run in parallel, each exactly as it would alone. */
 #define KCC_LSTM_MAX_HIDDEN 512
-#define KCC_LSTM_VW 16   /* lanes per constant-width block: portable -O2 builds vectorise those */
 
 /* One step of one direction: gate = (W_hh h_prev + b_hh) + p (h_prev NULL: the first step), then
- * the cell and h. Loops run in KCC_LSTM_VW blocks with a scalar tail, with AVX-512 / AVX2 clones;
- * the arithmetic per element is the same in every block and clone. */
+ * the cell and h. Loops run through KCC_FOR16, with AVX-512 / AVX2 clones; the arithmetic per
+ * element is the same in every block and clone. */
 KCC_VECTOR_CLONES
 static void kcc_lstm_step_f32(const float *KCC_RESTRICT wt, const float *KCC_RESTRICT bias,
                               const float *KCC_RESTRICT p, const float *KCC_RESTRICT h_prev, int64_t H,
                               float *KCC_RESTRICT gate, float *KCC_RESTRICT cell, float *KCC_RESTRICT h)
 {
-    const int64_t G = 4 * H, gfull = G / KCC_LSTM_VW * KCC_LSTM_VW, hfull = H / KCC_LSTM_VW * KCC_LSTM_VW;
-    for (int64_t j = 0; j < G; ++j) gate[j] = 0.0f;
+    const int64_t G = 4 * H;
+    KCC_FOR16(G, gate[j] = 0.0f;);
     for (int64_t k = 0; h_prev && k < H; ++k) {
         const float hk = h_prev[k];
         const float *KCC_RESTRICT w = wt + k * G;
-        for (int64_t j0 = 0; j0 < gfull; j0 += KCC_LSTM_VW)
-            for (int64_t jj = 0; jj < KCC_LSTM_VW; ++jj) gate[j0 + jj] += hk * w[j0 + jj];
-        for (int64_t j = gfull; j < G; ++j) gate[j] += hk * w[j];
+        KCC_FOR16(G, gate[j] += hk * w[j];);
     }
-    for (int64_t j0 = 0; j0 < gfull; j0 += KCC_LSTM_VW)
-        for (int64_t jj = 0; jj < KCC_LSTM_VW; ++jj) gate[j0 + jj] = (gate[j0 + jj] + bias[j0 + jj]) + p[j0 + jj];
-    for (int64_t j = gfull; j < G; ++j) gate[j] = (gate[j] + bias[j]) + p[j];
-#define KCC_LSTM_CELL(j)                                                                          \
-    do {                                                                                          \
-        const float i_g = kcc_sigmoid_f32(gate[j]), f_g = kcc_sigmoid_f32(gate[H + (j)]);         \
-        const float g_g = kcc_tanh_f32(gate[2 * H + (j)]), o_g = kcc_sigmoid_f32(gate[3 * H + (j)]); \
-        const float fc = f_g * cell[j], ig = i_g * g_g;                                           \
-        cell[j] = fc + ig;                                                                        \
-        h[j] = o_g * kcc_tanh_f32(cell[j]);                                                       \
-    } while (0)
-    for (int64_t j0 = 0; j0 < hfull; j0 += KCC_LSTM_VW)
-        for (int64_t jj = 0; jj < KCC_LSTM_VW; ++jj) KCC_LSTM_CELL(j0 + jj);
-    for (int64_t j = hfull; j < H; ++j) KCC_LSTM_CELL(j);
+    KCC_FOR16(G, gate[j] = (gate[j] + bias[j]) + p[j];);
+#define KCC_LSTM_CELL                                                                             \
+    const float i_g = kcc_sigmoid_f32(gate[j]), f_g = kcc_sigmoid_f32(gate[H + j]);               \
+    const float g_g = kcc_tanh_f32(gate[2 * H + j]), o_g = kcc_sigmoid_f32(gate[3 * H + j]);      \
+    const float fc = f_g * cell[j], ig = i_g * g_g;                                               \
+    cell[j] = fc + ig;                                                                            \
+    h[j] = o_g * kcc_tanh_f32(cell[j]);
+    KCC_FOR16(H, KCC_LSTM_CELL);
 #undef KCC_LSTM_CELL
 }
 
