@@ -8,9 +8,9 @@
  * Numerics: f32 throughout; each K chunk of 128 terms is summed in k order from zero (with FMA
  * where the target has it), and the chunk sums are added in order to the stored partial: at
  * K = 2048 (x, W ~ N(0, 1/K)) rms error vs f64 2.2e-7, torch's 2.6e-7 (64-term chunks: 1.8e-7,
- * but each tile call then stores and reloads its partial twice as often: 10-15% slower convs). Then + bias and
- * the activation (transcendentals evaluated in double, rounded once, on kcc_exp_f64: see
- * kcc_common.h).
+ * but each tile call then stores and reloads its partial twice as often: 10-15% slower convs).
+ * Then + bias and the activation (transcendentals evaluated in double, rounded once, on
+ * kcc_exp_f64: see kcc_common.h).
  * act: 0 none, 1 gelu_new (tanh approximation), 2 leaky_relu(slope), 3 tanh, 4 sigmoid, 5 relu. */
 #define KCC_GEMM_NR 16     /* panel width: PANEL in kcc/ops/dense.py */
 #define KCC_GEMM_MR 8      /* rows per call: an 8-row register tile where the target has AVX-512, else 4 + 4 */
@@ -36,8 +36,8 @@ static inline void kcc_gemm_store(float *const *rows, int64_t mr, int64_t nr, in
 /* The three register tiles, defined once and instantiated per multiply-add (KCC_GEMM_TILES
  * below): _f32 with KCC_MADD (fmaf where the target has FMA, else a rounded multiply then add)
  * and, in portable builds, _fma_f32 with __builtin_fmaf, taken when the CPU has FMA (its AVX2 /
- * AVX-512 clones inline it; without FMA its libm call would be slow): a portable build then runs
- * the same fused chains as a native one, at its speed. Each output's chain of multiply-adds is the
+ * AVX-512 clones inline it; without FMA its libm call would be slow): a portable build's tiles
+ * then run the same fused chains as a native build's. Each output's chain of multiply-adds is the
  * same in every tile, so the tiles give identical bits.
  * tile8: eight independent accumulator chains hide the multiply-add latency and each B load
  * feeds eight of them. With AVX2's 16 vector registers its 16 accumulators would spill: only
@@ -45,7 +45,7 @@ static inline void kcc_gemm_store(float *const *rows, int64_t mr, int64_t nr, in
  * tile8x2 (eight rows by two panels): sixteen accumulators, each A broadcast feeding two of them;
  * twice the tile8's latency slack (its 8 chains just cover 2 FMAs/cycle x 4 cycles) and half its
  * broadcasts per multiply-add. On the EPYC (Zen 5), L1-resident, one core: 196 vs 152 GFLOP/s
- * (peak ~236). b2 is the second panel's chunk; columns NR.. of c come from it. */
+ * (peak ~247, bench/fma_peak.c). b2 is the second panel's chunk; columns NR.. of c come from it. */
 #define KCC_GEMM_TILES(SUFFIX, MADD)                                                            \
 KCC_VECTOR_CLONES                                                                                \
 static void kcc_gemm_tile4##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, int64_t mr,         \
