@@ -127,6 +127,28 @@ def test_linear_matches_torch(small_ckpt, act):
 
 
 
+def _cpu_has_fma() -> bool:
+    try:
+        return " fma " in open("/proc/cpuinfo").read().replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _cpu_has_fma(), reason="portable builds take the non-fused GEMM tiles without FMA")
+def test_portable_gemm_runs_the_native_fused_chains(small_ckpt):
+    """gemm_f32.c: portable builds carry fused-multiply-add twins of the GEMM tiles and take them on
+    FMA CPUs, so a GEMM-only op gives the native build's bits (22 rows, N = 50: row and column tails)."""
+    from kcc.build import BuildOptions
+    mod = "predictor.duration_proj.linear_layer"
+    k = small_ckpt.get(mod + ".weight").shape[1]
+    doc = _one_op_circuit({"op": "linear", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"}, "out": "y"},
+                          [{"name": "x", "dtype": "f32", "shape": ["B", "T", k]}], {"w": mod + ".weight", "b": mod + ".bias"})
+    x = np.random.default_rng(3).standard_normal((2, 11, k)).astype(np.float32)
+    portable = compile_circuit(doc, small_ckpt).run({"x": x}).outputs["y"]
+    native = compile_circuit(doc, small_ckpt, options=BuildOptions(opt="-O3", native=True)).run({"x": x}).outputs["y"]
+    np.testing.assert_array_equal(portable, native)
+
+
 @pytest.mark.parametrize("act", ["gelu_new", "tanh", "sigmoid"])
 def test_epilogue_transcendentals_are_correctly_rounded(act):
     """The GEMM epilogue's transcendentals (kcc_common.h: kcc_exp_f64 under gelu_new as
