@@ -52,8 +52,7 @@ static void kcc_conv_phases_f32(const float *KCC_RESTRICT xb, int64_t t_in, int6
         while (qa < qb && qa * stride + phi - pad < 0) ++qa;
         while (qb > qa && (qb - 1) * stride + phi - pad >= t_out) --qb;
         for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
-            const int64_t nr = c_out - p * KCC_GEMM_NR < KCC_GEMM_NP * KCC_GEMM_NR ? c_out - p * KCC_GEMM_NR
-                                                                              : KCC_GEMM_NP * KCC_GEMM_NR;
+            const int64_t nr = kcc_gemm_pair_cols(c_out, p * KCC_GEMM_NR);
             for (int64_t m = 0; phi + m * stride < k_size; ++m) {
                 const int64_t lo = qa > m ? qa : m, hi = qb < t_in + m ? qb : t_in + m;   /* 0 <= q - m < t_in */
                 const float *wk = wp + ((phi + m * stride) * panels + p) * c_in * KCC_GEMM_NR;
@@ -81,8 +80,7 @@ static void kcc_conv_rows_f32(const float *KCC_RESTRICT xs, int64_t r0, int64_t 
     for (int64_t t = t0; t < t1; ++t)
         for (int64_t j = 0; j < c_out; ++j) ob[t * c_out + j] = 0.0f;
     for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
-        const int64_t nr = c_out - p * KCC_GEMM_NR < KCC_GEMM_NP * KCC_GEMM_NR ? c_out - p * KCC_GEMM_NR
-                                                                          : KCC_GEMM_NP * KCC_GEMM_NR;
+        const int64_t nr = kcc_gemm_pair_cols(c_out, p * KCC_GEMM_NR);
         for (int64_t k = 0; k < k_size; ++k) {
             const int64_t off = k * dilation - pad;         /* rows t with 0 <= t*stride + off < t_in */
             const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;

@@ -144,7 +144,7 @@ static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t rows, int
 {
     const int64_t ldm = panels * KCC_GEMM_NR;
     for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
-        const int64_t nr = (panels - p < KCC_GEMM_NP ? panels - p : KCC_GEMM_NP) * KCC_GEMM_NR;
+        const int64_t nr = kcc_gemm_pair_cols(ldm, p * KCC_GEMM_NR);
         for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
             const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
             for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)

@@ -131,11 +131,6 @@ static void kcc_gemm_tile8x2##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, i
     kcc_gemm_store(rows2, mr, nr - KCC_GEMM_NR, first, c + KCC_GEMM_NR, ldc);                    \
 }
 
-KCC_GEMM_TILES(_f32, KCC_MADD)
-#if KCC_FMA_VERSIONS
-KCC_GEMM_TILES(_fma_f32, __builtin_fmaf)
-#endif
-
 static int kcc_gemm_has_avx512(void)
 {
 #if defined(__AVX512F__)
@@ -154,26 +149,35 @@ static int kcc_gemm_has_fma(void)
 }
 #endif
 
-/* The tile calls for c [mr, nr] of one instantiation (SUFFIX): the 8 x 2 tile for two panels on
- * AVX-512, else per panel the 8-row tile (AVX-512) or two 4-row ones. */
-#define KCC_GEMM_TILE_CALLS(SUFFIX)                                                               \
-    do {                                                                                          \
-        const int wide = mr > 4 && kcc_gemm_has_avx512();                                         \
-        if (wide && nr > KCC_GEMM_NR) {                                                           \
-            kcc_gemm_tile8x2##SUFFIX(a, lda, mr, b, b + b_step, kc, c, ldc, nr, first);           \
-            return;                                                                               \
-        }                                                                                         \
-        for (int64_t j0 = 0; j0 < nr; j0 += KCC_GEMM_NR, b += b_step, c += KCC_GEMM_NR) {         \
-            const int64_t nj = nr - j0 < KCC_GEMM_NR ? nr - j0 : KCC_GEMM_NR;                     \
-            if (wide) {                                                                           \
-                kcc_gemm_tile8##SUFFIX(a, lda, mr, b, kc, c, ldc, nj, first);                     \
-                continue;                                                                         \
-            }                                                                                     \
-            kcc_gemm_tile4##SUFFIX(a, lda, mr < 4 ? mr : 4, b, kc, c, ldc, nj, first);            \
-            if (mr > 4) kcc_gemm_tile4##SUFFIX(a + 4 * lda, lda, mr - 4, b, kc, c + 4 * ldc, ldc, nj, first); \
-        }                                                                                         \
+/* kcc_gemm_dispatch##SUFFIX: c [mr, nr] with one instantiation's tiles: the 8 x 2 tile for two
+ * panels on AVX-512, else per panel the 8-row tile (AVX-512) or two 4-row ones. */
+#define KCC_GEMM_DISPATCH(SUFFIX)                                                                 \
+static void kcc_gemm_dispatch##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, int64_t mr,       \
+                                      const float *KCC_RESTRICT b, int64_t b_step, int64_t kc,    \
+                                      float *KCC_RESTRICT c, int64_t ldc, int64_t nr, int first)  \
+{                                                                                                 \
+    const int wide = mr > 4 && kcc_gemm_has_avx512();                                             \
+    if (wide && nr > KCC_GEMM_NR) {                                                               \
+        kcc_gemm_tile8x2##SUFFIX(a, lda, mr, b, b + b_step, kc, c, ldc, nr, first);               \
         return;                                                                                   \
-    } while (0)
+    }                                                                                             \
+    for (int64_t j0 = 0; j0 < nr; j0 += KCC_GEMM_NR, b += b_step, c += KCC_GEMM_NR) {             \
+        const int64_t nj = nr - j0 < KCC_GEMM_NR ? nr - j0 : KCC_GEMM_NR;                         \
+        if (wide) {                                                                               \
+            kcc_gemm_tile8##SUFFIX(a, lda, mr, b, kc, c, ldc, nj, first);                         \
+            continue;                                                                             \
+        }                                                                                         \
+        kcc_gemm_tile4##SUFFIX(a, lda, mr < 4 ? mr : 4, b, kc, c, ldc, nj, first);                \
+        if (mr > 4) kcc_gemm_tile4##SUFFIX(a + 4 * lda, lda, mr - 4, b, kc, c + 4 * ldc, ldc, nj, first); \
+    }                                                                                             \
+}
+
+KCC_GEMM_TILES(_f32, KCC_MADD)
+KCC_GEMM_DISPATCH(_f32)
+#if KCC_FMA_VERSIONS
+KCC_GEMM_TILES(_fma_f32, __builtin_fmaf)
+KCC_GEMM_DISPATCH(_fma_f32)
+#endif
 
 /* c [mr, nr] (=, or += unless first) a [mr, kc] (row stride lda) x packed panel chunks b [kc, NR]:
  * mr <= KCC_GEMM_MR, nr <= KCC_GEMM_NP * NR; columns past NR come from the next panel's chunk at
@@ -183,9 +187,19 @@ static void kcc_gemm_tile_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t 
                               float *KCC_RESTRICT c, int64_t ldc, int64_t nr, int first)
 {
 #if KCC_FMA_VERSIONS
-    if (kcc_gemm_has_fma()) KCC_GEMM_TILE_CALLS(_fma_f32);
+    if (kcc_gemm_has_fma()) {
+        kcc_gemm_dispatch_fma_f32(a, lda, mr, b, b_step, kc, c, ldc, nr, first);
+        return;
+    }
 #endif
-    KCC_GEMM_TILE_CALLS(_f32);
+    kcc_gemm_dispatch_f32(a, lda, mr, b, b_step, kc, c, ldc, nr, first);
+}
+
+/* Columns of the panel pair that starts at column j0 of an n-column output: what one
+ * kcc_gemm_tile_f32 call covers. */
+static inline int64_t kcc_gemm_pair_cols(int64_t n, int64_t j0)
+{
+    return n - j0 < KCC_GEMM_NP * KCC_GEMM_NR ? n - j0 : KCC_GEMM_NP * KCC_GEMM_NR;
 }
 
 /* gelu_new (tanh form), 0.5 x (1 + tanh(y)) with y = sqrt(2/pi) (x + 0.044715 x^3), evaluated
@@ -235,7 +249,7 @@ static int kcc_linear_f32(const float *KCC_RESTRICT x, int64_t rows, int64_t k,
             const int64_t m0 = mb * KCC_GEMM_MC;
             const int64_t m1 = rows - m0 < KCC_GEMM_MC ? rows : m0 + KCC_GEMM_MC;
             const int64_t j0 = pp * KCC_GEMM_NP * KCC_GEMM_NR;
-            const int64_t nr = n - j0 < KCC_GEMM_NP * KCC_GEMM_NR ? n - j0 : KCC_GEMM_NP * KCC_GEMM_NR;
+            const int64_t nr = kcc_gemm_pair_cols(n, j0);
             for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
                 const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
                 const float *b = wp + (pp * KCC_GEMM_NP * k + k0) * KCC_GEMM_NR;
