@@ -51,7 +51,7 @@ static inline double kcc_rng_log(double x)
     t = t * s2 + 2.0 / 5.0;
     t = t * s2 + 2.0 / 3.0;
     const double ed = (double)e;
-    return ed * 6.93147180369123816490e-01 + (2.0 * s + (s * s2 * t + ed * 1.90821492927058770002e-10));
+    return ed * KCC_LN2_HI + (2.0 * s + (s * s2 * t + ed * KCC_LN2_LO));
 }
 
 /* cos and sin of 2 pi u for u in [0, 1]: the quadrant q = round(4u) is taken from u itself, so the
@@ -59,8 +59,7 @@ static inline double kcc_rng_log(double x)
  * a^16 / a^17 (remainder below 2e-17) and the quadrant's rotation, all selects. */
 static inline void kcc_rng_sincos2pi(double u, double *c, double *s)
 {
-    const double shift = 6755399441055744.0;                     /* 1.5 * 2^52: rounds to an integer */
-    const double q = (4.0 * u + shift) - shift, r = u - 0.25 * q;
+    const double q = (4.0 * u + KCC_ROUND_SHIFT) - KCC_ROUND_SHIFT, r = u - 0.25 * q;
     const double a = r * 6.283185307179586476925, a2 = a * a;
     double cp = 1.0 / 20922789888000.0;                          /* 1/16! */
     cp = cp * a2 - 1.0 / 87178291200.0;
