@@ -9,7 +9,6 @@
  * Snake is torch's y + (1/alpha) * sin(alpha*y)^2 in f32, sin^2 a branch-free f32 polynomial
  * (kcc_sin2_f32) so the row loop vectorises 16 wide; arguments past KCC_SIN2_MAX fall back to
  * libm sin in f64. */
-#define KCC_IN_NC 16
 #define KCC_IN_PARTS 8      /* fixed parts of time for the statistics (not the thread count) */
 #define KCC_IN_MAX_C 2048   /* channels: the statistics live in stack arrays (kcc/ops/adain.py checks) */
 #define KCC_IN_CHUNK 64     /* rows per parallel chunk of the normalising pass */
@@ -100,31 +99,19 @@ static float kcc_in_style_y(float x, const kcc_in_style_params *KCC_RESTRICT p, 
     return p->gain[j] * KCC_MADD(x, p->scale[j], p->offset[j]) + p->shift[j];
 }
 
-/* One row of channels [0, n): yr = act((1 + gamma) * xn + beta). Full blocks of KCC_IN_NC
- * channels have a constant trip count: they vectorise at -O2. */
+/* One row of channels [0, n): yr = act((1 + gamma) * xn + beta), each step a KCC_FOR16 loop
+ * (constant-width blocks: they vectorise at -O2). */
 KCC_VECTOR_CLONES
 static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const kcc_in_style_params *KCC_RESTRICT p,
                              int64_t act, float slope, float *KCC_RESTRICT yr)
 {
-    const int64_t full = n / KCC_IN_NC * KCC_IN_NC;
-    for (int64_t j0 = 0; j0 < full; j0 += KCC_IN_NC)
-        for (int j = 0; j < KCC_IN_NC; ++j) yr[j0 + j] = kcc_in_style_y(xr[j0 + j], p, j0 + j);
-    for (int64_t j = full; j < n; ++j) yr[j] = kcc_in_style_y(xr[j], p, j);
+    KCC_FOR16(n, yr[j] = kcc_in_style_y(xr[j], p, j););
     if (act == 1) {
-        for (int64_t j = 0; j < n; ++j) yr[j] = yr[j] >= 0.0f ? yr[j] : yr[j] * slope;
+        KCC_FOR16(n, yr[j] = yr[j] >= 0.0f ? yr[j] : yr[j] * slope;);
     } else if (act == 2) {
         int big = 0;
-        for (int64_t j0 = 0; j0 < full; j0 += KCC_IN_NC)
-            for (int j = 0; j < KCC_IN_NC; ++j) {
-                const float y = yr[j0 + j], a = p->alpha[j0 + j];
-                big |= fabsf(a * y) > KCC_SIN2_MAX;
-                yr[j0 + j] = y + p->ralpha[j0 + j] * kcc_sin2_f32(a * y);
-            }
-        for (int64_t j = full; j < n; ++j) {
-            const float y = yr[j], a = p->alpha[j];
-            big |= fabsf(a * y) > KCC_SIN2_MAX;
-            yr[j] = y + p->ralpha[j] * kcc_sin2_f32(a * y);
-        }
+        KCC_FOR16(n, const float y = yr[j]; const float a = p->alpha[j]; big |= fabsf(a * y) > KCC_SIN2_MAX;
+                  yr[j] = y + p->ralpha[j] * kcc_sin2_f32(a * y););
         for (int64_t j = 0; big && j < n; ++j) {         /* rare: huge arguments, redo with libm */
             const float y = kcc_in_style_y(xr[j], p, j), a = p->alpha[j];
             if (fabsf(a * y) > KCC_SIN2_MAX) {
