@@ -20,7 +20,7 @@ import numpy as np
 
 from kcc.build import BuildOptions, build_library
 from kcc.costs import OpCost, graph_costs
-from kcc.kernels.registry import COMMON_HEADER, get_kernel
+from kcc.kernels.registry import COMMON_HEADER, get_kernel, with_requires
 from kcc.plan import plan_memory
 
 _TRIAD = r"""
@@ -62,7 +62,7 @@ class Roofline:
 
 
 def _roofline_lib(threads: int):
-    src = (COMMON_HEADER.read_text(encoding="utf-8") + get_kernel("kcc_linear_f32").c_source() + _TRIAD)
+    src = (COMMON_HEADER.read_text(encoding="utf-8") + "".join(get_kernel(k).c_source() for k in with_requires(["kcc_linear_f32"])) + _TRIAD)
     built = build_library(src, BuildOptions(opt="-O3", native=True, openmp=True), name="roofline")
     lib = ctypes.CDLL(str(built.library))
     lib.kcc_roofline_set_threads.restype = ctypes.c_int

@@ -58,6 +58,22 @@ def register(kernel: Kernel) -> Kernel:
     return kernel
 
 
+def with_requires(names) -> list[str]:
+    """The kernels to paste for `names`, in order: each one's `requires` before it, every source
+    file once (one file may hold several registered kernels)."""
+    used: list[str] = []
+
+    def need(kname: str) -> None:
+        for dep in get_kernel(kname).requires:
+            need(dep)
+        if all(get_kernel(u).source != get_kernel(kname).source for u in used):
+            used.append(kname)
+
+    for n in names:
+        need(n)
+    return used
+
+
 def get_kernel(name: str) -> Kernel:
     import kcc.ops  # noqa: F401  (op families register their kernels on import)
     if name not in KERNELS:

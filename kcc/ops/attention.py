@@ -9,18 +9,22 @@ from __future__ import annotations
 from kcc.kernels.registry import F32, I64, IN_F32, IN_I32, OUT_F32, Contract, Kernel, register
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 
+MAX_HEAD_DIM = 256    # KCC_ATTN_MAX_D in attention_f32.c
+
 register(Kernel(
     name="kcc_attention_f32",
     source="attention_f32.c",
     args=(("q", IN_F32), ("k", IN_F32), ("v", IN_F32), ("lengths", IN_I32), ("n_seq", I64), ("n_tok", I64),
           ("heads", I64), ("head_dim", I64), ("scale", F32), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="scores: f32 dot products with 8 partial sums; online softmax with f64 max, exp "
-                     "(kcc_exp_f64, floored at e^-708) and denominator; p*v accumulated in f32 "
-                     "(rescaled at most T/64 times)",
+        accumulation="scores and p*v on the GEMM tiles (f32, k-ordered, FMA where the target has it, "
+                     "128-term chunks); online softmax with f64 max, exp (kcc_exp_f64, floored at e^-708) "
+                     "and denominator; the output rescaled at most T/64 times",
         tolerance=2e-5,
         notes="validates 1 <= lengths[b] <= T before the first write (KCC_EBADINPUT); keys at "
-              "positions >= lengths[b] are excluded exactly; padded query rows attend to the valid keys"),
+              "positions >= lengths[b] are excluded exactly; padded query rows attend to the valid keys; "
+              "head_dim <= 256 (the packed blocks' bound)"),
+    requires=("kcc_gemm_tile_f32",),
 ))
 
 
@@ -33,6 +37,8 @@ def _infer(name, ins, ws, attrs):
     expect(isinstance(q[2], int), name, f"width {q[2]!r} must be a fixed integer")
     heads = _heads(name, attrs["heads"], q[2])
     expect(q[2] % heads == 0, name, f"width {q[2]} is not divisible by heads = {heads}")
+    expect(q[2] // heads <= MAX_HEAD_DIM, name,
+           f"head_dim {q[2] // heads} (width {q[2]} / {heads} heads) exceeds the kernel's {MAX_HEAD_DIM}")
     return tuple(q), "f32"
 
 

@@ -22,7 +22,7 @@ from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 from kcc.ops.elementwise import paren_extent, same_extent
 
 NR = 8  # KCC_CONV_NR in conv1d_f32.c: general dense layouts are column panels of 8, zero-padded
-GEMM_NR = 16  # KCC_GEMM_NR in gemm_f32.c: the GEMM path's panel width
+GEMM_NR = 16  # KCC_GEMM_NR in gemm_tile_f32.c: the GEMM path's panel width
 ACTS = ("none", "leaky_relu")
 
 register(Kernel(
@@ -43,7 +43,7 @@ register(Kernel(
         notes="torch accumulates in f32 (oneDNN order); the difference is of torch's own rounding, "
               "~sqrt(K*Cin/64)*2^-24*|out| on the GEMM path. Per-output arithmetic does not depend "
               "on blocking: identical for any thread count. bias / res are not read when has_* = 0"),
-    requires=("kcc_linear_f32",),
+    requires=("kcc_gemm_tile_f32",),
 ))
 
 

@@ -2,7 +2,7 @@
 
 Weights come in torch's nn.Linear layout (`weight` [N, K], `bias` [N]); lowering packs
 `weight` into 16-column panels [ceil(N/16), K, 16] (zero-padded) for the blocked GEMM in
-gemm_f32.c. `bias` is required (every Linear kcc lowers has one).
+gemm_f32.c (on the micro-kernel of gemm_tile_f32.c). `bias` is required (every Linear kcc lowers has one).
 """
 from __future__ import annotations
 
@@ -11,8 +11,21 @@ import numpy as np
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 
-PANEL = 16  # KCC_GEMM_NR in gemm_f32.c
+PANEL = 16  # KCC_GEMM_NR in gemm_tile_f32.c
 ACTIVATIONS = {"none": 0, "gelu_new": 1, "leaky_relu": 2, "tanh": 3, "sigmoid": 4, "relu": 5}
+
+register(Kernel(
+    name="kcc_gemm_tile_f32",
+    source="gemm_tile_f32.c",
+    args=(("a", IN_F32), ("lda", I64), ("mr", I64), ("b", IN_F32), ("b_step", I64), ("kc", I64), ("c", OUT_F32),
+          ("ldc", I64), ("nr", I64), ("first", I64)),
+    contract=Contract(
+        accumulation="f32: each output one chain of multiply-adds in k order from zero (FMA where the "
+                     "target has it), the same in every tile, so blockings and thread splits agree bit "
+                     "for bit; callers add KC-term chunk sums in order",
+        tolerance=2e-5,
+        notes="a micro-kernel other kernels call (no op lowers to it); mr <= 8, nr <= 32, kc <= 128"),
+))
 
 register(Kernel(
     name="kcc_linear_f32",
@@ -26,6 +39,7 @@ register(Kernel(
         tolerance=2e-5,
         notes="vs torch (MKL/oneDNN, FMA, blocked order) expect ~sqrt(K)*2^-24*sum|x*w| per element; "
               "x and out must not alias"),
+    requires=("kcc_gemm_tile_f32",),
 ))
 
 

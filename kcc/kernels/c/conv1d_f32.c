@@ -5,7 +5,7 @@
  * GEMM path (kcc_conv_is_gemm: groups 1, direct, not 1-in-1-out, any stride): the conv is K
  * accumulated GEMMs over shifted row views (tap k reads rows t*stride + k*dilation - pad, rows
  * outside [0, t_in) are zero padding and skipped; a stride is the view's row step), run on
- * kcc_gemm_tile_f32 (gemm_f32.c).
+ * kcc_gemm_tile_f32 (gemm_tile_f32.c).
  *   layout: wp[k][p][ci][j] = W[p*NR + j][ci][k], NR = KCC_GEMM_NR, zeros past c_out.
  *   numerics: f32; per tap, KC-chunk sums from zero added in (tap, chunk) order to the row's
  *   f32 partial: each output's arithmetic is fixed by (k, ci), independent of row blocking,
@@ -162,7 +162,6 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
     }
     if (t_out < 1) return KCC_EDIMS;
     const int64_t cig = c_in / groups, cog = c_out / groups;
-    (void)kcc_linear_f32;   /* pasted with the tile micro-kernel it shares (gemm_f32.c) */
     if (kcc_conv_is_gemm(c_in, c_out, groups, transposed)) {
         /* row blocks of <= KCC_CONV_MC cut evenly: each output's arithmetic is fixed by (k, ci) */
         const int64_t mc = kcc_split_even(t_out, KCC_CONV_MC), blocks = (t_out + mc - 1) / mc;
