@@ -108,12 +108,12 @@ def spectral_convs(g: Graph) -> Graph:
             ops.append(op)
             continue
         k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
-        if (k < DFT_MIN_TAPS or a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False)
-                or not fits_work(c_in, c_out)):
+        if k < DFT_MIN_TAPS or a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False):
             ops.append(op)
             continue
         direct = k * c_in * w[1] * GEMM_NR
-        n = min((n for n in DFT_SIZES if n > k), key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
+        n = min((n for n in DFT_SIZES if n > k and fits_work(c_in, c_out, n)),
+                key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
         per_row = dft_cost(c_in, c_out, k, n) if n is not None else math.inf
         if direct < DFT_MIN_GAIN * per_row or spectrum_bytes(c_in, c_out, n) > DFT_MAX_SPECTRUM:
             ops.append(op)

@@ -58,7 +58,7 @@ def test_dft_conv_matches_torch_and_direct(c_in, c_out, k, n, pad, dil, t, b):
     bias = torch.from_numpy(np.array(ck.get("t.b")))
     ref64 = F.conv1d(cm(x).double(), torch.from_numpy(w).double(), bias.double(), 1, pad, dil)
     got = compile_circuit(_dft_circuit(c_in, c_out, k, n, pad, dil), ck).run({"x": x}).outputs["y"]
-    direct = compile_circuit(_direct_circuit(c_in, c_out, k, pad, dil), ck).run({"x": x}).outputs["y"]
+    direct = compile_circuit(_direct_circuit(c_in, c_out, k, pad, dil), ck, passes=[]).run({"x": x}).outputs["y"]
     want = tm(ref64)
     assert got.shape == want.shape == direct.shape
     err, err_direct = float(np.abs(got - want).max()), float(np.abs(direct - want).max())
@@ -106,7 +106,7 @@ def test_short_inputs_run_the_direct_conv_bit_for_bit():
     """Below min_rows the kernel is kcc_conv1d_f32 itself; at or above it, the DFT (not equal)."""
     rng = np.random.default_rng(9)
     ck, _ = _weights(rng, 32, 32, 11)
-    direct = compile_circuit(_direct_circuit(32, 32, 11, 25, 5), ck)
+    direct = compile_circuit(_direct_circuit(32, 32, 11, 25, 5), ck, passes=[])
     dft = compile_circuit(_dft_circuit(32, 32, 11, 32, 25, 5, min_rows=100), ck)
     short, long_ = (rng.standard_normal((1, t, 32)).astype(np.float32) for t in (99, 100))
     assert np.array_equal(dft.run({"x": short}).outputs["y"], direct.run({"x": short}).outputs["y"])
@@ -155,6 +155,17 @@ def test_dft_conv_rejects_mismatched_spectrum_and_channels():
         op["attrs"]["c_out"] = 8
     with pytest.raises(LoweringError, match="has 16 output channels, attr c_out is 8"):
         compile_circuit(doc, ck)
+
+
+def test_dft_conv_rejects_channels_past_its_work_area():
+    """A tile holds n/2 + 1 regions of three rows as wide as the wider side: 33 * 3 * 1344 floats
+    at n = 64 exceed the 512 KiB area; the same conv at n = 16 fits."""
+    from kcc.ops.dft_conv import fits_work, tiles_per_block
+    assert not fits_work(1344, 16, 64) and fits_work(1344, 16, 16) and tiles_per_block(128, 128, 32) == 16
+    rng = np.random.default_rng(4)
+    ck, _ = _weights(rng, 1344, 16, 7)
+    with pytest.raises(LoweringError, match="Cin 1344 and Cout 16 at n = 64 exceed the kernel's work area"):
+        compile_circuit(_dft_circuit(1344, 16, 7, 64, 3, 1), ck)
 
 
 def test_dft_conv_kernel_refuses_input_shorter_than_its_taps():

@@ -14,6 +14,8 @@ kcc.passes.spectral_convs weighs against the direct conv's K * Cin * Cout.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
@@ -29,12 +31,13 @@ register(Kernel(
           ("n", I64), ("min_rows", I64), ("bias", WEIGHT), ("c_out", I64), ("k_size", I64), ("pad", I64),
           ("dilation", I64), ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="f32: input DFT (n terms in order), three real GEMMs per spectrum slot (Gauss's "
-                     "complex product; 128-term chunks from zero, FMA where the target has it), the "
+        accumulation="f32: input real FFT (radix 2 over n/2 complex points), three real GEMMs per "
+                     "spectrum slot (Gauss's complex product; 128-term chunks from zero, FMA where the "
+                     "target has it), the "
                      "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_f32",
         tolerance=2e-5,
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
-              "at or below the direct conv's own f32 error. Identical for any thread count. Below "
+              "1.1-2.3x the direct conv's own f32 error vs float64. Identical for any thread count. Below "
               "min_rows input rows it is kcc_conv1d_f32 exactly"),
     requires=("kcc_conv1d_f32",),
 ))
@@ -44,22 +47,35 @@ def panels(c_out: int) -> int:
     return -(-c_out // GEMM_NR)
 
 
-# What one multiply-add of the transforms costs in slot-GEMM multiply-adds. Their loads miss L2
-# (a block's rows are re-read for every slot pair) while the GEMMs run near peak, and a smaller
-# n keeps its spectrum in L2 (0.8 MB at 128 channels, n = 16). Calibrated on the EPYC, one conv at
-# a time at the generator's four geometries (bench/bench_dft_conv.py, bench_resblock.py): K 7 is
-# fastest at n = 16 (0.91-0.94x the time of n = 32 at 128 / 256 channels), K 11 at n = 32
-# (n = 16: 1.28x, n = 64: 1.06x); any weight in (4.8, 11.7) picks those, 2 (the load count alone)
-# picked n = 32 for K 7.
-TRANSFORM_WEIGHT = 6.0
+# The cost model, in slot-GEMM multiply-adds per output row (calibrated on the EPYC at the
+# generator's four geometries, bench/bench_dft_conv.py, bench_resblock.py): the GEMMs; the
+# transforms (a real FFT forward, ~2.5 n log2 n multiply-adds per channel and tile, and the
+# direct inverse sum, n per output), each priced at TRANSFORM_WEIGHT GEMM ones (they run at about
+# half the tiles' rate); and the spectrum's bytes, re-read from L3 once per block of tiles,
+# priced at SPECTRUM_WEIGHT (a core streams ~30 GB/s from L3 against ~90 G multiply-adds/s).
+# Measured with this kernel: K 11 at n = 32 (n = 64: 1.07-1.15x slower, 8 tiles a block; n = 16
+# 1.4x at 128 channels), K 7 at n = 16 (n = 32: 0.93-0.95x at 128 channels, 1.3-1.7x at 256, where
+# a block holds 8 tiles); the model picks those.
+TRANSFORM_WEIGHT = 2.0
+SPECTRUM_WEIGHT = 3.0
+VW = 16                     # KCC_DFT_VW: the padding lane block of each work-area row
+
+
+def tiles_per_block(c_in: int, c_out: int, n: int) -> int:
+    """Tiles one block of the kernel holds: its work area over a tile's n/2 + 1 regions of three
+    GEMM rows (as wide as the wider side) less the rows' padding, in whole 8-row GEMM tiles."""
+    regions = n // 2 + 1
+    fit = (WORK - regions * 3 * VW) // (regions * 3 * max(c_in, panels(c_out) * GEMM_NR))
+    return fit // 8 * 8 if fit >= 8 else fit
 
 
 def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
     """Multiply-adds per output row: the slot GEMMs (three real products of Cin x Cout per tile
-    and slot), plus the input DFT and the inverse sum weighted by TRANSFORM_WEIGHT."""
-    h = n - k + 1
+    and slot), the transforms and the spectrum's re-reads, weighted as above."""
+    h, tb = n - k + 1, max(tiles_per_block(c_in, c_out, n), 1)
     gemm = n // 2 * 3 * c_in * panels(c_out) * GEMM_NR
-    return gemm / h + TRANSFORM_WEIGHT * (n // 2 * n * 2 * c_in / h + n // 2 * 2 * c_out)
+    transforms = c_in * 2.5 * n * math.log2(n) + c_out * n * h
+    return (gemm + TRANSFORM_WEIGHT * transforms + SPECTRUM_WEIGHT * spectrum_bytes(c_in, c_out, n) / tb) / h
 
 
 # Multiply-adds one byte of weight traffic is worth: half the ridge point kcc report measured
@@ -105,9 +121,9 @@ def spectrum_pack(w: np.ndarray, a: dict) -> np.ndarray:
     return spec.astype(np.float32)
 
 
-def fits_work(c_in: int, c_out: int) -> bool:
-    """Four tiles' GEMM rows (a slot pair's, in and out) fit the kernel's per-thread work area."""
-    return 4 * 6 * (c_in + panels(c_out) * GEMM_NR) <= WORK
+def fits_work(c_in: int, c_out: int, n: int) -> bool:
+    """One tile's work rows fit the kernel's per-thread work area."""
+    return tiles_per_block(c_in, c_out, n) >= 1
 
 
 def _valid_n(n, k) -> bool:
@@ -147,7 +163,7 @@ def _conv_infer(name, ins, ws, a):
     expect(tuple(ws["spectrum"]) == tuple(ws["weight"]), name,
            f"weight roles 'spectrum' {list(ws['spectrum'])} and 'weight' {list(ws['weight'])} must name "
            "the same conv weight (the spectrum is packed from it)")
-    expect(fits_work(x[2], c_out), name, f"Cin {x[2]} and Cout {c_out} exceed the kernel's work area")
+    expect(fits_work(x[2], c_out, a["n"]), name, f"Cin {x[2]} and Cout {c_out} at n = {a['n']} exceed the kernel's work area")
     for key in ("padding", "dilation"):
         expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
     expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")

@@ -13,24 +13,25 @@
  * of two: exact), the product takes three real GEMMs (Gauss), k1 = (a+b).c, k2 = a.(d-c),
  * k3 = b.(c+d): Re = k1 - k3, Im = k1 + k2 (slot 0: X_0.c_0 and X_n/2.c_n/2, two GEMMs), each
  * [tiles, c_in] x [c_in, c_out] on kcc_gemm_tile_f32: 3/4 of a plain complex product's
- * multiplies. The inverse DFT is then a plain cos/sin sum over slots.
+ * multiplies. The input's bins come from a real FFT (kcc_dft_plan); the inverse is a plain
+ * cos/sin sum over slots (only h of the n outputs are kept, so it is cheaper than an FFT).
  * Layout: spec[f][g][p][ci][j] = S_fg[ci][p*NR + j], S_f = (c, d-c, c+d) (slot 0: c_0, c_n/2, 0),
  * the GEMM pack of kcc_conv1d_f32 (zeros past c_out): a read-only weight made once at lowering
  * (kcc/ops/dft_conv.py, spectrum_pack) from the conv's weight.
  * Short inputs: when n_batch * t_in < min_rows the kernel runs the direct conv on the GEMM pack
  * wp (reading the spectrum would cost more than it saves); the caller picks min_rows.
- * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input DFT,
- * the GEMM (128-term chunks from zero, FMA where the target has it) and the inverse sum run in
- * f32 in a fixed order. The DFT basis is unitary, so rounding does not grow with n the way a
- * Winograd transform's does: measured 0.7-2.3x the direct conv's own f32 error (Gauss's sums
- * a + b, c + d and k1 - k3 round once more; tests/test_dft_conv.py). */
+ * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input FFT
+ * (twiddles rounded from f64), the GEMM (128-term chunks from zero, FMA where the target has
+ * it) and the inverse sum run in f32 in a fixed order. The DFT basis is unitary, so rounding
+ * does not grow with n the way a Winograd transform's does: measured 1.1-2.3x the direct conv's
+ * own f32 error (Gauss's sums a + b, c + d and k1 - k3 round once more; tests/test_dft_conv.py). */
 #define KCC_DFT_MAX_N 64
 #define KCC_DFT_WORK 131072  /* floats per thread (512 KiB of stack): one block's bin and GEMM rows */
 #define KCC_DFT_VW 16        /* lane block of the transforms */
 /* The 16-wide transform steps carry KCC_VECTOR_CLONES (kcc_common.h): portable builds run them
  * on AVX-512 / AVX2 clones picked at load time, with the same results.
- * The transforms walk n rows (d rows apart) per lane block: fetch each row's next block ahead,
- * which the hardware's stride prefetcher does not. A hint only: no effect on results. */
+ * Each tile's n input rows (d rows apart) are fetched while the tile before it transforms; the
+ * inverse fetches each output row's next block ahead. Hints only: no effect on results. */
 #if defined(__GNUC__)
 #define KCC_DFT_PREFETCH(p) __builtin_prefetch(p)
 #else
@@ -58,44 +59,109 @@ static void kcc_dft_basis(int64_t f, int64_t n, double *cs, double *sn)
     }
 }
 
-/* Forward step over one lane block (lanes [0, NL), NL = VW for full blocks, so the accumulators
- * stay in registers): bins f0, f1 of one tile, the sum over its rows x + off[u] (off[u] < 0:
- * zero padding, skipped) of x_row * (cos, -sin) = a + ib; the tile's GEMM rows are written, row g
- * of slot f0 at v0 + g*vs (of f1 at v1 + g*vs): (a + b, a, b); slot 0 (real0): (X_0, X_n/2). */
+/* The forward transform's plan: a real n-point DFT as an N = n/2-point complex FFT of
+ * z_m = x_2m + i x_2m+1 (radix 2, decimation in time: bit-reversed loads, natural-order bins),
+ * then X_f = E_f + e^(-2 pi i f/n) O_f with E_f = (Z_f + conj Z_N-f) / 2, O_f = (Z_f - conj Z_N-f) / 2i.
+ * Tables in f32, made in f64: twiddles e^(-2 pi i k/N) (k < N/2) and (cos, sin)(2 pi f/n) (f < N). */
+typedef struct {
+    int64_t half;                                         /* N */
+    int64_t rev[KCC_DFT_MAX_N / 2];
+    float tw_r[KCC_DFT_MAX_N / 4], tw_i[KCC_DFT_MAX_N / 4];
+    float pw_r[KCC_DFT_MAX_N / 2], pw_i[KCC_DFT_MAX_N / 2];
+} kcc_dft_plan;
+
+static void kcc_dft_plan_make(int64_t n, kcc_dft_plan *pl)
+{
+    const int64_t nh = n / 2;
+    int64_t bits = 0;
+    while (((int64_t)1 << bits) < nh) ++bits;
+    pl->half = nh;
+    for (int64_t m = 0; m < nh; ++m) {
+        int64_t r = 0;
+        for (int64_t q = 0; q < bits; ++q) r |= ((m >> q) & 1) << (bits - 1 - q);
+        pl->rev[m] = r;
+    }
+    for (int64_t k = 0; k < nh / 2; ++k) {
+        pl->tw_r[k] = (float)cos(6.283185307179586476925 * (double)k / (double)nh);
+        pl->tw_i[k] = (float)-sin(6.283185307179586476925 * (double)k / (double)nh);
+    }
+    for (int64_t f = 0; f < nh; ++f) {
+        pl->pw_r[f] = (float)cos(6.283185307179586476925 * (double)f / (double)n);
+        pl->pw_i[f] = (float)sin(6.283185307179586476925 * (double)f / (double)n);
+    }
+}
+
+static const float kcc_dft_zero_row[KCC_DFT_VW] = {0};
+
+/* The forward steps work on whole 16-lane rows through restrict parameters: GCC's -O2
+ * (portable builds) vectorises a loop only when it needs no runtime alias check. */
+static inline void kcc_dft_butterfly(float *KCC_RESTRICT ar, float *KCC_RESTRICT ai, float *KCC_RESTRICT br,
+                                     float *KCC_RESTRICT bi, float wr, float wi)
+{
+    for (int64_t j = 0; j < KCC_DFT_VW; ++j) {
+        const float tr = wr * br[j] - wi * bi[j], ti = wr * bi[j] + wi * br[j];
+        br[j] = ar[j] - tr;
+        bi[j] = ai[j] - ti;
+        ar[j] += tr;
+        ai[j] += ti;
+    }
+}
+
+/* Bin f from Z_f = (pr, pi) and Z_N-f = (qr, qi): X_f = a + ib. */
+static inline void kcc_dft_unpack(const float *KCC_RESTRICT pr, const float *KCC_RESTRICT pi,
+                                  const float *KCC_RESTRICT qr, const float *KCC_RESTRICT qi, float c, float sn,
+                                  float *KCC_RESTRICT a, float *KCC_RESTRICT b)
+{
+    for (int64_t j = 0; j < KCC_DFT_VW; ++j) {
+        const float er = 0.5f * (pr[j] + qr[j]), ei = 0.5f * (pi[j] - qi[j]);
+        const float o_r = 0.5f * (pi[j] + qi[j]), o_i = 0.5f * (qr[j] - pr[j]);
+        a[j] = er + (c * o_r + sn * o_i);
+        b[j] = ei + (c * o_i - sn * o_r);
+    }
+}
+
+/* Forward transform of one tile over one lane block (lanes [0, NL)): its n input rows
+ * x + off[u] (off[u] < 0: zero padding) -> every slot's three GEMM rows, slot f's row g at
+ * v + f*fs + g*vs: (a + b, a, b) for X_f = a + ib; slot 0: (X_0, X_n/2, 0). Lanes past NL
+ * transform zeros and are not stored. */
 #define KCC_DFT_FORWARD_BODY(NL)                                                                  \
-    float ar[KCC_DFT_VW] = {0}, ai[KCC_DFT_VW] = {0}, br[KCC_DFT_VW] = {0}, bi[KCC_DFT_VW] = {0}; \
-    for (int64_t u = 0; u < n; ++u) {                                                             \
-        if (off[u] < 0) continue;                                                                 \
-        const float *KCC_RESTRICT xr = x + off[u];                                                \
-        const float p = cr0[u], q = cm0[u], r = cr1[u], s = cm1[u];                               \
-        KCC_DFT_PREFETCH(xr + KCC_DFT_VW);                                                        \
-        for (int64_t j = 0; j < (NL); ++j) {                                                      \
-            ar[j] = KCC_MADD(p, xr[j], ar[j]);                                                    \
-            ai[j] = KCC_MADD(q, xr[j], ai[j]);                                                    \
-            br[j] = KCC_MADD(r, xr[j], br[j]);                                                    \
-            bi[j] = KCC_MADD(s, xr[j], bi[j]);                                                    \
-        }                                                                                         \
+    const int64_t nh = pl->half;                                                                  \
+    float zr[KCC_DFT_MAX_N / 2][KCC_DFT_VW], zi[KCC_DFT_MAX_N / 2][KCC_DFT_VW];                   \
+    float a[KCC_DFT_VW], b[KCC_DFT_VW];                                                           \
+    for (int64_t j = 0; j < KCC_DFT_VW; ++j) zr[0][j] = zi[0][j] = 0.0f; /* (rewritten: m = 0) */ \
+    for (int64_t m = 0; m < nh; ++m) {                                                            \
+        const float *KCC_RESTRICT xe = off[2 * m] >= 0 ? x + off[2 * m] : kcc_dft_zero_row;       \
+        const float *KCC_RESTRICT xo = off[2 * m + 1] >= 0 ? x + off[2 * m + 1] : kcc_dft_zero_row; \
+        float *KCC_RESTRICT dr = zr[pl->rev[m]], *KCC_RESTRICT di = zi[pl->rev[m]];               \
+        for (int64_t j = 0; j < (NL); ++j) dr[j] = xe[j];                                         \
+        for (int64_t j = 0; j < (NL); ++j) di[j] = xo[j];                                         \
+        for (int64_t j = (NL); j < KCC_DFT_VW; ++j) dr[j] = di[j] = 0.0f;                         \
     }                                                                                             \
-    for (int64_t j = 0; j < (NL); ++j) {                                                          \
-        v0[j] = real0 ? ar[j] : ar[j] + ai[j];                                                    \
-        v0[vs + j] = real0 ? ai[j] : ar[j];                                                       \
-        v0[2 * vs + j] = real0 ? 0.0f : ai[j];                                                    \
-        v1[j] = br[j] + bi[j];                                                                    \
-        v1[vs + j] = br[j];                                                                       \
-        v1[2 * vs + j] = bi[j];                                                                   \
+    for (int64_t len = 2; len <= nh; len *= 2)                                                    \
+        for (int64_t s0 = 0; s0 < nh; s0 += len)                                                  \
+            for (int64_t k = 0; k < len / 2; ++k)                                                 \
+                kcc_dft_butterfly(zr[s0 + k], zi[s0 + k], zr[s0 + k + len / 2], zi[s0 + k + len / 2], \
+                                  pl->tw_r[k * (nh / len)], pl->tw_i[k * (nh / len)]);            \
+    for (int64_t j = 0; j < (NL); ++j) v[j] = zr[0][j] + zi[0][j];                                \
+    for (int64_t j = 0; j < (NL); ++j) v[vs + j] = zr[0][j] - zi[0][j];                           \
+    for (int64_t j = 0; j < (NL); ++j) v[2 * vs + j] = 0.0f;                                      \
+    for (int64_t f = 1; f < nh; ++f) {                                                            \
+        float *KCC_RESTRICT vf = v + f * fs;                                                      \
+        kcc_dft_unpack(zr[f], zi[f], zr[nh - f], zi[nh - f], pl->pw_r[f], pl->pw_i[f], a, b);     \
+        for (int64_t j = 0; j < (NL); ++j) vf[j] = a[j] + b[j];                                   \
+        for (int64_t j = 0; j < (NL); ++j) vf[vs + j] = a[j];                                     \
+        for (int64_t j = 0; j < (NL); ++j) vf[2 * vs + j] = b[j];                                 \
     }
 
 KCC_VECTOR_CLONES
-static void kcc_dft_forward16_f32(const float *KCC_RESTRICT x, const int64_t *off, int64_t n, const float *cr0,
-                                  const float *cm0, const float *cr1, const float *cm1, int64_t vs, int real0,
-                                  float *KCC_RESTRICT v0, float *KCC_RESTRICT v1)
+static void kcc_dft_forward16_f32(const float *KCC_RESTRICT x, const int64_t *off, const kcc_dft_plan *pl,
+                                  int64_t fs, int64_t vs, float *KCC_RESTRICT v)
 {
     KCC_DFT_FORWARD_BODY(KCC_DFT_VW)
 }
 
-static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t *off, int64_t n, const float *cr0,
-                                     const float *cm0, const float *cr1, const float *cm1, int64_t vs, int real0,
-                                     float *KCC_RESTRICT v0, float *KCC_RESTRICT v1, int64_t nl)
+static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t *off, const kcc_dft_plan *pl,
+                                     int64_t fs, int64_t vs, float *KCC_RESTRICT v, int64_t nl)
 {
     KCC_DFT_FORWARD_BODY(nl)
 }
@@ -138,9 +204,10 @@ static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of
     KCC_DFT_INVERSE_BODY(nl)
 }
 
-/* m [rows, ldm] = v [rows, k] x one slot's spectrum sf, in (panel pair, K chunk) order. */
-static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t rows, int64_t k,
-                                  const float *KCC_RESTRICT sf, int64_t panels, float *KCC_RESTRICT m)
+/* m [rows, c_out panels] (row stride ldc) = v [rows, k] (row stride lda) x one slot's spectrum
+ * sf, in (panel pair, K chunk) order. */
+static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t lda, int64_t rows, int64_t k,
+                                  const float *KCC_RESTRICT sf, int64_t panels, float *KCC_RESTRICT m, int64_t ldc)
 {
     const int64_t ldm = panels * KCC_GEMM_NR;
     for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
@@ -148,70 +215,93 @@ static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t rows, int
         for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
             const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
             for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)
-                kcc_gemm_tile_f32(v + i * k + k0, k, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
-                                  sf + (p * k + k0) * KCC_GEMM_NR, k * KCC_GEMM_NR, kc, m + i * ldm + p * KCC_GEMM_NR,
-                                  ldm, nr, k0 == 0);
+                kcc_gemm_tile_f32(v + i * lda + k0, lda, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
+                                  sf + (p * k + k0) * KCC_GEMM_NR, k * KCC_GEMM_NR, kc, m + i * ldc + p * KCC_GEMM_NR,
+                                  ldc, nr, k0 == 0);
         }
     }
 }
 
 /* Called through a pointer, not inlined: next to the transform loops compilers spill the GEMM
  * tile's accumulators (as in norm_conv1d_f32.c). */
-static void (*const volatile kcc_dft_slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t,
-                                                float *) = kcc_dft_slot_gemm_f32;
+static void (*const volatile kcc_dft_slot_gemm)(const float *, int64_t, int64_t, int64_t, const float *, int64_t,
+                                                float *, int64_t) = kcc_dft_slot_gemm_f32;
+
+/* Floats of work one tile takes: n/2 + 1 regions of three GEMM rows as wide as the wider side. */
+static int64_t kcc_dft_tile_work(int64_t n, int64_t c_in, int64_t ldm)
+{
+    return (n / 2 + 1) * 3 * (c_in > ldm ? c_in : ldm);
+}
 
 /* One block: tiles g in [g0, g1) (tile j = g / d of residue r = g % d: the residues interleave,
- * so a block's input and output rows are contiguous), slot pairs in order (the output rows hold
- * the running inverse sum); the caller runs the epilogue. work: tiles * 6 * (c_in + ldm). */
+ * so a block's input and output rows are contiguous), epilogue included.
+ * Each tile is transformed whole (the FFT makes every bin at once; the inverse sums every slot
+ * into its h output rows while they sit in L1), so every slot's GEMM rows are held at once: work
+ * holds n/2 + 1 regions of three rows per tile (width w), slot f's bins in region f + 1 and its
+ * GEMM products in region f, where slot f - 1's bins were (already consumed). A block is as many
+ * whole 8-row GEMM tiles as fit: each block re-reads the whole spectrum. */
 static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
                                    const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
                                    int64_t pad, int64_t d, int64_t t_out, int64_t g0, int64_t g1,
-                                   const float (*cr)[KCC_DFT_MAX_N], const float (*cm)[KCC_DFT_MAX_N],
+                                   const kcc_dft_plan *pl, const float (*cr)[KCC_DFT_MAX_N],
+                                   const float (*cm)[KCC_DFT_MAX_N], const float *KCC_RESTRICT bias,
+                                   float neg_slope, const float *KCC_RESTRICT rb, int64_t has_res,
                                    float *KCC_RESTRICT work, float *KCC_RESTRICT ob)
 {
     const int64_t h = n - k_size + 1, tiles = g1 - g0;
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, ldm = panels * KCC_GEMM_NR;
-    const int64_t part = panels * c_in * KCC_GEMM_NR, vs = tiles * c_in, ms = tiles * ldm;
-    float *v0 = work, *v1 = v0 + 3 * vs, *m0 = v1 + 3 * vs, *m1 = m0 + 3 * ms;
+    const int64_t part = panels * c_in * KCC_GEMM_NR, w = c_in > ldm ? c_in : ldm;
+    /* Row stride: one lane block past tiles * w (often a multiple of 4 KiB), so a tile's rows in
+     * the regions fall in different L1 sets. */
+    const int64_t rs = tiles * w + KCC_DFT_VW;
+#define KCC_DFT_ROW(r, g, tt) (work + ((r) * 3 + (g)) * rs + (tt) * w)
     int64_t off[KCC_DFT_MAX_N], t_of[KCC_DFT_MAX_N];
-    for (int64_t f = 0; f < n / 2; f += 2) {
-        for (int64_t tt = 0; tt < tiles; ++tt) {                  /* bins f, f+1 of each tile's n inputs */
-            const int64_t first = (g0 + tt) % d + d * ((g0 + tt) / d * h) - pad;   /* input row of u = 0 */
+    for (int64_t tt = 0; tt < tiles; ++tt) {                      /* every slot's bins of each tile */
+        const int64_t first = (g0 + tt) % d + d * ((g0 + tt) / d * h) - pad;   /* input row of u = 0 */
+        for (int64_t u = 0; u < n; ++u) {
+            const int64_t row = first + d * u;
+            off[u] = row >= 0 && row < t_in ? row * c_in : -1;
+        }
+        if (tt + 1 < tiles) {   /* fetch the next tile's rows while this one transforms */
+            const int64_t next = (g0 + tt + 1) % d + d * ((g0 + tt + 1) / d * h) - pad;
             for (int64_t u = 0; u < n; ++u) {
-                const int64_t row = first + d * u;
-                off[u] = row >= 0 && row < t_in ? row * c_in : -1;
-            }
-            for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
-                float *a = v0 + tt * c_in + c0, *b = v1 + tt * c_in + c0;
-                if (c_in - c0 >= KCC_DFT_VW)
-                    kcc_dft_forward16_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], vs, f == 0, a, b);
-                else
-                    kcc_dft_forward_tail_f32(xb + c0, off, n, cr[f], cm[f], cr[f + 1], cm[f + 1], vs, f == 0, a, b,
-                                             c_in - c0);
+                const int64_t row = next + d * u;
+                if (row >= 0 && row < t_in)
+                    for (int64_t c = 0; c < c_in; c += 16) KCC_DFT_PREFETCH(xb + row * c_in + c);
             }
         }
-        for (int g = 0; g < 3; ++g) {                             /* slot 0 has no third product */
-            if (f > 0 || g < 2)
-                kcc_dft_slot_gemm(v0 + g * vs, tiles, c_in, spec + f * 3 * part + g * part, panels, m0 + g * ms);
-            kcc_dft_slot_gemm(v1 + g * vs, tiles, c_in, spec + (f + 1) * 3 * part + g * part, panels, m1 + g * ms);
-        }
-        for (int64_t tt = 0; tt < tiles; ++tt) {                  /* inverse: the pair's share of each output */
-            const int64_t t0 = (g0 + tt) % d + d * ((g0 + tt) / d * h);      /* output row of i = 0 */
-            int64_t rows = 0;
-            while (rows < h && t0 + d * rows < t_out) {
-                t_of[rows] = (t0 + d * rows) * c_out;
-                ++rows;
-            }
-            for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW) {
-                const float *a = m0 + tt * ldm + c0, *b = m1 + tt * ldm + c0;
-                if (c_out - c0 >= KCC_DFT_VW)
-                    kcc_dft_inverse16_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ms, f == 0, a, b, f > 0);
-                else
-                    kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], ms, f == 0, a, b,
-                                             f > 0, c_out - c0);
-            }
+        for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
+            float *v = KCC_DFT_ROW(1, 0, tt) + c0;
+            if (c_in - c0 >= KCC_DFT_VW)
+                kcc_dft_forward16_f32(xb + c0, off, pl, 3 * rs, rs, v);
+            else
+                kcc_dft_forward_tail_f32(xb + c0, off, pl, 3 * rs, rs, v, c_in - c0);
         }
     }
+    for (int64_t f = 0; f < n / 2; ++f)                           /* slot 0 has no third product */
+        for (int g = 0; g < (f > 0 ? 3 : 2); ++g)
+            kcc_dft_slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, c_in, spec + f * 3 * part + g * part, panels,
+                              KCC_DFT_ROW(f, g, 0), w);
+    for (int64_t tt = 0; tt < tiles; ++tt) {                      /* inverse: every slot's share of each output */
+        const int64_t t0 = (g0 + tt) % d + d * ((g0 + tt) / d * h);          /* output row of i = 0 */
+        int64_t rows = 0;
+        while (rows < h && t0 + d * rows < t_out) {
+            t_of[rows] = (t0 + d * rows) * c_out;
+            ++rows;
+        }
+        for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW)
+            for (int64_t f = 0; f < n / 2; f += 2) {
+                const float *a = KCC_DFT_ROW(f, 0, tt) + c0, *b = KCC_DFT_ROW(f + 1, 0, tt) + c0;
+                if (c_out - c0 >= KCC_DFT_VW)
+                    kcc_dft_inverse16_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], rs, f == 0, a, b, f > 0);
+                else
+                    kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], rs, f == 0, a, b,
+                                             f > 0, c_out - c0);
+            }
+        for (int64_t i = 0; i < rows; ++i)                        /* the epilogue while the rows are in L1 */
+            kcc_conv_epilogue_f32(ob, c_out, t0 + d * i, t0 + d * i + 1, bias, 1, neg_slope, rb, has_res);
+    }
+#undef KCC_DFT_ROW
 }
 
 static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
@@ -227,10 +317,11 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
                               neg_slope, res, has_res, out);
     const int64_t t_out = t_in + 2 * pad - dilation * (k_size - 1);
     const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR;
-    const int64_t per_tile = 6 * (c_in + ldm);           /* a slot pair's three GEMM rows in and out */
-    if (t_out < 1 || per_tile > KCC_DFT_WORK) return KCC_EDIMS;
-    /* The data transforms' basis in f32: forward (cos, -sin) at u < n; the inverse reuses it
-     * at i < h (Yr cos(2 pi f i/n) - Yi sin(2 pi f i/n); slot 0: Y_0 + (-1)^i Y_n/2). */
+    const int64_t per_tile = kcc_dft_tile_work(n, c_in, ldm);
+    const int64_t area = KCC_DFT_WORK - (n / 2 + 1) * 3 * KCC_DFT_VW;   /* less the rows' padding */
+    if (t_out < 1 || per_tile > area) return KCC_EDIMS;
+    /* The inverse's basis in f32 at i < h: Yr cos(2 pi f i/n) - Yi sin(2 pi f i/n); slot 0:
+     * Y_0 + (-1)^i Y_n/2. */
     float cr[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N], cm[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N];
     for (int64_t f = 0; f < n / 2; ++f) {
         double cs[KCC_DFT_MAX_N], sn[KCC_DFT_MAX_N];
@@ -240,13 +331,17 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
             cm[f][u] = f == 0 ? (float)sn[u] : (float)-sn[u];
         }
     }
+    kcc_dft_plan plan;
+    kcc_dft_plan_make(n, &plan);
     const int64_t h = n - k_size + 1;
     const int64_t q_max = (t_out + dilation - 1) / dilation;          /* outputs of residue 0 */
     const int64_t tiles = (q_max + h - 1) / h, all = dilation * tiles;  /* every residue: tiles */
-    /* Blocks of tiles: as many as the work area holds, since the spectrum is
-     * re-read once per block and the slot GEMMs want rows; cut evenly for the threads so they
-     * finish together (kcc_split_even). Results do not depend on it. */
-    const int64_t tb = kcc_split_even(all, KCC_DFT_WORK / per_tile), blocks = (all + tb - 1) / tb;
+    /* Blocks of tiles: as many whole 8-row GEMM tiles as the work area holds (the spectrum is
+     * re-read once per block, and a remainder row block costs a full tile call), cut evenly for
+     * the threads so they finish together (kcc_split_even). Results do not depend on it
+     * (kcc/ops/dft_conv.py, tiles_per_block, mirrors this for the cost model). */
+    const int64_t fit = area / per_tile, fit8 = fit >= KCC_GEMM_MR ? fit / KCC_GEMM_MR * KCC_GEMM_MR : fit;
+    const int64_t tb = kcc_split_even(all, fit8), blocks = (all + tb - 1) / tb;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;
@@ -254,13 +349,9 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
         for (int64_t blk = 0; blk < blocks; ++blk) {
             float work[KCC_DFT_WORK];
             const int64_t g0 = blk * tb, g1 = g0 + tb < all ? g0 + tb : all;
-            kcc_dft_conv_block_f32(xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1,
-                                   (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm, work, ob);
-            for (int64_t g = g0; g < g1; ++g)
-                for (int64_t i = 0; i < h; ++i) {
-                    const int64_t t = g % dilation + dilation * (g / dilation * h + i);
-                    if (t < t_out) kcc_conv_epilogue_f32(ob, c_out, t, t + 1, bias, 1, neg_slope, rb, has_res);
-                }
+            kcc_dft_conv_block_f32(xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1, &plan,
+                                   (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm, bias,
+                                   neg_slope, rb, has_res, work, ob);
         }
     }
     return KCC_OK;
