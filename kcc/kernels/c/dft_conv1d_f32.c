@@ -30,8 +30,9 @@
 #define KCC_DFT_VW 16        /* lane block of the transforms */
 /* The 16-wide transform steps carry KCC_VECTOR_CLONES (kcc_common.h): portable builds run them
  * on AVX-512 / AVX2 clones picked at load time, with the same results.
- * Each tile's n input rows (d rows apart) are fetched while the tile before it transforms; the
- * inverse fetches each output row's next block ahead. Hints only: no effect on results. */
+ * Prefetches: the next tile's input rows, a lane block at a time while this tile transforms;
+ * in the inverse, this lane block's residual rows and the next one's output rows (the epilogue's
+ * and the first pass's misses, perf). Hints only: no effect on results. */
 #if defined(__GNUC__)
 #define KCC_DFT_PREFETCH(p) __builtin_prefetch(p)
 #else
@@ -262,16 +263,13 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
             const int64_t row = first + d * u;
             off[u] = row >= 0 && row < t_in ? row * c_in : -1;
         }
-        if (tt + 1 < tiles) {   /* fetch the next tile's rows while this one transforms */
-            const int64_t next = (g0 + tt + 1) % d + d * ((g0 + tt + 1) / d * h) - pad;
-            for (int64_t u = 0; u < n; ++u) {
-                const int64_t row = next + d * u;
-                if (row >= 0 && row < t_in)
-                    for (int64_t c = 0; c < c_in; c += 16) KCC_DFT_PREFETCH(xb + row * c_in + c);
-            }
-        }
+        const int64_t next = (g0 + tt + 1) % d + d * ((g0 + tt + 1) / d * h) - pad;
         for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
             float *v = KCC_DFT_ROW(1, 0, tt) + c0;
+            for (int64_t u = 0; u < n && tt + 1 < tiles; ++u) {   /* the next tile's lane block, ahead */
+                const int64_t row = next + d * u;
+                if (row >= 0 && row < t_in) KCC_DFT_PREFETCH(xb + row * c_in + c0);
+            }
             if (c_in - c0 >= KCC_DFT_VW)
                 kcc_dft_forward16_f32(xb + c0, off, pl, 3 * rs, rs, v);
             else
@@ -289,7 +287,11 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
             t_of[rows] = (t0 + d * rows) * c_out;
             ++rows;
         }
-        for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW)
+        for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW) {
+            for (int64_t i = 0; i < rows; ++i) {      /* this lane block's residual, next one's output rows */
+                if (has_res) KCC_DFT_PREFETCH(rb + t_of[i] + c0);
+                if (c0 + KCC_DFT_VW < c_out) KCC_DFT_PREFETCH(ob + t_of[i] + c0 + KCC_DFT_VW);
+            }
             for (int64_t f = 0; f < n / 2; f += 2) {
                 const float *a = KCC_DFT_ROW(f, 0, tt) + c0, *b = KCC_DFT_ROW(f + 1, 0, tt) + c0;
                 if (c_out - c0 >= KCC_DFT_VW)
@@ -298,6 +300,7 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
                     kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], rs, f == 0, a, b,
                                              f > 0, c_out - c0);
             }
+        }
         for (int64_t i = 0; i < rows; ++i)                        /* the epilogue while the rows are in L1 */
             kcc_conv_epilogue_f32(ob, c_out, t0 + d * i, t0 + d * i + 1, bias, 1, neg_slope, rb, has_res);
     }
