@@ -138,6 +138,14 @@ static inline float kcc_tanh_f32(float v)
         }                                                                                         \
     } while (0)
 
+/* A helper the vectoriser must see inside its caller's loop: GCC's -O2 (portable builds) may
+ * leave a larger static inline function as a call, and a call in a loop body stops it. */
+#if defined(__GNUC__)
+#define KCC_FORCE_INLINE static inline __attribute__((always_inline))
+#else
+#define KCC_FORCE_INLINE static inline
+#endif
+
 /* fmaf is one instruction with FMA hardware but a slow libm call without it. */
 #if defined(__FMA__)
 #define KCC_MADD(a, b, c) fmaf((a), (b), (c))

@@ -11,7 +11,7 @@
  * This is not torch's generator: it serves seeded production runs, not bit parity. */
 #define KCC_RNG_BLOCK 256   /* normal pairs per block */
 
-static uint64_t kcc_rng_mix64(uint64_t z)
+KCC_FORCE_INLINE uint64_t kcc_rng_mix64(uint64_t z)
 {
     z += 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -19,7 +19,7 @@ static uint64_t kcc_rng_mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static double kcc_rng_open01(uint64_t key, uint64_t i)
+KCC_FORCE_INLINE double kcc_rng_open01(uint64_t key, uint64_t i)
 {
     const uint64_t r = kcc_rng_mix64(key + (i + 1u) * 0x9E3779B97F4A7C15ull);
     return ((double)(r >> 11) + 0.5) * (1.0 / 9007199254740992.0);
@@ -28,7 +28,7 @@ static double kcc_rng_open01(uint64_t key, uint64_t i)
 /* ln x for normal x > 0 (here u in (2^-54, 1)): x = m 2^e with m in [sqrt(1/2), sqrt(2)) from the
  * exponent bits, ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, the odd series to s^21
  * (remainder below 1e-17 relative), plus e ln 2 in two parts. */
-static inline double kcc_rng_log(double x)
+KCC_FORCE_INLINE double kcc_rng_log(double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
@@ -57,7 +57,7 @@ static inline double kcc_rng_log(double x)
 /* cos and sin of 2 pi u for u in [0, 1]: the quadrant q = round(4u) is taken from u itself, so the
  * reduction r = u - q/4 in [-1/8, 1/8] is exact; then Taylor series of a = 2 pi r (|a| <= pi/4) to
  * a^16 / a^17 (remainder below 2e-17) and the quadrant's rotation, all selects. */
-static inline void kcc_rng_sincos2pi(double u, double *c, double *s)
+KCC_FORCE_INLINE void kcc_rng_sincos2pi(double u, double *c, double *s)
 {
     const double q = (4.0 * u + KCC_ROUND_SHIFT) - KCC_ROUND_SHIFT, r = u - 0.25 * q;
     const double a = r * 6.283185307179586476925, a2 = a * a;
@@ -85,7 +85,7 @@ static inline void kcc_rng_sincos2pi(double u, double *c, double *s)
 }
 
 /* Normal pair p: (r cos(theta), r sin(theta)) of (u(2p), u(2p + 1)), in f64. */
-static inline void kcc_rng_normal_pair(uint64_t key, int64_t p, double *KCC_RESTRICT z0, double *KCC_RESTRICT z1)
+KCC_FORCE_INLINE void kcc_rng_normal_pair(uint64_t key, int64_t p, double *KCC_RESTRICT z0, double *KCC_RESTRICT z1)
 {
     const double u1 = kcc_rng_open01(key, (uint64_t)(2 * p));
     const double u2 = kcc_rng_open01(key, (uint64_t)(2 * p + 1));
@@ -94,6 +94,18 @@ static inline void kcc_rng_normal_pair(uint64_t key, int64_t p, double *KCC_REST
     const double r = sqrt(-2.0 * kcc_rng_log(u1));
     *z0 = r * c;
     *z1 = r * s;
+}
+
+/* nb <= KCC_RNG_BLOCK normal pairs from pair p0 into z0, z1: a full block's loop has a constant
+ * trip count, so portable -O2 builds (and their clones) vectorise it too; same values. */
+KCC_VECTOR_CLONES
+static void kcc_rng_normal_block(uint64_t key, int64_t p0, int64_t nb, double *KCC_RESTRICT z0,
+                                 double *KCC_RESTRICT z1)
+{
+    if (nb == KCC_RNG_BLOCK)
+        for (int64_t j = 0; j < KCC_RNG_BLOCK; ++j) kcc_rng_normal_pair(key, p0 + j, z0 + j, z1 + j);
+    else
+        for (int64_t j = 0; j < nb; ++j) kcc_rng_normal_pair(key, p0 + j, z0 + j, z1 + j);
 }
 
 static int kcc_random_fill_f32(const int32_t *KCC_RESTRICT seed, int64_t stream, int64_t dist, int64_t n,
@@ -117,7 +129,7 @@ static int kcc_random_fill_f32(const int32_t *KCC_RESTRICT seed, int64_t stream,
     for (int64_t blk = 0; blk < blocks; ++blk) {
         const int64_t p0 = blk * KCC_RNG_BLOCK, nb = pairs - p0 < KCC_RNG_BLOCK ? pairs - p0 : KCC_RNG_BLOCK;
         double z0[KCC_RNG_BLOCK], z1[KCC_RNG_BLOCK];
-        for (int64_t j = 0; j < nb; ++j) kcc_rng_normal_pair(key, p0 + j, z0 + j, z1 + j);
+        kcc_rng_normal_block(key, p0, nb, z0, z1);
         for (int64_t j = 0; j < nb; ++j) {
             out[2 * (p0 + j)] = (float)z0[j];
             if (2 * (p0 + j) + 1 < n) out[2 * (p0 + j) + 1] = (float)z1[j];
