@@ -14,4 +14,4 @@ LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.s
   tests/test_embedding_boundary.py tests/test_phoneme_encoder.py tests/test_text_encoder.py \
   tests/test_duration.py tests/test_prosody.py tests/test_decoder.py tests/test_conv_ops.py \
   tests/test_signal_ops.py tests/test_lstm.py tests/test_reliability.py tests/test_dft_conv.py \
-  tests/test_generator.py "$@"
+  tests/test_generator.py tests/test_attention.py "$@"
