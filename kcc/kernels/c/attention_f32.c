@@ -20,7 +20,7 @@
 #define KCC_ATTN_KB 64      /* keys per block: the score tile is QB x KB floats */
 #define KCC_ATTN_MAX_D 256  /* head_dim bound of the packed key / value blocks (64 KiB each) */
 
-/* dst[p][d][16] = src row (j0 + p*16 + c) at column d for d < dim, keys past nb zero: nb rows of
+/* dst[p][d][16] = src row p*16 + c at column d for d < dim, keys past nb zero: nb rows of
  * src (row stride lds) transposed into GEMM panels of 16 keys, `dim` terms deep. */
 static void kcc_attn_pack_keys(const float *KCC_RESTRICT src, int64_t lds, int64_t nb, int64_t dim,
                                float *KCC_RESTRICT dst)
@@ -44,22 +44,6 @@ static void kcc_attn_pack_values(const float *KCC_RESTRICT src, int64_t lds, int
                 const int64_t d = p * KCC_GEMM_NR + c;
                 dst[(p * nb + j) * KCC_GEMM_NR + c] = d < dim ? src[j * lds + d] : 0.0f;
             }
-}
-
-/* c [rows, n] (row stride ldc; =, or += unless first) = a [rows, k] (row stride lda) x the packed
- * panels b (panel stride k * 16), in KC-term chunks: the score tile (k = head_dim) and P V
- * (k = the block's keys). */
-static void kcc_attn_gemm(const float *KCC_RESTRICT a, int64_t lda, int64_t rows, const float *KCC_RESTRICT b,
-                          int64_t k, int64_t n, float *KCC_RESTRICT c, int64_t ldc, int first)
-{
-    for (int64_t j0 = 0; j0 < n; j0 += KCC_GEMM_NP * KCC_GEMM_NR)
-        for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
-            const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
-            for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)
-                kcc_gemm_tile_f32(a + i * lda + k0, lda, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
-                                  b + j0 * k + k0 * KCC_GEMM_NR, k * KCC_GEMM_NR, kc, c + i * ldc + j0, ldc,
-                                  kcc_gemm_pair_cols(n, j0), first && k0 == 0);
-        }
 }
 
 /* Row r of a score block: scale, fold into the running max m / denominator l (rescaling the
@@ -144,11 +128,11 @@ static int kcc_attention_f32(const float *KCC_RESTRICT q, const float *KCC_RESTR
         for (int64_t j0 = 0; j0 < len; j0 += KCC_ATTN_KB) {
             const int64_t nb = len - j0 < KCC_ATTN_KB ? len - j0 : KCC_ATTN_KB;
             kcc_attn_pack_keys(k + base + j0 * width, width, nb, head_dim, kp);
-            kcc_attn_gemm(q + base + i0 * width, width, rows, kp, head_dim, nb, s, KCC_ATTN_KB, 1);  /* S = Q K^T */
+            kcc_gemm_packed_f32(q + base + i0 * width, width, rows, kp, head_dim, nb, s, KCC_ATTN_KB, 1);  /* S = Q K^T */
             for (int64_t r = 0; r < rows; ++r)
                 kcc_attn_softmax_row(s + r * KCC_ATTN_KB, nb, scale, m + r, l + r, o + r * width, head_dim);
             kcc_attn_pack_values(v + base + j0 * width, width, nb, head_dim, vp);
-            kcc_attn_gemm(s, KCC_ATTN_KB, rows, vp, nb, head_dim, o, width, 0);     /* O += P V */
+            kcc_gemm_packed_f32(s, KCC_ATTN_KB, rows, vp, nb, head_dim, o, width, 0);     /* O += P V */
         }
         for (int64_t r = 0; r < rows; ++r)
             kcc_attn_scale_row(o + r * width, head_dim, (float)(1.0 / l[r]));

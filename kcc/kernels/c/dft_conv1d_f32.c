@@ -129,7 +129,8 @@ static inline void kcc_dft_unpack(const float *KCC_RESTRICT pr, const float *KCC
     const int64_t nh = pl->half;                                                                  \
     float zr[KCC_DFT_MAX_N / 2][KCC_DFT_VW], zi[KCC_DFT_MAX_N / 2][KCC_DFT_VW];                   \
     float a[KCC_DFT_VW], b[KCC_DFT_VW];                                                           \
-    for (int64_t j = 0; j < KCC_DFT_VW; ++j) zr[0][j] = zi[0][j] = 0.0f; /* (rewritten: m = 0) */ \
+    for (int64_t j = 0; j < KCC_DFT_VW; ++j) zr[0][j] = zi[0][j] = 0.0f; /* m = 0 rewrites it: */ \
+    /* set anyway, as GCC's -Wmaybe-uninitialized cannot see that the loop below runs */        \
     for (int64_t m = 0; m < nh; ++m) {                                                            \
         const float *KCC_RESTRICT xe = off[2 * m] >= 0 ? x + off[2 * m] : kcc_dft_zero_row;       \
         const float *KCC_RESTRICT xo = off[2 * m + 1] >= 0 ? x + off[2 * m + 1] : kcc_dft_zero_row; \
@@ -205,28 +206,10 @@ static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of
     KCC_DFT_INVERSE_BODY(nl)
 }
 
-/* m [rows, c_out panels] (row stride ldc) = v [rows, k] (row stride lda) x one slot's spectrum
- * sf, in (panel pair, K chunk) order. */
-static void kcc_dft_slot_gemm_f32(const float *KCC_RESTRICT v, int64_t lda, int64_t rows, int64_t k,
-                                  const float *KCC_RESTRICT sf, int64_t panels, float *KCC_RESTRICT m, int64_t ldc)
-{
-    const int64_t ldm = panels * KCC_GEMM_NR;
-    for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
-        const int64_t nr = kcc_gemm_pair_cols(ldm, p * KCC_GEMM_NR);
-        for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
-            const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
-            for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)
-                kcc_gemm_tile_f32(v + i * lda + k0, lda, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
-                                  sf + (p * k + k0) * KCC_GEMM_NR, k * KCC_GEMM_NR, kc, m + i * ldc + p * KCC_GEMM_NR,
-                                  ldc, nr, k0 == 0);
-        }
-    }
-}
-
-/* Called through a pointer, not inlined: next to the transform loops compilers spill the GEMM
- * tile's accumulators (as in norm_conv1d_f32.c). */
-static void (*const volatile kcc_dft_slot_gemm)(const float *, int64_t, int64_t, int64_t, const float *, int64_t,
-                                                float *, int64_t) = kcc_dft_slot_gemm_f32;
+/* A slot's GEMM (kcc_gemm_packed_f32), called through a pointer, not inlined: next to the
+ * transform loops compilers spill the GEMM tile's accumulators (as in norm_conv1d_f32.c). */
+static void (*const volatile kcc_dft_slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t, int64_t,
+                                                float *, int64_t, int64_t) = kcc_gemm_packed_f32;
 
 /* Floats of work one tile takes: n/2 + 1 regions of three GEMM rows as wide as the wider side. */
 static int64_t kcc_dft_tile_work(int64_t n, int64_t c_in, int64_t ldm)
@@ -278,8 +261,8 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
     }
     for (int64_t f = 0; f < n / 2; ++f)                           /* slot 0 has no third product */
         for (int g = 0; g < (f > 0 ? 3 : 2); ++g)
-            kcc_dft_slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, c_in, spec + f * 3 * part + g * part, panels,
-                              KCC_DFT_ROW(f, g, 0), w);
+            kcc_dft_slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, spec + f * 3 * part + g * part, c_in, ldm,
+                              KCC_DFT_ROW(f, g, 0), w, 1);
     for (int64_t tt = 0; tt < tiles; ++tt) {                      /* inverse: every slot's share of each output */
         const int64_t t0 = (g0 + tt) % d + d * ((g0 + tt) / d * h);          /* output row of i = 0 */
         int64_t rows = 0;

@@ -203,3 +203,20 @@ static inline int64_t kcc_gemm_pair_cols(int64_t n, int64_t j0)
 {
     return n - j0 < KCC_GEMM_NP * KCC_GEMM_NR ? n - j0 : KCC_GEMM_NP * KCC_GEMM_NR;
 }
+
+/* c [rows, n] (row stride ldc; =, or += unless first) = a [rows, k] (row stride lda) x B packed
+ * in column panels (panel stride k * NR, zeros past n), in (panel pair, KC chunk, row tile)
+ * order: each B chunk stays in L1 across the row tiles. The chunk sums add in order. */
+static inline void kcc_gemm_packed_f32(const float *KCC_RESTRICT a, int64_t lda, int64_t rows,
+                                       const float *KCC_RESTRICT b, int64_t k, int64_t n, float *KCC_RESTRICT c,
+                                       int64_t ldc, int64_t first)
+{
+    for (int64_t j0 = 0; j0 < n; j0 += KCC_GEMM_NP * KCC_GEMM_NR)
+        for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
+            const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
+            for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)
+                kcc_gemm_tile_f32(a + i * lda + k0, lda, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
+                                  b + j0 * k + k0 * KCC_GEMM_NR, k * KCC_GEMM_NR, kc, c + i * ldc + j0, ldc,
+                                  kcc_gemm_pair_cols(n, j0), first && k0 == 0);
+        }
+}
