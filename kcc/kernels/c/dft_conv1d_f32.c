@@ -217,6 +217,13 @@ static int64_t kcc_dft_tile_work(int64_t n, int64_t c_in, int64_t ldm)
     return (n / 2 + 1) * 3 * (c_in > ldm ? c_in : ldm);
 }
 
+/* Tile g's first output row (i = 0): tile j = g / d of residue r = g % d; its first input row
+ * (u = 0) lies pad rows earlier. */
+static inline int64_t kcc_dft_tile_t0(int64_t g, int64_t d, int64_t h)
+{
+    return g % d + d * (g / d * h);
+}
+
 /* One block: tiles g in [g0, g1) (tile j = g / d of residue r = g % d: the residues interleave,
  * so a block's input and output rows are contiguous), epilogue included.
  * Each tile is transformed whole (the FFT makes every bin at once; the inverse sums every slot
@@ -241,12 +248,12 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
 #define KCC_DFT_ROW(r, g, tt) (work + ((r) * 3 + (g)) * rs + (tt) * w)
     int64_t off[KCC_DFT_MAX_N], t_of[KCC_DFT_MAX_N];
     for (int64_t tt = 0; tt < tiles; ++tt) {                      /* every slot's bins of each tile */
-        const int64_t first = (g0 + tt) % d + d * ((g0 + tt) / d * h) - pad;   /* input row of u = 0 */
+        const int64_t first = kcc_dft_tile_t0(g0 + tt, d, h) - pad;          /* input row of u = 0 */
         for (int64_t u = 0; u < n; ++u) {
             const int64_t row = first + d * u;
             off[u] = row >= 0 && row < t_in ? row * c_in : -1;
         }
-        const int64_t next = (g0 + tt + 1) % d + d * ((g0 + tt + 1) / d * h) - pad;
+        const int64_t next = kcc_dft_tile_t0(g0 + tt + 1, d, h) - pad;       /* the next tile's */
         for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
             float *v = KCC_DFT_ROW(1, 0, tt) + c0;
             for (int64_t u = 0; u < n && tt + 1 < tiles; ++u) {   /* the next tile's lane block, ahead */
@@ -264,7 +271,7 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
             kcc_dft_slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, spec + f * 3 * part + g * part, c_in, ldm,
                               KCC_DFT_ROW(f, g, 0), w, 1);
     for (int64_t tt = 0; tt < tiles; ++tt) {                      /* inverse: every slot's share of each output */
-        const int64_t t0 = (g0 + tt) % d + d * ((g0 + tt) / d * h);          /* output row of i = 0 */
+        const int64_t t0 = kcc_dft_tile_t0(g0 + tt, d, h);
         int64_t rows = 0;
         while (rows < h && t0 + d * rows < t_out) {
             t_of[rows] = (t0 + d * rows) * c_out;

@@ -96,16 +96,13 @@ KCC_FORCE_INLINE void kcc_rng_normal_pair(uint64_t key, int64_t p, double *KCC_R
     *z1 = r * s;
 }
 
-/* nb <= KCC_RNG_BLOCK normal pairs from pair p0 into z0, z1: a full block's loop has a constant
- * trip count, so portable -O2 builds (and their clones) vectorise it too; same values. */
+/* nb normal pairs from pair p0 into z0, z1, through KCC_FOR16 (constant-trip blocks), so
+ * portable -O2 builds (and their clones) vectorise it too; each pair is a function of p alone. */
 KCC_VECTOR_CLONES
 static void kcc_rng_normal_block(uint64_t key, int64_t p0, int64_t nb, double *KCC_RESTRICT z0,
                                  double *KCC_RESTRICT z1)
 {
-    if (nb == KCC_RNG_BLOCK)
-        for (int64_t j = 0; j < KCC_RNG_BLOCK; ++j) kcc_rng_normal_pair(key, p0 + j, z0 + j, z1 + j);
-    else
-        for (int64_t j = 0; j < nb; ++j) kcc_rng_normal_pair(key, p0 + j, z0 + j, z1 + j);
+    KCC_FOR16(nb, kcc_rng_normal_pair(key, p0 + j, z0 + j, z1 + j););
 }
 
 static int kcc_random_fill_f32(const int32_t *KCC_RESTRICT seed, int64_t stream, int64_t dist, int64_t n,
