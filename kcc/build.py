@@ -8,6 +8,7 @@ SHA-256 sidecar: an entry whose bytes no longer match is rebuilt, never loaded.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -16,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcc.isa import level_flags, requested
 from kcc.digest import file_sha256
 
 STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -29,19 +31,26 @@ class BuildError(Exception):
 class BuildOptions:
     opt: str = "-O2"
     native: bool = False          # -march=native: opt-in, the default library stays portable
-    openmp: bool = False
+    # OpenMP: kernels thread over the cores (results are identical to one thread, per kernel
+    # contract); a caller can still run it on one (CompiledCircuit.set_threads).
+    openmp: bool = True
     # -fsanitize=address,undefined; KCC_SANITIZE=1 turns it on for every build (the CI job runs
     # the parity suite that way, with libasan preloaded into Python).
     sanitize: bool = field(default_factory=lambda: os.environ.get("KCC_SANITIZE") == "1")
     # -DKCC_PROFILE: the entry point times every op (C11 timespec_get) into a per-library table
     # that <prefix>_op_seconds reads back. Off by default: the table is shared by all callers.
     profile: bool = False
+    # Force the x86-64 dispatch level of a portable build (kcc/isa.py: baseline, avx2, avx2fma,
+    # avx512): each hot kernel is compiled for that target alone, so this machine runs what a
+    # CPU of that level would. None: KCC_ISA when set, else the CPU dispatches at load time.
+    isa: str | None = None
 
     def flags(self) -> list[str]:
         f = [x if x != "-O2" else self.opt for x in STRICT_FLAGS]
         f += ["-fPIC", "-shared", "-fno-math-errno"]
         if self.native:
             f.append("-march=native")
+        f += level_flags(requested(self.isa, self.native))
         if self.openmp:
             f.append("-fopenmp")
         if self.profile:
@@ -55,7 +64,9 @@ def compiler() -> str:
     return os.environ.get("CC", "cc")
 
 
-def _compiler_identity(cc: str) -> str:
+@functools.lru_cache(maxsize=8)
+def compiler_identity(cc: str) -> str:
+    """`cc --version`: part of every cache key (asked once per process)."""
     try:
         return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
@@ -82,7 +93,7 @@ class Built:
 def build_library(source: str, options: BuildOptions = BuildOptions(), name: str = "circuit") -> Built:
     cc = compiler()
     flags = options.flags()
-    key = hashlib.sha256("\0".join([source, cc, _compiler_identity(cc), *flags]).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join([source, cc, compiler_identity(cc), *flags]).encode()).hexdigest()[:32]
     root = cache_dir()
     lib = root / f"{name}-{key}.so"
     src = root / f"{name}-{key}.c"

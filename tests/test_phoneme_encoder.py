@@ -136,8 +136,9 @@ def _cpu_has_fma() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _cpu_has_fma() or os.environ.get("KCC_SANITIZE") == "1",
-                    reason="portable builds take the fused twins only on FMA CPUs, and not under the sanitizers")
+@pytest.mark.skipif(not _cpu_has_fma() or os.environ.get("KCC_SANITIZE") == "1"
+                    or os.environ.get("KCC_ISA") in ("baseline", "avx2"),
+                    reason="portable builds take the fused twins only on FMA CPUs (and levels), not under the sanitizers")
 def test_portable_gemm_runs_the_native_fused_chains(small_ckpt):
     """gemm_f32.c: portable builds carry fused-multiply-add twins of the GEMM tiles and take them on
     FMA CPUs, so a GEMM-only op gives the native build's bits (22 rows, N = 50: row and column tails)."""

@@ -133,21 +133,16 @@ static void kcc_gemm_tile8x2##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, i
     kcc_gemm_store(rows2, mr, nr - KCC_GEMM_NR, first, c + KCC_GEMM_NR, ldc);                    \
 }
 
+/* The 8-row tiles need AVX-512's 32 registers; the fused twins ride with the v3 / v4 clones. */
 static int kcc_gemm_has_avx512(void)
 {
-#if defined(__AVX512F__)
-    return 1;
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-    return __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
+    return kcc_isa_level_now() == 3;
 }
 
 #if KCC_FMA_VERSIONS
 static int kcc_gemm_has_fma(void)
 {
-    return __builtin_cpu_supports("fma");
+    return kcc_isa_level_now() >= 2;
 }
 #endif
 

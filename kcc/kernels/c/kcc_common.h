@@ -155,12 +155,65 @@ static inline float kcc_tanh_f32(float v)
 
 /* Portable builds stay baseline x86-64 but dispatch their hottest micro-kernels at load time
  * to AVX-512 / AVX2 clones (GCC target_clones, glibc ifunc). No FMA is contracted in ISO C mode,
- * and each clone keeps every lane's summation order, so all clones give identical results. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
-    && !defined(__AVX2__) && !defined(__SANITIZE_ADDRESS__)
+ * and each clone keeps every lane's summation order, so all clones give identical results.
+ * Dispatch levels (kcc/isa.py): 0 baseline (SSE2), 1 AVX2 without the fused GEMM twins,
+ * 2 AVX2 + FMA (x86-64-v3), 3 AVX-512 (x86-64-v4). -DKCC_ISA_LEVEL=n (BuildOptions.isa,
+ * KCC_ISA) forces one: each hot kernel is compiled for that target alone (no resolver), and the
+ * GEMM tile choice follows it, so one machine can run every path a CPU takes. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__AVX2__)
+#define KCC_X86_PORTABLE 1
+#else
+#define KCC_X86_PORTABLE 0
+#endif
+
+#if defined(KCC_ISA_LEVEL)
+#if !KCC_X86_PORTABLE
+#error "KCC_ISA_LEVEL forces a portable x86-64 GCC build's dispatch; this build has none"
+#endif
+#if KCC_ISA_LEVEL == 3
+#define KCC_VECTOR_CLONES __attribute__((target("arch=x86-64-v4")))
+#elif KCC_ISA_LEVEL == 1 || KCC_ISA_LEVEL == 2
+#define KCC_VECTOR_CLONES __attribute__((target("arch=x86-64-v3")))
+#elif KCC_ISA_LEVEL == 0
+#define KCC_VECTOR_CLONES
+#else
+#error "KCC_ISA_LEVEL is 0 (baseline), 1 (avx2), 2 (avx2fma) or 3 (avx512)"
+#endif
+#define KCC_FMA_VERSIONS (KCC_ISA_LEVEL >= 2)
+#elif KCC_X86_PORTABLE && !defined(__SANITIZE_ADDRESS__)
+/* (sanitizer builds carry no clones; a forced level, which needs no resolver, applies to them) */
 #define KCC_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define KCC_FMA_VERSIONS 1   /* such builds also carry fused-multiply-add twins of the GEMM tiles */
 #else
 #define KCC_VECTOR_CLONES
 #define KCC_FMA_VERSIONS 0
+#endif
+
+/* The level this library runs at on this CPU: forced, else what GCC's clone resolver picks
+ * (x86-64-v4, else v3, else default; the FMA twins ride with the v3 / v4 clones, so an FMA CPU
+ * without AVX2 never runs __builtin_fmaf as a libm call), else what the compiler targets;
+ * -1 off x86-64. */
+static inline int kcc_isa_level_now(void)
+{
+#if defined(KCC_ISA_LEVEL)
+    return KCC_ISA_LEVEL;
+#elif KCC_X86_PORTABLE && !defined(__SANITIZE_ADDRESS__)
+    return __builtin_cpu_supports("x86-64-v4") ? 3 : __builtin_cpu_supports("x86-64-v3") ? 2 : 0;
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    return 3;
+#elif defined(__AVX2__) && defined(__FMA__)
+    return 2;
+#elif defined(__AVX2__)
+    return 1;
+#elif defined(__x86_64__)
+    return 0;
+#else
+    return -1;
+#endif
+}
+
+/* The same, for the caller (kcc/isa.py: library_level). Weak: kcc export links every stage's
+ * translation unit, each with its copy. */
+#if defined(__GNUC__)
+__attribute__((weak)) int kcc_isa_level(void) { return kcc_isa_level_now(); }
 #endif
