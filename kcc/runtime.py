@@ -8,6 +8,7 @@ generated entry point; a nonzero status becomes a KccRunError carrying the C sid
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +60,17 @@ class RunResult:
 
 
 class CompiledCircuit:
-    def __init__(self, graph: Graph, plan: MemoryPlan, built: Built, weights: np.ndarray, source: str):
-        self.graph, self.plan, self.built, self.weights, self.source = graph, plan, built, weights, source
+    """A loaded stage library with its graph, plan and read-only weight blob. `source` is the
+    generated C text, or `source_path` names the file it is read from when asked for (a model
+    loaded from an artifact never reads it). `weights_sha256`, when the caller knows it (an
+    artifact's manifest), saves hashing the blob."""
+
+    def __init__(self, graph: Graph, plan: MemoryPlan, built: Built, weights: np.ndarray, source: str | None = None,
+                 source_path: Path | None = None, weights_sha256: str | None = None):
+        self.graph, self.plan, self.built, self.weights = graph, plan, built, weights
+        self._source, self._source_path = source, source_path
+        if weights_sha256 is not None:
+            self.weights_sha256 = weights_sha256
         self.library_path = str(built.library)
         self.lib = ctypes.CDLL(self.library_path)
         self.prefix = symbol_prefix(graph.name)
@@ -79,7 +89,16 @@ class CompiledCircuit:
         self._op_seconds = getattr(self.lib, f"{self.prefix}_op_seconds")
         self._op_seconds.restype = ctypes.c_size_t
         self._op_seconds.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        self.weights_sha256 = hashlib.sha256(weights.tobytes()).hexdigest()
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = Path(self._source_path or self.built.source).read_text(encoding="utf-8")
+        return self._source
+
+    @functools.cached_property
+    def weights_sha256(self) -> str:
+        return hashlib.sha256(self.weights).hexdigest()
 
     def op_seconds(self) -> dict[str, float]:
         """Each op's wall time in the last run (op name -> s): needs BuildOptions(profile=True)."""

@@ -19,12 +19,9 @@ import numpy as np
 from kcc.g2p import G2P, Encoded, G2PError, decode_text, encode
 from kcc.text import MAX_PHONEMES, chunk_words, paragraphs
 from kcc.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
-from kcc.voices import PACK_ROWS, STYLE_DIM, load_voice, style_for, validate_pack
+from kcc.voices import DEFAULT_VOICE, PACK_ROWS, STYLE_DIM, load_voice, style_for, validate_pack
 
 MIN_SPEED, MAX_SPEED = 0.25, 4.0         # OpenAI's range; the circuits accept (0, 5]
-RANDOM_WEIGHTS_NOTICE = ("kcc: notice: no --checkpoint given; using the seeded TEST checkpoint "
-                         "(random weights): the audio is not speech")
-RANDOM_VOICE_NOTICE = "kcc: notice: no --voice given; using a seeded random voice pack (not a real voice)"
 
 
 class SayError(ValueError):
@@ -60,15 +57,17 @@ class SayResult:
 
 
 def random_voice(seed: int = 0) -> np.ndarray:
-    """A seeded stand-in pack (510 x 1 x 256), on the scale of real Kokoro style rows."""
+    """A seeded stand-in pack (510 x 1 x 256), on the scale of real Kokoro style rows: for
+    tests and benchmarks only; nothing picks it by default."""
     rng = np.random.default_rng(seed)
     return (0.1 * rng.standard_normal((PACK_ROWS, 1, STYLE_DIM))).astype(np.float32)
 
 
 def resolve_voice(voice, search: list[Path] | None = None) -> np.ndarray:
-    """A pack from a spec string (kcc.voices.load_voice), an array, or None (random, seed 0)."""
+    """A pack from a spec string (kcc.voices.load_voice: a name, a path or a blend), an array,
+    or None: the default real voice (kcc.voices.DEFAULT_VOICE)."""
     if voice is None:
-        return random_voice(0)
+        return load_voice(DEFAULT_VOICE, search)
     if isinstance(voice, np.ndarray):
         return validate_pack(voice, "array")
     return load_voice(str(voice), search)
@@ -179,22 +178,18 @@ class Progress:
 
 # -- command line ----------------------------------------------------------------------------
 def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False,
-                     threads: int | None = None):
-    """The compiled Synthesizer (first run compiles; kcc.build caches the libraries).
-    threads: build with OpenMP and run kernels on that many threads (None: serial build)."""
+                     threads: int | None = None, log=sys.stderr):
+    """The compiled Synthesizer: the real Kokoro-82M by default, or the checkpoint at a path.
+    The first run compiles it into a cached artifact; later runs map that artifact.
+    threads: kernel threads (default: every core this process may use; kcc.threads)."""
     from kcc.build import BuildOptions
-    from kcc.pipeline import DEFAULT_MAX_FRAMES, Synthesizer
-    if not checkpoint:
-        try:
-            from oracle.checkpoints import test_checkpoint
-        except ImportError:
-            raise SayError("no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)") from None
-        print(RANDOM_WEIGHTS_NOTICE, file=sys.stderr)
-        checkpoint = str(test_checkpoint("full", 0))
-    synth = Synthesizer(checkpoint, BuildOptions(opt="-O3" if native else "-O2", native=native, openmp=bool(threads)),
-                        max_frames=max_frames or DEFAULT_MAX_FRAMES)
-    if threads:
-        synth.set_threads(threads)
+    from kcc.model_store import load_model
+    from kcc.pipeline import DEFAULT_MAX_FRAMES
+    from kcc.threads import resolve_threads
+    n = resolve_threads(threads)
+    synth = load_model(checkpoint, BuildOptions(opt="-O3" if native else "-O2", native=native),
+                       max_frames=max_frames or DEFAULT_MAX_FRAMES, log=log)
+    synth.set_threads(n)
     return synth
 
 
@@ -223,8 +218,6 @@ def run_cli(args) -> int:
         check_speed(args.speed)
         g2p = G2P(args.lang, args.g2p)
         print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
-        if not args.voice:
-            print(RANDOM_VOICE_NOTICE, file=sys.stderr)
         pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
         chunks = plan(text, g2p)           # text errors surface before the (slow) compile
         synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,

@@ -7,6 +7,7 @@ reader, no code runs), a .npy, or one member of a .npz ('voices.npz:name'); blen
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,67 @@ class VoiceError(Exception):
     """A voice cannot be used; the message says which voice and why."""
 
 
+# Kokoro's voice names start with a language letter and a gender letter ('jf_alpha': Japanese,
+# female), the convention of upstream's VOICES.md.
+_LANG_OF = {"a": "en-us", "b": "en-gb", "j": "ja", "z": "zh", "e": "es", "f": "fr", "h": "hi", "i": "it",
+            "p": "pt-br"}
+_GENDER_OF = {"f": "female", "m": "male"}
+DEFAULT_VOICE = "jf_alpha"          # one of the real model's voices; speaks English well too
+
+
+@dataclass(frozen=True)
+class VoiceInfo:
+    name: str
+    language: str                    # e.g. 'ja', 'en-us'; '' when the name does not say
+    gender: str                      # 'female' / 'male' / ''
+    spec: str                        # what load_voice loads: 'path.npz:member' or a file path
+    origin: str                      # 'real model' or the directory it was found in
+
+
+def _info(name: str, spec: str, origin: str) -> VoiceInfo:
+    lang = _LANG_OF.get(name[:1], "") if len(name) > 2 and name[2] == "_" else ""
+    gender = _GENDER_OF.get(name[1:2], "") if lang else ""
+    return VoiceInfo(name, lang, gender, spec, origin)
+
+
+def voice_catalog(search: list[Path] | tuple = (), real: bool = True) -> dict[str, VoiceInfo]:
+    """Every voice known by name: the real model's packs (fetched on first use) and, from each
+    directory in `search`, its .pt / .npy files (by stem) and the members of its .npz files.
+    A directory's voice shadows a real one of the same name."""
+    out: dict[str, VoiceInfo] = {}
+    if real:
+        from kcc.real_model import fetch
+        voices = fetch()["voices"]
+        with np.load(voices, allow_pickle=False) as z:
+            for member in sorted(z.files):
+                out[member] = _info(member, f"{voices}:{member}", "real model")
+    for d in search:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for f in sorted(d.iterdir()):
+            if f.suffix in (".pt", ".npy") and f.is_file():
+                out[f.stem] = _info(f.stem, str(f), str(d))
+            elif f.suffix == ".npz" and f.is_file():
+                try:
+                    with np.load(f, allow_pickle=False) as z:
+                        members = list(z.files)
+                except (OSError, ValueError):
+                    continue
+                for m in members:
+                    out[m] = _info(m, f"{f}:{m}", str(d))
+    return out
+
+
+def _is_name(spec: str) -> bool:
+    return bool(spec) and all(c.isalnum() or c in "_-" for c in spec)
+
+
 def _load_one(spec: str, search: list[Path]) -> np.ndarray:
+    if _is_name(spec) and not Path(spec).is_file():
+        found = voice_catalog(search).get(spec)
+        if found is not None:
+            spec = found.spec
     path_part, member = spec, ""
     if ".npz:" in spec:
         head, member = spec.split(".npz:", 1)

@@ -7,7 +7,7 @@ float Conv/ConvTranspose/MatMul) is dequantised to FP32 and placed by its node s
 (`/decoder/decoder/generator/ups.0/ConvTranspose` -> `decoder.generator.ups.0`); every float
 initialiser that still carries its parameter name (biases, norms, Snake alphas) is placed by
 that name. Weight-normed layers arrive folded and are split back into weight_g / weight_v.
-The target key set and shapes come from the seeded upstream builder, so a tensor that lands
+The target key set and shapes come from kcc/data/kokoro_layout.json (upstream's layout), so a tensor that lands
 nowhere, a target that stays empty, or a shape that disagrees stops the import with its name.
 Two groups are not in the ONNX at all and are recorded as such in the report:
   - the AdaIN InstanceNorm affine params (untrained: upstream keeps affine=True only for an old
@@ -90,13 +90,14 @@ class ImportReport:
         return d
 
 
-def target_layout(config="full") -> dict[str, tuple[int, ...]]:
-    """'section.key' -> shape, from the seeded upstream builder (the real kokoro-v1_0.pth layout)."""
-    from oracle.build_checkpoint import build_modules
-    from oracle.upstream import load_config
-    cfg = load_config(config) if isinstance(config, str) else config
-    parts = build_modules(cfg, 0)
-    return {f"{sec}.{k}": tuple(v.shape) for sec, part in parts.items() for k, v in part.state_dict().items()}
+_LAYOUT_TABLE = Path(__file__).resolve().parents[1] / "data" / "kokoro_layout.json"
+
+
+def target_layout() -> dict[str, tuple[int, ...]]:
+    """'section.key' -> shape of the real kokoro-v1_0.pth layout, from the table shipped in the
+    package (made from upstream by scripts/make_layout_table.py, checked by a test)."""
+    doc = json.loads(_LAYOUT_TABLE.read_text(encoding="utf-8"))
+    return {k: tuple(v) for k, v in doc["tensors"].items()}
 
 
 def scope_module(node_name: str) -> str | None:
@@ -222,15 +223,15 @@ def _map_named(g: GraphIndex, b: _Builder, used: set[str]) -> None:
         b.put(key, arr, f"initialiser {name}")
 
 
-def import_onnx(onnx_path, config="full", targets: dict | None = None,
+def import_onnx(onnx_path, targets: dict | None = None,
                 graph: GraphIndex | None = None) -> tuple[dict[str, dict[str, np.ndarray]], ImportReport]:
     """Return ({section: {'module.'+key: fp32 array}}, report) in the builder's key order.
 
-    `targets` ('section.key' -> shape) defaults to target_layout(config); `graph` to the
+    `targets` ('section.key' -> shape) defaults to target_layout(); `graph` to the
     loaded ONNX (both injectable so a caller can reuse them).
     """
     g = GraphIndex.load(onnx_path) if graph is None else graph
-    targets = target_layout(config) if targets is None else targets
+    targets = target_layout() if targets is None else targets
     report = ImportReport(source=str(onnx_path))
     b = _Builder(targets, report)
     _map_named(g, b, _map_nodes(g, b))
