@@ -1,0 +1,120 @@
+"""The embedded engine: items run in worker processes on this machine, each worker holding one
+synthesizer loaded from the shared compiled artifact (kcc.build's content-hash cache builds it
+once; every later load is a cache hit).
+
+Workers are spawned, not forked: a forked child of a process that already ran OpenMP kernels
+(a notebook, the server) can deadlock in libgomp. A worker that dies (killed, crashed) breaks
+the pool; the pool is rebuilt and the items that were in flight are retried, and an item in
+flight at MAX_ATTEMPTS deaths becomes an error record, so a poison item cannot stall the batch.
+One worker runs in this process (no spawn, and a loaded synthesizer object may be passed in).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Callable, Iterable, Iterator
+
+from kcc.batch.item import ItemWorker, JobOptions, Outcome
+from kcc.batch.manifest import Item
+
+MAX_ATTEMPTS = 3
+
+
+class WorkerLoadError(RuntimeError):
+    """A worker could not load its synthesizer (a job problem, not an item's): the batch stops."""
+
+
+@dataclass(frozen=True)
+class SynthSpec:
+    """How a worker loads its synthesizer (picklable, so it travels to spawned and Ray workers).
+    threads: kernel threads per worker; 1 or None is the serial build (no OpenMP)."""
+    checkpoint: str | None = None
+    max_frames: int | None = None
+    native: bool = False
+    threads: int | None = None
+
+    def __call__(self):
+        from kcc.say import load_synthesizer
+        threads = self.threads if self.threads and self.threads > 1 else None
+        return load_synthesizer(self.checkpoint, self.max_frames, native=self.native, threads=threads)
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def split_cores(cores: int, workers: int | None = None, threads: int | None = None) -> tuple[int, int]:
+    """(workers, kernel threads per worker). Default one single-threaded worker per core:
+    bench/bench_batch.py measured it ahead of one process with all cores as kernel threads for
+    short and long items (bench/results/bench_batch.md)."""
+    if workers is None and threads is None:
+        return max(1, cores), 1
+    if workers is None:
+        return max(1, cores // max(1, threads)), threads
+    return max(1, workers), threads or max(1, cores // max(1, workers))
+
+
+_WORKER: ItemWorker | None = None
+
+
+def _run_in_worker(factory: Callable, options: JobOptions, item: Item) -> Outcome:
+    global _WORKER
+    if _WORKER is None:
+        try:
+            synth = factory()
+        except Exception as exc:
+            raise WorkerLoadError(f"worker {os.getpid()} cannot load the synthesizer: {type(exc).__name__}: {exc}") from None
+        _WORKER = ItemWorker(synth, options)
+    return _WORKER.run(item)
+
+
+def run_in_process(items: Iterable[Item], options: JobOptions, synth) -> Iterator[Outcome]:
+    worker = ItemWorker(synth, options)
+    for item in items:
+        yield worker.run(item)
+
+
+def run_local(items: Iterable[Item], options: JobOptions, factory: Callable, workers: int) -> Iterator[Outcome]:
+    """Outcomes in completion order. workers == 1 runs here, in this process."""
+    if workers <= 1:
+        try:
+            synth = factory()
+        except Exception as exc:
+            raise WorkerLoadError(f"cannot load the synthesizer: {type(exc).__name__}: {exc}") from None
+        yield from run_in_process(items, options, synth)
+        return
+    pending = list(items)[::-1]                # popped from the end: manifest order
+    attempts: dict[int, int] = {}
+    ctx = get_context("spawn")
+    while pending:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        inflight: dict[Future, Item] = {}
+        broken = False
+        try:
+            while pending or inflight:
+                while pending and len(inflight) < 2 * workers and not broken:
+                    item = pending.pop()
+                    inflight[pool.submit(_run_in_worker, factory, options, item)] = item
+                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    item = inflight.pop(fut)
+                    try:
+                        yield fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        n = attempts[id(item)] = attempts.get(id(item), 0) + 1
+                        if n >= MAX_ATTEMPTS:
+                            yield Outcome(item.id, item.line, "error",
+                                          f"a worker died {n} times with this item in flight (killed or crashed)")
+                        else:
+                            pending.append(item)
+                if broken and not inflight:
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)

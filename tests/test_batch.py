@@ -1,0 +1,410 @@
+"""kcc batch: manifests, item outputs and sidecars, resume after kill -9, the local worker pool,
+bad items as error records, the Python iterator API and the CLI (fake synthesizer and G2P)."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kcc.batch import Batch, BatchError, Defaults, Item, ManifestError, Rejected
+from kcc.batch.audio import AudioFormatError, encode_audio
+from kcc.batch.item import ItemWorker, JobOptions, is_done
+from kcc.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cores
+from kcc.batch.manifest import RUN_MANIFEST, read_manifest
+from kcc.g2p import load_vocab
+from kcc.say import random_voice
+from test_say import FakeSynth, LetterG2P
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# -- picklable doubles for spawned workers --------------------------------------------------
+def letters(lang):
+    return LetterG2P()
+
+
+@dataclass(frozen=True)
+class FakeFactory:
+    """Loads a FakeSynth in a worker. kill_seed: a call with that seed SIGKILLs its process, once
+    (a marker file in `marks` remembers) or every time (always). Each load leaves a file in `marks`."""
+    marks: str | None = None
+    kill_seed: int = -1
+    always: bool = False
+    delay: float = 0.0
+
+    def __call__(self):
+        if self.marks:
+            Path(self.marks, f"load-{os.getpid()}-{time.monotonic_ns()}").touch()
+        return _KillingSynth(self)
+
+
+class _KillingSynth(FakeSynth):
+    model_digest = "fake-model-1"
+
+    def __init__(self, factory: FakeFactory):
+        super().__init__(delay=factory.delay)
+        self.factory = factory
+
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0):
+        if seed == self.factory.kill_seed:
+            marker = Path(self.factory.marks, f"killed-{seed}")
+            if self.factory.always or not marker.exists():
+                marker.touch()
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super().synthesize(ids, ref_s, speed, seed)
+
+
+class FailingFactory:
+    def __call__(self):
+        raise RuntimeError("no model here")
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def ids_of(phonemes: str) -> list[int]:
+    vocab = load_vocab()
+    return [vocab[c] for c in phonemes]
+
+
+def expected_bytes(phonemes: str, speed: float = 1.0, fmt: str = "wav") -> bytes:
+    ids = ids_of(phonemes)
+    return encode_audio(FakeSynth.audio(ids, FakeSynth.durations(ids, speed)), fmt)
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def outputs(outdir: Path) -> dict[str, bytes]:
+    """Every item file; sidecars without their wall time (the only field that may differ)."""
+    got = {}
+    for p in sorted(outdir.iterdir()):
+        if p.name.startswith(".") or p.name == RUN_MANIFEST:
+            continue
+        if p.suffix == ".json":
+            side = json.loads(p.read_text(encoding="utf-8"))
+            side.pop("wall_s")
+            got[p.name] = json.dumps(side, sort_keys=True).encode()
+        else:
+            got[p.name] = p.read_bytes()
+    return got
+
+
+PHONEME_ITEMS = [{"id": f"p{i}", "phonemes": ph, "seed": 10 + i}
+                 for i, ph in enumerate(["hɛlO wɜɹld.", "ə bɪt mɔɹ.", "kəkˈɔɹO.", "tɛst wʌn tu.", "ɡʊd bI."])]
+
+
+# -- manifests --------------------------------------------------------------------------------
+def test_manifest_kinds_read_the_same_items(tmp_path):
+    rows = [{"id": "a1", "text": "Hello there.", "voice": "af", "speed": 1.25, "seed": 3, "format": "flac"},
+            {"id": "b2", "phonemes": "hɛlO", "lang": "en-gb"}]
+    jl = read_manifest(write_jsonl(tmp_path / "m.jsonl", rows))
+    csv_path = tmp_path / "m.csv"
+    csv_path.write_text("id,text,phonemes,voice,lang,speed,seed,format\n"
+                        "a1,Hello there.,,af,,1.25,3,flac\n"
+                        "b2,,hɛlO,,en-gb,,,\n", encoding="utf-8")
+    cs = read_manifest(csv_path)
+    strip = lambda recs: [{**r.to_dict(), "line": 0} for r in recs]
+    assert strip(jl) == strip(cs)
+    assert jl[0] == Item("a1", 1, "Hello there.", None, "af", "en-us", 1.25, 3, "flac")
+    assert jl[1] == Item("b2", 2, None, "hɛlO", None, "en-gb", 1.0, 0, "wav")
+    txt = tmp_path / "lines.txt"
+    txt.write_text("First line.\n\n  Third line.  \n", encoding="utf-8")
+    assert read_manifest(txt, Defaults(voice="v", format="mp3")) == [
+        Item("1", 1, "First line.", voice="v", format="mp3"), Item("3", 3, "Third line.", voice="v", format="mp3")]
+
+
+BAD_RECORDS = [
+    ({"id": "a/b", "text": "x"}, "path separator"),
+    ({"id": "a\\b", "text": "x"}, "path separator"),
+    ({"id": "..", "text": "x"}, "starts with '.'"),
+    ({"id": ".hidden", "text": "x"}, "starts with '.'"),
+    ({"id": "bell\x07", "text": "x"}, "control character"),
+    ({"id": "", "text": "x"}, "empty"),
+    ({"id": " pad", "text": "x"}, "whitespace"),
+    ({"id": "x" * 201, "text": "x"}, "longer than 200 bytes"),
+    ({"id": "kcc-batch", "text": "x"}, "reserved"),
+    ({"id": ["l"], "text": "x"}, "must be a string"),
+    ({"text": "x"}, "must be a string"),
+    ({"id": "a", "text": "x", "phonemes": "y"}, "exactly one"),
+    ({"id": "a"}, "exactly one"),
+    ({"id": "a", "text": "   "}, "text is empty"),
+    ({"id": "a", "text": 5}, "must be a string"),
+    ({"id": "a", "text": "x", "speed": 9}, "speed must be between"),
+    ({"id": "a", "text": "x", "speed": "fast"}, "speed must be a number"),
+    ({"id": "a", "text": "x", "seed": 1.5}, "seed must be an integer"),
+    ({"id": "a", "text": "x", "seed": -1}, "seed must be in"),
+    ({"id": "a", "text": "x", "format": "aiff"}, "format 'aiff'"),
+    ({"id": "a", "text": "x", "lang": "fr"}, "lang 'fr'"),
+    ({"id": "a", "text": "x", "voice": "../secret.npy"}, "not paths"),
+    ({"id": "a", "text": "x", "colour": "red"}, "unknown column"),
+]
+
+
+@pytest.mark.parametrize("record, reason", BAD_RECORDS)
+def test_bad_records_are_rejected_with_reason(tmp_path, record, reason):
+    got = read_manifest(write_jsonl(tmp_path / "m.jsonl", [{"id": "ok", "text": "fine"}, record]))
+    assert isinstance(got[0], Item) and len(got) == 2
+    assert isinstance(got[1], Rejected) and got[1].line == 2 and reason in got[1].reason, got[1]
+
+
+def test_bad_lines_and_repeated_ids(tmp_path):
+    m = tmp_path / "m.jsonl"
+    m.write_text('{"id": "a", "text": "x"}\n{oops\n[1, 2]\n{"id": "A", "text": "y"}\n{"id": 7, "text": "z"}\n',
+                 encoding="utf-8")
+    got = read_manifest(m)
+    assert [type(r).__name__ for r in got] == ["Item", "Rejected", "Rejected", "Rejected", "Item"]
+    assert "not valid JSON" in got[1].reason and "expected a JSON object" in got[2].reason
+    assert got[3].reason == "id 'A' repeats the id on line 1" and got[4].id == "7"
+    c = tmp_path / "m.csv"
+    c.write_text('id,text\nok,"quoted, with comma"\nbad,two,extra\n', encoding="utf-8")
+    got = read_manifest(c)
+    assert got[0].text == "quoted, with comma" and "more field(s) than the header" in got[1].reason
+
+
+@pytest.mark.parametrize("content, kind, msg", [
+    (None, None, "No such file"),
+    (b"id,text\nok,caf\xe9\n", None, "not valid UTF-8"),
+    (b"name,text\nok,x\n", None, "needs a header row with an 'id' column"),
+    (b"x\n", "yaml", "kind 'yaml'"),
+])
+def test_unreadable_manifests_raise(tmp_path, content, kind, msg):
+    path = tmp_path / "m.csv"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ManifestError, match=msg):
+        read_manifest(path, kind=kind)
+
+
+# -- items, sidecars, resume --------------------------------------------------------------------
+def run_batch(manifest, out, **kw) -> tuple[Batch, list]:
+    kw.setdefault("synth", FakeFactory())
+    kw.setdefault("workers", 1)
+    kw.setdefault("g2p", letters)
+    job = Batch(manifest, out, **kw)
+    return job, list(job)
+
+
+def test_item_outputs_and_sidecar(tmp_path):
+    job, got = run_batch([{"id": "hello", "text": "Hello brave world.", "seed": 7, "speed": 1.25},
+                          PHONEME_ITEMS[0]], tmp_path / "out")
+    assert [o.status for o in got] == ["done", "done"] and job.ok
+    out = tmp_path / "out"
+    assert (out / "hello.wav").read_bytes() == expected_bytes("hello brave world.", 1.25)
+    assert (out / "p0.wav").read_bytes() == expected_bytes(PHONEME_ITEMS[0]["phonemes"])
+    side = json.loads((out / "hello.json").read_text(encoding="utf-8"))
+    ids = ids_of("hello brave world.")
+    assert side["phonemes"] == ["hello brave world."] and side["seed"] == 7 and side["speed"] == 1.25
+    assert side["durations"] == [FakeSynth.durations(ids, 1.25).tolist()]
+    assert [w["word"] for w in side["words"]] == ["Hello", "brave", "world", "."]
+    assert side["model_digest"] == "fake-model-1" and side["g2p"] == "letters (test double)"
+    data = (out / "hello.wav").read_bytes()
+    assert side["audio"]["sha256"] == hashlib.sha256(data).hexdigest() and side["audio"]["bytes"] == len(data)
+    assert side["audio"]["samples"] == int(FakeSynth.durations(ids, 1.25).sum()) * 600
+    assert side["audio"]["seconds"] == pytest.approx(got[0].audio_s) and side["wall_s"] > 0
+    run = json.loads((out / RUN_MANIFEST).read_text())
+    assert run["status"] == "complete" and run["counts"]["done"] == 2 and run["failures"] == []
+    assert run["throughput"]["audio_s"] == pytest.approx(sum(o.audio_s for o in got), abs=1e-3)
+
+
+def test_rerun_skips_done_items_and_redoes_changed_or_damaged_ones(tmp_path):
+    out = tmp_path / "out"
+    _, first = run_batch(PHONEME_ITEMS, out)
+    assert {o.status for o in first} == {"done"}
+    before = outputs(out)
+    _, again = run_batch(PHONEME_ITEMS, out, synth=FakeFactory(marks=str(tmp_path)))
+    assert [o.status for o in again] == ["skipped"] * 5 and outputs(out) == before
+    # damage: a truncated audio, an edited audio of the same size, a missing sidecar, a stale temp file
+    (out / "p0.wav").write_bytes((out / "p0.wav").read_bytes()[:100])
+    b = bytearray((out / "p1.wav").read_bytes())
+    b[-1] ^= 1
+    (out / "p1.wav").write_bytes(bytes(b))
+    (out / "p2.json").unlink()
+    (out / ".p3.wav.abc.part").write_bytes(b"half")
+    changed = [dict(r, speed=1.5) if r["id"] == "p4" else r for r in PHONEME_ITEMS]
+    _, third = run_batch(changed, out)
+    assert {o.id: o.status for o in third} == {"p0": "done", "p1": "done", "p2": "done", "p3": "skipped", "p4": "done"}
+    assert not list(out.glob(".*.part"))
+    after = outputs(out)
+    assert (out / "p4.wav").read_bytes() == expected_bytes(PHONEME_ITEMS[4]["phonemes"], 1.5)
+    assert {k: v for k, v in after.items() if not k.startswith("p4")} == {
+        k: v for k, v in before.items() if not k.startswith("p4")}
+
+
+def test_bad_items_become_error_records_and_the_batch_goes_on(tmp_path):
+    out = tmp_path / "out"
+    records = [{"id": "good", "phonemes": "hɛlO"},
+               {"id": "novoice", "text": "Hi there.", "voice": "nobody"},
+               {"id": "long", "text": "word " * 50},
+               {"id": "odd", "phonemes": "hʘlO"},
+               {"id": "../escape", "text": "x"},
+               {"id": "silent", "text": "\u200b"},
+               {"id": "good2", "text": "Fine again."}]
+    job, got = run_batch(records, out, max_chars=200)
+    reasons = {o.id: (o.status, o.reason) for o in got}
+    assert reasons["good"] == ("done", "") and reasons["good2"] == ("done", "")
+    assert reasons["novoice"][0] == "error" and "voice 'nobody'" in reasons["novoice"][1]
+    assert "too long: 250 characters, over the 200" in reasons["long"][1]
+    assert "'ʘ' (U+0298)" in reasons["odd"][1]
+    assert "path separator" in reasons["../escape"][1]
+    assert "no phonemes" in reasons["silent"][1]
+    assert not job.ok and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in out.iterdir()) == [".kcc-batch.lock", "good.json", "good.wav", "good2.json",
+                                                     "good2.wav", RUN_MANIFEST]
+    run = json.loads((out / RUN_MANIFEST).read_text())
+    assert run["counts"] == {"records": 7, "finished": 7, "done": 2, "skipped": 0, "failed": 5}
+    assert {f["id"]: f["line"] for f in run["failures"]} == {"novoice": 2, "long": 3, "odd": 4, "../escape": 5,
+                                                            "silent": 6}
+
+
+def test_voices_resolve_by_name_and_blend(tmp_path):
+    vdir = tmp_path / "voices"
+    vdir.mkdir()
+    np.save(vdir / "va.npy", random_voice(1))
+    np.save(vdir / "vb.npy", random_voice(2))
+    out = tmp_path / "out"
+    worker = ItemWorker(FakeSynth(), JobOptions(str(out), (str(vdir),), letters))
+    pack, digest = worker.voice("va.npy:0.75,vb.npy:0.25")
+    np.testing.assert_allclose(pack, 0.75 * random_voice(1) + 0.25 * random_voice(2), atol=1e-7)
+    assert worker.voice("va.npy")[1] != digest
+    synth = FakeSynth()
+    job, got = run_batch([{"id": "v", "phonemes": "hɛlO", "voice": "vb.npy"}], out, synth=synth,
+                         voices_dirs=[str(vdir)])
+    assert got[0].status == "done"
+    np.testing.assert_array_equal(synth.calls[0]["ref_s"], random_voice(2)[len("hɛlO") - 1])
+
+
+def test_kill_9_loses_only_items_in_flight_and_resume_matches_a_clean_run(tmp_path):
+    items = [{"id": f"k{i:02d}", "phonemes": "hɛlO wɜɹld " * (1 + i % 3), "seed": i} for i in range(12)]
+    manifest = write_jsonl(tmp_path / "m.jsonl", items)
+    out = tmp_path / "out"
+    script = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+              "from test_batch import FakeFactory, letters\nfrom kcc.batch import Batch\n"
+              "for o in Batch(sys.argv[2], sys.argv[3], synth=FakeFactory(delay=0.15), workers=1, g2p=letters):\n"
+              "    print(o.id, o.status, flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(REPO / "tests"), str(manifest), str(out)],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO)
+    finished = [proc.stdout.readline().split()[0] for _ in range(4)]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    # every item with a sidecar is complete; nothing else pretends to be
+    sides = sorted(p.stem for p in out.glob("k[0-9]*.json"))
+    assert set(finished) <= set(sides) and len(sides) < 12
+    for stem in sides:
+        side = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
+        assert is_done(out / f"{stem}.wav", out / f"{stem}.json", side["fingerprint"])
+    assert json.loads((out / RUN_MANIFEST).read_text())["status"] == "running"
+    _, resumed = run_batch(manifest, out)
+    assert sorted(o.id for o in resumed if o.status == "skipped") == sides
+    assert all(o.status in ("done", "skipped") for o in resumed) and len(resumed) == 12
+    _, clean = run_batch(manifest, tmp_path / "clean")
+    assert outputs(out) == outputs(tmp_path / "clean")
+
+
+def test_one_job_per_outdir(tmp_path):
+    job = Batch(PHONEME_ITEMS, tmp_path, synth=FakeFactory(), workers=1)
+    it = iter(job)
+    next(it)
+    with pytest.raises(BatchError, match="another kcc batch is writing"):
+        list(Batch(PHONEME_ITEMS, tmp_path, synth=FakeFactory(), workers=1))
+    it.close()
+    assert json.loads((tmp_path / RUN_MANIFEST).read_text())["status"] == "interrupted"
+    assert len(list(Batch(PHONEME_ITEMS, tmp_path, synth=FakeFactory(), workers=1))) == 5
+
+
+def test_unknown_engine_and_unloadable_model(tmp_path):
+    with pytest.raises(BatchError, match="engine 'spark'"):
+        Batch(PHONEME_ITEMS, tmp_path, engine="spark")
+    with pytest.raises(WorkerLoadError, match="no model here"):
+        list(Batch(PHONEME_ITEMS, tmp_path, synth=FailingFactory(), workers=1))
+
+
+def test_split_cores():
+    assert split_cores(2) == (2, 1)
+    assert split_cores(8, threads=2) == (4, 2)
+    assert split_cores(8, workers=2) == (2, 4)
+    assert split_cores(2, workers=3, threads=1) == (3, 1)
+
+
+# -- the worker pool --------------------------------------------------------------------------
+def test_pool_matches_in_process_and_survives_a_killed_worker(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    _, serial = run_batch(PHONEME_ITEMS, tmp_path / "serial")
+    job, pooled = run_batch(PHONEME_ITEMS, tmp_path / "pool", workers=2,
+                            synth=FakeFactory(marks=str(marks), kill_seed=12))
+    assert job.ok and sorted(o.id for o in pooled) == [r["id"] for r in PHONEME_ITEMS]
+    assert (marks / "killed-12").exists()
+    assert 3 <= len(list(marks.glob("load-*"))) <= 2 * 2 + 2      # per worker (and its replacement), not per item
+    assert outputs(tmp_path / "pool") == outputs(tmp_path / "serial")
+
+
+def test_pool_gives_up_on_an_item_that_always_kills_its_worker(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    job, got = run_batch(PHONEME_ITEMS[:3], tmp_path / "out", workers=2,
+                         synth=FakeFactory(marks=str(marks), kill_seed=11, always=True))
+    status = {o.id: o for o in got}
+    assert status["p1"].status == "error" and f"died {MAX_ATTEMPTS} times" in status["p1"].reason
+    assert status["p0"].status == status["p2"].status == "done" and not job.ok
+
+
+# -- audio formats ----------------------------------------------------------------------------
+def test_compressed_formats_are_deterministic_and_decode():
+    av = pytest.importorskip("av")
+    ids = ids_of("hɛlO wɜɹld.")
+    audio = FakeSynth.audio(ids, FakeSynth.durations(ids))
+    pcm = np.round(np.clip(audio, -1, 1) * 32767).astype(np.int16)
+    for fmt, rate in (("flac", 24000), ("mp3", 24000), ("opus", 48000)):
+        data = encode_audio(audio, fmt)
+        assert encode_audio(audio, fmt) == data
+        with av.open(io.BytesIO(data)) as c:
+            stream = c.streams.audio[0]
+            decoded = np.concatenate([f.to_ndarray().reshape(-1) for f in c.decode(stream)])
+            assert stream.rate == rate
+        if fmt == "flac":
+            np.testing.assert_array_equal(decoded, pcm)                  # lossless
+        else:
+            assert abs(decoded.size - pcm.size * rate // 24000) <= 2 * 1152 + 312 * rate // 24000
+    with pytest.raises(AudioFormatError, match="unknown audio format 'aiff'"):
+        encode_audio(audio, "aiff")
+
+
+# -- command line -----------------------------------------------------------------------------
+def _cli(argv, monkeypatch):
+    from kcc.batch import cli as batch_cli
+    from kcc.batch import local_pool
+    monkeypatch.setattr(local_pool.SynthSpec, "__call__", lambda self: FakeSynth())
+    monkeypatch.setattr("kcc.batch.item.G2P", lambda lang, backend: LetterG2P())
+    ap = argparse.ArgumentParser(prog="kcc")
+    batch_cli.add_parser(ap.add_subparsers(dest="cmd"))
+    args = ap.parse_args(["batch", *argv])
+    return args.fn(args)
+
+
+def test_cli_batch_exit_status_and_progress(tmp_path, monkeypatch, capsys):
+    txt = tmp_path / "lines.txt"
+    txt.write_text("One line here.\nAnother line.\n", encoding="utf-8")
+    rc = _cli([str(txt), "-o", str(tmp_path / "out"), "--workers", "1", "--progress", "--seed", "4"], monkeypatch)
+    err = capsys.readouterr().err
+    assert rc == 0 and "2/2 items" in err and "h audio" in err and "ETA" in err
+    assert json.loads((tmp_path / "out" / "2.json").read_text(encoding="utf-8"))["seed"] == 4
+    txt.write_text("One line here.\n\u200b\n", encoding="utf-8")
+    rc = _cli([str(txt), "-o", str(tmp_path / "out"), "--workers", "1"], monkeypatch)
+    assert rc == 1 and "item '2' (line 2)" in capsys.readouterr().err
+    rc = _cli([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "out")], monkeypatch)
+    assert rc == 2 and "ManifestError" in capsys.readouterr().err
+    rc = _cli([str(txt), "-o", str(tmp_path / "o2"), "--speed", "9"], monkeypatch)
+    assert rc == 2 and "speed must be between" in capsys.readouterr().err
