@@ -2,9 +2,10 @@
 
 The generator body (kokoro_generator from upstream's `har`, see test_generator.body_circuit)
 is compiled fused (FUSION_PASSES, OpenMP build) and unfused (passes=[], serial build); both
-must hold the FP32 gate at every checkpoint, agree with each other, and the fused build must
-give identical bits with 1 and 2 threads. DEFAULT_PASSES adds spectral_convs (K 7 / 11 convs as
-block DFTs: not bit-identical; tests/test_dft_conv.py and the generator X-Ray hold it).
+must hold the FP32 gate at every checkpoint and give the same bits at every checkpoint
+(np.array_equal), and the fused build must give identical bits with 1 and 2 threads.
+DEFAULT_PASSES adds spectral_convs (K 7 / 11 convs as block DFTs: not bit-identical, up to 7e-6
+apart at resblocks.3-5 on this capture; tests/test_dft_conv.py and the generator X-Ray hold it).
 """
 from __future__ import annotations
 
@@ -82,8 +83,8 @@ def test_fused_matches_unfused_and_upstream(small_ckpt, pinned):
     worst = {}
     for name, want in ref.items():
         assert np.array_equal(got[1][name], got[2][name]), f"{name}: 1 vs 2 threads differ"
-        scale = float(np.abs(want).max())
-        assert float(np.abs(got[1][name] - want).max()) <= 1e-6 * scale, name
+        diff = float(np.abs(got[1][name].astype(np.float64) - want).max())
+        assert np.array_equal(got[1][name], want), f"{name}: fused differs from unfused by up to {diff:.3g}"
         for which, arr in (("fused", got[1][name]), ("unfused", want)):
             r = compare_arrays(name, pinned.checkpoints[name], arr)
             assert r.status == "PASS", (which, name, r.reason)
