@@ -105,6 +105,13 @@ def _load_one(spec: str, search: list[Path]) -> np.ndarray:
     return validate_pack(np.asarray(arr), spec)
 
 
+# Real Kokoro style vectors stay within |x| < 20 (the Japanese packs within 3). A style row
+# drives AdaIN gains and LSTM inputs through matrices of fan-in 128-512: at 1e3 (50x beyond any
+# real row) activations stay far inside float32, at 1e30 they overflow to inf and NaN and the
+# synthesis runs to its frame bound before failing.
+MAX_STYLE_ABS = 1e3
+
+
 def validate_pack(arr: np.ndarray, name: str) -> np.ndarray:
     if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
         raise VoiceError(f"voice '{name}': expected a float array, got {type(arr).__name__} {getattr(arr, 'dtype', '')}")
@@ -115,6 +122,11 @@ def validate_pack(arr: np.ndarray, name: str) -> np.ndarray:
     if not np.isfinite(arr).all():
         bad = int(np.argwhere(~np.isfinite(arr))[0][0])
         raise VoiceError(f"voice '{name}': non-finite values (first in row {bad})")
+    big = np.abs(arr) > MAX_STYLE_ABS
+    if big.any():
+        row = int(np.argwhere(big)[0][0])
+        raise VoiceError(f"voice '{name}': |value| up to {float(np.abs(arr).max()):.3g} (first in row {row}), "
+                         f"beyond the {MAX_STYLE_ABS:g} a style vector may have (real packs stay within 20)")
     return arr.astype(np.float32)
 
 
