@@ -71,6 +71,23 @@ class FailingFactory:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+VOICES: Path | None = None     # voice files by path ('va.npy'): no catalog, so no real-model fetch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def voice_dir(tmp_path_factory):
+    global VOICES
+    VOICES = tmp_path_factory.mktemp("voices")
+    np.save(VOICES / "va.npy", random_voice(1))
+    np.save(VOICES / "vb.npy", random_voice(2))
+    return VOICES
+
+
+def job_kwargs(**kw) -> dict:
+    return {"synth": FakeFactory(), "workers": 1, "g2p": letters, "voices_dirs": [str(VOICES)],
+            "defaults": Defaults(voice="va.npy"), **kw}
+
+
 def ids_of(phonemes: str) -> list[int]:
     vocab = load_vocab()
     return [vocab[c] for c in phonemes]
@@ -146,7 +163,7 @@ BAD_RECORDS = [
     ({"id": "a", "text": "x", "seed": 1.5}, "seed must be an integer"),
     ({"id": "a", "text": "x", "seed": -1}, "seed must be in"),
     ({"id": "a", "text": "x", "format": "aiff"}, "format 'aiff'"),
-    ({"id": "a", "text": "x", "lang": "fr"}, "lang 'fr'"),
+    ({"id": "a", "text": "x", "lang": "klingon"}, "language 'klingon' is not supported"),
     ({"id": "a", "text": "x", "voice": "../secret.npy"}, "not paths"),
     ({"id": "a", "text": "x", "colour": "red"}, "unknown column"),
 ]
@@ -189,10 +206,7 @@ def test_unreadable_manifests_raise(tmp_path, content, kind, msg):
 
 # -- items, sidecars, resume --------------------------------------------------------------------
 def run_batch(manifest, out, **kw) -> tuple[Batch, list]:
-    kw.setdefault("synth", FakeFactory())
-    kw.setdefault("workers", 1)
-    kw.setdefault("g2p", letters)
-    job = Batch(manifest, out, **kw)
+    job = Batch(manifest, out, **job_kwargs(**kw))
     return job, list(job)
 
 
@@ -245,7 +259,7 @@ def test_rerun_skips_done_items_and_redoes_changed_or_damaged_ones(tmp_path):
 def test_bad_items_become_error_records_and_the_batch_goes_on(tmp_path):
     out = tmp_path / "out"
     records = [{"id": "good", "phonemes": "hɛlO"},
-               {"id": "novoice", "text": "Hi there.", "voice": "nobody"},
+               {"id": "novoice", "text": "Hi there.", "voice": "nobody.npy"},
                {"id": "long", "text": "word " * 50},
                {"id": "odd", "phonemes": "hʘlO"},
                {"id": "../escape", "text": "x"},
@@ -254,7 +268,7 @@ def test_bad_items_become_error_records_and_the_batch_goes_on(tmp_path):
     job, got = run_batch(records, out, max_chars=200)
     reasons = {o.id: (o.status, o.reason) for o in got}
     assert reasons["good"] == ("done", "") and reasons["good2"] == ("done", "")
-    assert reasons["novoice"][0] == "error" and "voice 'nobody'" in reasons["novoice"][1]
+    assert reasons["novoice"][0] == "error" and "voice 'nobody.npy'" in reasons["novoice"][1]
     assert "too long: 250 characters, over the 200" in reasons["long"][1]
     assert "'ʘ' (U+0298)" in reasons["odd"][1]
     assert "path separator" in reasons["../escape"][1]
@@ -268,19 +282,15 @@ def test_bad_items_become_error_records_and_the_batch_goes_on(tmp_path):
                                                             "silent": 6}
 
 
-def test_voices_resolve_by_name_and_blend(tmp_path):
-    vdir = tmp_path / "voices"
-    vdir.mkdir()
-    np.save(vdir / "va.npy", random_voice(1))
-    np.save(vdir / "vb.npy", random_voice(2))
+def test_voices_resolve_in_voice_dirs_and_blend(tmp_path):
+    vdir = VOICES
     out = tmp_path / "out"
     worker = ItemWorker(FakeSynth(), JobOptions(str(out), (str(vdir),), letters))
     pack, digest = worker.voice("va.npy:0.75,vb.npy:0.25")
     np.testing.assert_allclose(pack, 0.75 * random_voice(1) + 0.25 * random_voice(2), atol=1e-7)
     assert worker.voice("va.npy")[1] != digest
     synth = FakeSynth()
-    job, got = run_batch([{"id": "v", "phonemes": "hɛlO", "voice": "vb.npy"}], out, synth=synth,
-                         voices_dirs=[str(vdir)])
+    job, got = run_batch([{"id": "v", "phonemes": "hɛlO", "voice": "vb.npy"}], out, synth=synth)
     assert got[0].status == "done"
     np.testing.assert_array_equal(synth.calls[0]["ref_s"], random_voice(2)[len("hɛlO") - 1])
 
@@ -290,10 +300,11 @@ def test_kill_9_loses_only_items_in_flight_and_resume_matches_a_clean_run(tmp_pa
     manifest = write_jsonl(tmp_path / "m.jsonl", items)
     out = tmp_path / "out"
     script = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
-              "from test_batch import FakeFactory, letters\nfrom kcc.batch import Batch\n"
-              "for o in Batch(sys.argv[2], sys.argv[3], synth=FakeFactory(delay=0.15), workers=1, g2p=letters):\n"
+              "from test_batch import FakeFactory, letters\nfrom kcc.batch import Batch, Defaults\n"
+              "for o in Batch(sys.argv[2], sys.argv[3], synth=FakeFactory(delay=0.15), workers=1, g2p=letters,\n"
+              "               voices_dirs=[sys.argv[4]], defaults=Defaults(voice='va.npy')):\n"
               "    print(o.id, o.status, flush=True)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script, str(REPO / "tests"), str(manifest), str(out)],
+    proc = subprocess.Popen([sys.executable, "-c", script, str(REPO / "tests"), str(manifest), str(out), str(VOICES)],
                             stdout=subprocess.PIPE, text=True, cwd=REPO)
     finished = [proc.stdout.readline().split()[0] for _ in range(4)]
     proc.send_signal(signal.SIGKILL)
@@ -314,21 +325,21 @@ def test_kill_9_loses_only_items_in_flight_and_resume_matches_a_clean_run(tmp_pa
 
 
 def test_one_job_per_outdir(tmp_path):
-    job = Batch(PHONEME_ITEMS, tmp_path, synth=FakeFactory(), workers=1)
+    job = Batch(PHONEME_ITEMS, tmp_path, **job_kwargs())
     it = iter(job)
     next(it)
     with pytest.raises(BatchError, match="another kcc batch is writing"):
-        list(Batch(PHONEME_ITEMS, tmp_path, synth=FakeFactory(), workers=1))
+        list(Batch(PHONEME_ITEMS, tmp_path, **job_kwargs()))
     it.close()
     assert json.loads((tmp_path / RUN_MANIFEST).read_text())["status"] == "interrupted"
-    assert len(list(Batch(PHONEME_ITEMS, tmp_path, synth=FakeFactory(), workers=1))) == 5
+    assert len(list(Batch(PHONEME_ITEMS, tmp_path, **job_kwargs()))) == 5
 
 
 def test_unknown_engine_and_unloadable_model(tmp_path):
     with pytest.raises(BatchError, match="engine 'spark'"):
         Batch(PHONEME_ITEMS, tmp_path, engine="spark")
     with pytest.raises(WorkerLoadError, match="no model here"):
-        list(Batch(PHONEME_ITEMS, tmp_path, synth=FailingFactory(), workers=1))
+        list(Batch(PHONEME_ITEMS, tmp_path, **job_kwargs(synth=FailingFactory())))
 
 
 def test_split_cores():
@@ -367,7 +378,7 @@ def test_compressed_formats_are_deterministic_and_decode():
     ids = ids_of("hɛlO wɜɹld.")
     audio = FakeSynth.audio(ids, FakeSynth.durations(ids))
     pcm = np.round(np.clip(audio, -1, 1) * 32767).astype(np.int16)
-    for fmt, rate in (("flac", 24000), ("mp3", 24000), ("opus", 48000)):
+    for fmt, rate in (("flac", 24000), ("mp3", 24000), ("opus", 48000)):    # Opus decodes at 48 kHz
         data = encode_audio(audio, fmt)
         assert encode_audio(audio, fmt) == data
         with av.open(io.BytesIO(data)) as c:
@@ -397,12 +408,14 @@ def _cli(argv, monkeypatch):
 def test_cli_batch_exit_status_and_progress(tmp_path, monkeypatch, capsys):
     txt = tmp_path / "lines.txt"
     txt.write_text("One line here.\nAnother line.\n", encoding="utf-8")
-    rc = _cli([str(txt), "-o", str(tmp_path / "out"), "--workers", "1", "--progress", "--seed", "4"], monkeypatch)
+    voice = ["--voice", "va.npy", "--voices-dir", str(VOICES)]
+    rc = _cli([str(txt), "-o", str(tmp_path / "out"), "--workers", "1", "--progress", "--seed", "4", *voice],
+              monkeypatch)
     err = capsys.readouterr().err
     assert rc == 0 and "2/2 items" in err and "h audio" in err and "ETA" in err
     assert json.loads((tmp_path / "out" / "2.json").read_text(encoding="utf-8"))["seed"] == 4
     txt.write_text("One line here.\n\u200b\n", encoding="utf-8")
-    rc = _cli([str(txt), "-o", str(tmp_path / "out"), "--workers", "1"], monkeypatch)
+    rc = _cli([str(txt), "-o", str(tmp_path / "out"), "--workers", "1", *voice], monkeypatch)
     assert rc == 1 and "item '2' (line 2)" in capsys.readouterr().err
     rc = _cli([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "out")], monkeypatch)
     assert rc == 2 and "ManifestError" in capsys.readouterr().err

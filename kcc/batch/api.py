@@ -23,7 +23,8 @@ from typing import Callable, Iterable, Iterator
 
 from kcc import __version__
 from kcc.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_atomic
-from kcc.batch.local_pool import SynthSpec, cpu_count, run_in_process, run_local, split_cores
+from kcc.batch.local_pool import SynthSpec, run_in_process, run_local, split_cores
+from kcc.threads import available_cores
 from kcc.batch.manifest import RUN_MANIFEST, Defaults, Item, Rejected, items_from_records, read_manifest
 
 ENGINES = ("local", "ray")
@@ -55,7 +56,7 @@ class Batch:
             self.records = items_from_records(
                 ((n, r if isinstance(r, dict) else f"expected a dict, got {type(r).__name__}")
                  for n, r in enumerate(manifest, 1)), defaults)
-        self.workers, self.threads = split_cores(cpu_count(), workers, threads)
+        self.workers, self.threads = split_cores(available_cores(), workers, threads)
         self.loaded = synth if hasattr(synth, "synthesize") else None
         if self.loaded is not None:
             self.workers, self.threads = 1, threads or 1

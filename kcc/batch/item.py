@@ -29,7 +29,7 @@ from kcc.digest import file_sha256
 from kcc.g2p import G2P, Word, encode, load_vocab
 from kcc.say import plan, say
 from kcc.text import chunk_words
-from kcc.voices import VoiceError, load_voice
+from kcc.voices import VoiceError
 
 FINGERPRINT_SCHEMA = "kcc.batch.item/1"
 DEFAULT_MAX_CHARS = 20_000               # one item's text: ~25 min of speech, a few minutes of synthesis
@@ -224,7 +224,9 @@ _MODEL_DIGESTS: dict[str, str] = {}
 
 
 def model_digest(synth) -> str:
-    """The synthesizer's own digest when it has one, else its checkpoint file's SHA-256."""
+    """What identifies the weights: the synthesizer's model_digest, else the SHA-256 of the
+    checkpoint file it was built from, else the model_id a compiled artifact carries (a digest
+    of the weights' source, kcc.model_store), else 'unknown'."""
     got = getattr(synth, "model_digest", None)
     if got:
         return str(got)
@@ -234,40 +236,12 @@ def model_digest(synth) -> str:
         if key not in _MODEL_DIGESTS:
             _MODEL_DIGESTS[key] = file_sha256(key)
         return _MODEL_DIGESTS[key]
-    return "unknown"
+    return str(getattr(synth, "model_id", None) or "unknown")
 
 
 def catalog_voice_loader(dirs: list[Path]):
-    """spec -> pack. Item voices are catalog names or blends of them ('a:0.7,b:0.3'); each name
-    goes through kcc.voices.voice_catalog when it exists, else is looked up as a file in `dirs`.
-    None: the seeded random pack kcc say uses (not a real voice)."""
-    try:
-        from kcc.voices import voice_catalog
-    except ImportError:
-        voice_catalog = None
-
-    def load(spec: str | None) -> np.ndarray:
-        if spec is None:
-            from kcc.say import random_voice
-            return random_voice(0)
-        if voice_catalog is None:
-            return load_voice(spec, dirs)
-        catalog = voice_catalog(dirs)
-        parts = []
-        for part in spec.split(","):
-            name, sep, weight = part.strip().rpartition(":")
-            if not sep or not _is_number(weight):
-                name, sep, weight = part.strip(), "", ""
-            info = catalog.get(name)
-            parts.append((str(info.spec) if info is not None else name) + (f":{weight}" if sep else ""))
-        return load_voice(",".join(parts), dirs)
-    return load
-
-
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
+    """spec -> pack, as `kcc say --voice` resolves it: catalog names (kcc.voices.voice_catalog:
+    the real model's voices and those in `dirs`), blends of them ('a:0.7,b:0.3'); None is the
+    default voice."""
+    from kcc.say import resolve_voice
+    return lambda spec: resolve_voice(spec, dirs)

@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Iterator
 
 from kcc.batch.item import ItemWorker, JobOptions, Outcome
 from kcc.batch.manifest import Item
+from kcc.threads import available_cores
 
 MAX_ATTEMPTS = 3
 
@@ -30,7 +31,8 @@ class WorkerLoadError(RuntimeError):
 @dataclass(frozen=True)
 class SynthSpec:
     """How a worker loads its synthesizer (picklable, so it travels to spawned and Ray workers).
-    threads: kernel threads per worker; 1 or None is the serial build (no OpenMP)."""
+    checkpoint None: the real default model. threads: kernel threads per worker (None: every
+    core, kcc.threads)."""
     checkpoint: str | None = None
     max_frames: int | None = None
     native: bool = False
@@ -38,15 +40,7 @@ class SynthSpec:
 
     def __call__(self):
         from kcc.say import load_synthesizer
-        threads = self.threads if self.threads and self.threads > 1 else None
-        return load_synthesizer(self.checkpoint, self.max_frames, native=self.native, threads=threads)
-
-
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+        return load_synthesizer(self.checkpoint, self.max_frames, native=self.native, threads=self.threads)
 
 
 def split_cores(cores: int, workers: int | None = None, threads: int | None = None) -> tuple[int, int]:

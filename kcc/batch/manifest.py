@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kcc.batch.audio import FORMATS
-from kcc.g2p import LANGUAGES, G2PError, decode_text
+from kcc.g2p import G2PError, canonical_language, decode_text
 from kcc.say import MAX_SPEED, MIN_SPEED
 
 COLUMNS = ("id", "text", "phonemes", "voice", "lang", "speed", "seed", "format")
@@ -101,9 +101,9 @@ def check_option(name: str, value, defaults: Defaults):
             raise ValueError(f"voice {value!r}: a manifest names catalog voices, not paths")
         return value.strip()
     if name == "lang":
-        if value not in LANGUAGES:
-            raise ValueError(f"lang {value!r} is not one of {', '.join(LANGUAGES)}")
-        return value
+        if not isinstance(value, str):
+            raise ValueError(f"lang must be a string, got {value!r}")
+        return canonical_language(value)      # its G2PError is a ValueError naming the choices
     if name == "format":
         if value not in FORMATS:
             raise ValueError(f"format {value!r} is not one of {', '.join(FORMATS)}")
