@@ -1,26 +1,30 @@
-"""English text -> Kokoro phonemes -> vocab ids, remembering which word each phoneme came from.
+"""Text -> Kokoro phonemes -> vocab ids, remembering which word each phoneme came from.
 
-Two backends, both misaki==0.9.4 (the G2P upstream Kokoro ships with):
-- 'misaki': misaki.en.G2P (lexicon + spaCy tagger, espeak fallback for unknown words), exactly
-  what upstream KPipeline uses; needs spaCy and its en_core_web_sm model installed.
-- 'espeak': espeak-ng (phonemizer-fork + the espeakng-loader wheel) run over the whole
-  paragraph, each word's IPA then mapped to Kokoro's phoneme set by misaki's EspeakFallback
-  table (the mapping upstream uses for out-of-lexicon English words).
-'auto' picks misaki when its spaCy model is installed, else espeak. Symbols the Kokoro vocab
-lacks are reported (a G2PWarning naming each symbol and where), never dropped silently.
+G2P picks a language's backend, the one upstream KPipeline uses for it (misaki==0.9.4):
+- English (en-us, en-gb): kcc.g2p_en ('lexicon': misaki's gold/silver lexicons, espeak-ng for
+  unknown words; 'misaki' with spaCy's tagger model; 'espeak'), after kcc.normalize.
+- Japanese (ja): kcc.g2p_ja, pyopenjtalk-plus readings through misaki's cutlet romaniser.
+- es, fr-fr, hi, it, pt-br: espeak-ng through misaki's EspeakG2P mapping (kcc.g2p_intl).
+- Mandarin (zh): misaki's ZHG2P (jieba + pypinyin), as upstream runs it for Kokoro-82M v1.0.
+'auto' detects the language per paragraph where the script makes it obvious (kcc.g2p_scripts).
+Letters in a script the language cannot speak are left out with a ScriptWarning; symbols the
+Kokoro vocab lacks are reported (a G2PWarning naming each symbol and where), never dropped silently.
 """
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
+import re
 import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
-LANGUAGES = {"en-us": False, "en-gb": True, "a": False, "b": True}    # value: British?
+# Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
+LANGUAGE_CHOICES = ("auto", "en-us", "en-gb", "ja", "es", "fr-fr", "hi", "it", "pt-br", "zh")
+ALIASES = {"a": "en-us", "b": "en-gb", "en": "en-us", "j": "ja", "e": "es", "f": "fr-fr", "fr": "fr-fr",
+           "h": "hi", "i": "it", "p": "pt-br", "pt": "pt-br", "z": "zh"}
+G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")          # English; other languages have one each
 # Punctuation Kokoro has ids for; peeled off espeak words into their own tokens, as misaki does.
 PUNCTUATION = frozenset(';:,.!?—…"“”()')
 _VOCAB_PATH = Path(__file__).with_name("data") / "vocab.json"
@@ -113,111 +117,86 @@ def encode(words: list[Word], vocab: dict[str, int] | None = None, where: str = 
     return Encoded(words, "".join(c for c, _ in chars), ids, word_of, unknown)
 
 
+
+def canonical_language(language: str) -> str:
+    lang = ALIASES.get(str(language).lower(), str(language).lower())
+    if lang not in LANGUAGE_CHOICES:
+        raise G2PError(f"language {language!r} is not supported; use one of {', '.join(LANGUAGE_CHOICES)}")
+    return lang
+
+
 def misaki_available() -> tuple[bool, str]:
-    """(usable, why not) for the misaki.en backend."""
-    if importlib.util.find_spec("misaki") is None:
-        return False, "misaki is not installed (pip install 'kcc[g2p]')"
-    if importlib.util.find_spec("spacy") is None:
-        return False, "spaCy is not installed (misaki[en] needs it)"
-    import spacy.util
-    if not spacy.util.is_package("en_core_web_sm"):
-        return False, "spaCy's en_core_web_sm model is not installed"
-    return True, ""
+    from kcc.g2p_en import misaki_available as available
+    return available()
 
 
 def espeak_available() -> tuple[bool, str]:
-    for mod, pkg in (("misaki", "misaki==0.9.4"), ("phonemizer", "phonemizer-fork==3.3.2"),
-                     ("espeakng_loader", "espeakng-loader==0.2.4")):
-        if importlib.util.find_spec(mod) is None:
-            return False, f"{pkg} is not installed (pip install 'kcc[g2p]')"
-    return True, ""
+    from kcc.g2p_en import espeak_available as available
+    return available()
 
 
-class _Echo:
-    """Stands in for EspeakFallback's backend so its mapping table runs on IPA we already have."""
-    @staticmethod
-    def phonemize(texts):
-        return [texts[0]]
+def detect_language(text: str, default: str = "en-us") -> str:
+    """kana -> ja, Han without kana -> zh, Devanagari -> hi, else `default` (kcc.g2p_scripts)."""
+    from kcc.g2p_scripts import detect_language as detect
+    return detect(text, default)
+
+
+def _backend_for(language: str, backend: str):
+    """(paragraph -> list[Word], backend name, description) for one concrete language."""
+    if language in ("en-us", "en-gb"):
+        from kcc import g2p_en
+        name = g2p_en.pick_backend(backend)
+        fn, description = g2p_en.make(language == "en-gb", name)
+        return fn, name, description
+    from kcc import g2p_intl
+    name = g2p_intl.BACKENDS[language]
+    if backend not in ("auto", name):
+        raise G2PError(f"G2P backend {backend!r} does not speak {language}; its backend is {name!r} (or auto)")
+    return g2p_intl.make(language)
 
 
 class G2P:
     """Callable: paragraph text -> list[Word]. One instance serialises its backend calls
-    (espeak-ng keeps global state), so it is safe to share between threads."""
+    (espeak-ng and OpenJTalk keep global state), so it is safe to share between threads."""
 
     def __init__(self, language: str = "en-us", backend: str = "auto"):
-        if language.lower() not in LANGUAGES:
-            raise G2PError(f"language {language!r} is not supported; use one of en-us, en-gb")
-        self.language = {"a": "en-us", "b": "en-gb"}.get(language.lower(), language.lower())
-        self.british = LANGUAGES[self.language]
+        self.language = canonical_language(language)
         self._lock = threading.Lock()
-        if backend == "auto":
-            backend = "misaki" if misaki_available()[0] else "espeak"
-        if backend not in ("misaki", "espeak"):
-            raise G2PError(f"G2P backend {backend!r} is unknown; use auto, misaki or espeak")
-        ok, why = misaki_available() if backend == "misaki" else espeak_available()
-        if not ok:
-            raise G2PError(f"G2P backend {backend!r} is unavailable: {why}")
-        self.backend = backend
-        from misaki import espeak
-        self._fallback = espeak.EspeakFallback(british=self.british)
-        if backend == "misaki":
-            from misaki import en
-            self._misaki = en.G2P(trf=False, british=self.british, fallback=self._fallback, unk="")
-        else:
-            import logging
-            from phonemizer.separator import Separator
-            # phonemizer warns when espeak's word count differs from the text's ('123' -> three
-            # words); _espeak_words handles exactly that, so the warning is noise here.
-            logging.getLogger("phonemizer").setLevel(logging.ERROR)
-            self._sep = Separator(word="|", syllable=None, phone=None)
-            self._map = espeak.EspeakFallback.__new__(espeak.EspeakFallback)
-            self._map.british, self._map.version, self._map.backend = self.british, None, _Echo()
+        self._backends: dict[str, tuple] = {}
+        self._choice = backend
+        if self.language == "auto":
+            if backend not in G2P_BACKENDS:
+                raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
+            self.backend, self.description = "auto", "language detected per paragraph (kana/Han/Devanagari)"
+            return
+        fn, self.backend, self.description = _backend_for(self.language, backend)
+        self._backends[self.language] = (fn, self.backend, self.description)
 
-    @property
-    def description(self) -> str:
-        if self.backend == "misaki":
-            return f"misaki.en.G2P ({self.language}, spaCy en_core_web_sm, espeak-ng fallback)"
-        return f"espeak-ng via misaki's EspeakFallback mapping ({self.language}; no spaCy model installed)"
+    def _get(self, language: str):
+        if language not in self._backends:
+            self._backends[language] = _backend_for(language, self._choice if language.startswith("en") else "auto")
+        return self._backends[language][0]
 
     def __call__(self, text: str) -> list[Word]:
+        from kcc.g2p_scripts import keep_speakable, warn_dropped
         text = decode_text(text)
         if not text.strip():
             return []
+        language = detect_language(text) if self.language == "auto" else self.language
+        text, dropped = keep_speakable(text, language)
+        if dropped:
+            warn_dropped(dropped, language)
+            text = re.sub(r"[ \t]{2,}", " ", text).strip()
+        if language in ("en-us", "en-gb"):
+            from kcc.normalize import normalize
+            text = normalize(text, british=language == "en-gb")
+        if not text.strip():
+            return []
         with self._lock:
-            if self.backend == "misaki":
-                _, tokens = self._misaki(text)
-                return [Word(t.text, t.phonemes or "", bool(t.whitespace)) for t in tokens]
-            return self._espeak_words(text.split())
-
-    # -- espeak ---------------------------------------------------------------------------
-    def _espeak_words(self, tokens: list[str]) -> list[Word]:
-        """Phonemize the paragraph in one pass (context changes function words: 'a' is 'ɐ', not
-        the letter name), then give each text token its espeak words. A token may yield several
-        ('123' -> three); the per-token counts come from phonemizing each token alone, and when
-        they do not add up to the paragraph's words the isolated phonemes are used instead."""
-        backend = self._fallback.backend
-        split = lambda s: [w for w in (p.strip() for p in s.split("|")) if w]   # noqa: E731
-        context = split(backend.phonemize([" ".join(tokens)], separator=self._sep)[0])
-        alone = [split(p) for p in backend.phonemize(tokens, separator=self._sep)]
-        if sum(map(len, alone)) == len(context):
-            groups, at = [], 0
-            for a in alone:
-                groups.append(context[at:at + len(a)])
-                at += len(a)
-        else:
-            groups = alone
-        words: list[Word] = []
-        for token, group in zip(tokens, groups):
-            ipa = " ".join(self._map(SimpleNamespace(text=g))[0] for g in group)
-            words += _peel(token, ipa)
-            if words:
-                words[-1].whitespace = bool(words[-1].phonemes)   # an empty word adds no space
-        if words:
-            words[-1].whitespace = False
-        return words
+            return self._get(language)(text)
 
 
-def _peel(token: str, ipa: str) -> list[Word]:
+def peel(token: str, ipa: str) -> list[Word]:
     """Split leading/trailing punctuation off a token's phonemes into one-symbol words."""
     lo, hi = 0, len(ipa)
     while lo < hi and ipa[lo] in PUNCTUATION:
@@ -230,3 +209,20 @@ def _peel(token: str, ipa: str) -> list[Word]:
         out.append(Word(core, ipa[lo:hi], False))
     out += [Word(c, c, False) for c in ipa[hi:]]
     return out
+
+
+def words_from_phonemes(text: str, phonemes: str) -> list[Word]:
+    """A phoneme string made for the whole text, as words: split at spaces, punctuation peeled.
+    Where its words and the text's whitespace tokens agree in number, each keeps its text;
+    otherwise the phonemes stand in for the text (the backend gave no alignment)."""
+    groups = phonemes.split()
+    tokens = text.split()
+    if len(tokens) != len(groups):
+        tokens = groups
+    words: list[Word] = []
+    for token, group in zip(tokens, groups):
+        words += peel(token, group)
+        words[-1].whitespace = True
+    if words:
+        words[-1].whitespace = False
+    return words

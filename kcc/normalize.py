@@ -1,0 +1,127 @@
+"""English text normalisation before G2P: the forms a lexicon or espeak-ng would otherwise read
+as symbols, letter names or digit strings.
+
+espeak-ng reads "1,234" as "one, two hundred thirty-four" (the comma is phonemised), "3.14" as
+"three. fourteen", "12/25/2024" as "twelve slash twenty-five slash ..." and "vs." as the letters
+V S; misaki's lexicon reads "$1,234.56" and "3.14" well but dates and "e.g." not. Each rule here
+rewrites one kind of span into words or plain digits that both G2P backends read the same way;
+everything else is left exactly as it was. Plain integers and ordinals ("123", "3rd", "1999": a
+year to misaki, a count to espeak) and "%", which both backends read acceptably, are left alone.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from num2words import num2words
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")
+
+# (abbreviation, expansion, can end a sentence). A title ("Dr.") is always followed by a name,
+# so its period never ends a sentence; "etc." before a capital or the end of the text does.
+ABBREVIATIONS = [
+    ("e.g.", "for example", False), ("i.e.", "that is", False), ("etc.", "et cetera", True),
+    ("vs.", "versus", False), ("vs", "versus", False), ("approx.", "approximately", True),
+    ("Mr.", "Mister", False), ("Mrs.", "Missus", False), ("Ms.", "Miz", False), ("Dr.", "Doctor", False),
+    ("Prof.", "Professor", False), ("St.", "Saint", False), ("Mt.", "Mount", False),
+    ("Jr.", "Junior", True), ("Sr.", "Senior", True), ("Ltd.", "Limited", True), ("Inc.", "Incorporated", True),
+    *((m[:3] + ".", m, False) for m in MONTHS if len(m) > 4),
+]
+CURRENCY = {"$": ("dollar", "dollars", "cent", "cents"), "£": ("pound", "pounds", "penny", "pence"),
+            "€": ("euro", "euros", "cent", "cents")}
+SCALES = ("thousand", "million", "billion", "trillion")
+
+
+def _cardinal(digits: str) -> str:
+    """A grouped number ("1,234") in words: espeak-ng phonemises the comma and misaki reads
+    four digits without it as a year, so neither form can be handed on."""
+    return num2words(int(digits.replace(",", ""))).replace(",", "").replace(" and ", " ")
+
+
+def _year(y: str) -> str:
+    return num2words(int(y), to="year") if len(y) == 4 else y
+
+
+def _date(month: int, day: int, year: str) -> str | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    if len(year) == 2:
+        year = "20" + year
+    return f"{MONTHS[month - 1]} {num2words(day, to='ordinal')}, {_year(year)}"
+
+
+def _slash_date(british: bool) -> Callable[[re.Match], str]:
+    def fn(m: re.Match) -> str:
+        a, b, year = int(m[1]), int(m[2]), m[3]
+        month, day = (b, a) if british else (a, b)
+        if month > 12 >= day:                      # 25/12/2024 in American text: unambiguous
+            month, day = day, month
+        return _date(month, day, year) or m[0]
+    return fn
+
+
+def _iso_date(m: re.Match) -> str:
+    return _date(int(m[2]), int(m[3]), m[1]) or m[0]
+
+
+def _time(m: re.Match) -> str:
+    hour, minute, half = int(m[1]), m[2], (m[3] or "").replace(".", "").replace(" ", "").upper()
+    if hour > 24 or int(minute) > 59:
+        return m[0]
+    spoken = f"{hour} o'clock" if minute == "00" and not half else (
+        f"{hour}" if minute == "00" else f"{hour} oh {int(minute)}" if minute[0] == "0" else f"{hour} {minute}")
+    return f"{spoken} {half}" if half else spoken
+
+
+def _money(m: re.Match) -> str:
+    one, many, sub_one, sub_many = CURRENCY[m[1]]
+    whole, cents, scale = m[2], m[3], m[4]
+    if scale:                                       # "$5 million", "$2.5 billion"
+        amount = (_cardinal(whole) if "," in whole else whole) + (f" point {' '.join(cents)}" if cents else "")
+        return f"{amount} {scale} {many}"
+    if cents and len(cents) == 1:
+        cents += "0"
+    parts = []
+    n = int(whole.replace(",", ""))
+    if n or not cents or not int(cents):
+        parts.append(f"{_cardinal(whole) if n > 999 else n} {one if n == 1 else many}")
+    if cents and int(cents):
+        parts.append(f"{int(cents)} {sub_one if int(cents) == 1 else sub_many}")
+    return " and ".join(parts)
+
+
+def _decimal(m: re.Match) -> str:
+    whole = _cardinal(m[1]) if "," in m[1] else m[1]
+    return (f"{whole} " if whole else "") + "point " + " ".join(m[2])
+
+
+def _abbreviation(m: re.Match) -> str:
+    word, expansion, ends = _ABBREV[m[1]]
+    if ends and (m.end() == len(m.string) or re.match(r"\s+[A-Z]", m.string[m.end():])):
+        return expansion + "."
+    return expansion
+
+
+_ABBREV = {a: (a, e, ends) for a, e, ends in ABBREVIATIONS}
+_ABBREV_RE = re.compile(r"(?<![\w.])(" + "|".join(re.escape(a) for a in sorted(_ABBREV, key=len, reverse=True))
+                        + r")(?![\w])")
+_MONEY_RE = re.compile(r"([$£€])\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?(?!\d)(?:\s(" + "|".join(SCALES) + r")\b)?")
+_THOUSANDS_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+)(?![\d,]|\.\d)")
+_DECIMAL_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d*)\.(\d+)(?![\d.])")
+_TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])(\s?(?:[AaPp]\.?[Mm]\.?(?![\w])))?")
+_SLASH_DATE_RE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])")
+_ISO_DATE_RE = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
+
+
+def normalize(text: str, british: bool = False) -> str:
+    """English text with dates, times, money, decimals, thousands separators and common
+    abbreviations spelled the way they are spoken (see the module doc)."""
+    text = _SLASH_DATE_RE.sub(_slash_date(british), text)
+    text = _ISO_DATE_RE.sub(_iso_date, text)
+    text = _TIME_RE.sub(_time, text)
+    text = _MONEY_RE.sub(_money, text)
+    text = _DECIMAL_RE.sub(_decimal, text)
+    text = _THOUSANDS_RE.sub(lambda m: _cardinal(m[1]), text)
+    text = _ABBREV_RE.sub(_abbreviation, text)
+    return text
