@@ -1,62 +1,117 @@
-"""`kcc serve` over loopback (127.0.0.1, an ephemeral port) with a fake synthesizer."""
+"""`kcc serve` over loopback (127.0.0.1, an ephemeral port) with the fakes of test_say (FakeSynth, LetterG2P),
+driven by the official openai client and raw sockets; every response decoded with PyAV."""
 from __future__ import annotations
 
 import base64
 import contextlib
 import io
-import json
 import socket
 import threading
-import wave
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 
+import av
 import numpy as np
-import pytest
-import http.client
+import uvicorn
 
-from kcc.say import random_voice, say
-from kcc.server import SpeechService, make_server, wav_header
-from kcc.wav import pcm16
+from kcc.g2p import G2PError
+from kcc.say import random_voice
+from kcc.serve.app import HttpLimits, create_app
+from kcc.serve.service import Limits, SpeechService
+from kcc.serve.voice_set import VoiceSet
+from kcc.voices import load_voice
 
-from test_say import FakeSynth, LetterG2P, sentences
+from test_say import FakeSynth, LetterG2P
+
+
+@dataclass(frozen=True)
+class Info:                 # the fields of kcc.voices.VoiceInfo the server reads
+    name: str
+    language: str
+    gender: str
+    spec: str
+
+
+VOICE_SEEDS = {"af_alloy": 1, "am_echo": 2, "bf_emma": 3, "jf_alpha": 4}
+
+
+def make_catalog(root: Path) -> dict:
+    root.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, seed in VOICE_SEEDS.items():
+        np.save(root / f"{name}.npy", random_voice(seed))
+        lang = {"a": "en-us", "b": "en-gb", "j": "ja"}[name[0]]
+        out[name] = Info(name, lang, "female" if name[1] == "f" else "male", str(root / f"{name}.npy"))
+    return out
+
+
+class G2PS:
+    """g2p_for(language): LetterG2P for the languages a test allows, G2PError otherwise."""
+
+    def __init__(self, languages=("en-us", "en-gb", "ja")):
+        self.languages, self.asked = languages, []
+
+    def __call__(self, lang):
+        self.asked.append(lang)
+        if lang not in self.languages:
+            raise G2PError(f"language {lang!r} is not supported")
+        return LetterG2P()
 
 
 @contextlib.contextmanager
-def running(synth=None, **kw):
-    kw.setdefault("log", False)
-    service = SpeechService(synth or FakeSynth(), LetterG2P(), **kw)
-    server = make_server(service, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: HttpLimits | None = None,
+            aliases=None, default=None, g2ps=None):
+    catalog = make_catalog(tmp_path / "voices")
+    voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
+    service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or Limits())
+    server = uvicorn.Server(uvicorn.Config(create_app(service, http), log_level="warning", access_log=False,
+                                           timeout_graceful_shutdown=5))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
+    t0 = time.monotonic()
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() - t0 < 20, "server did not start"
+        time.sleep(0.01)
+    port = sock.getsockname()[1]
     try:
-        yield server.server_address[1]
+        yield SimpleNamespace(port=port, url=f"http://127.0.0.1:{port}", service=service, server=server,
+                              synth=service.synth, voices_dir=tmp_path / "voices")
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        server.should_exit = True
+        thread.join(20)
+        sock.close()
 
 
-def post(port, doc, path="/v1/audio/speech", raw: bytes | None = None, timeout=20):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    body = raw if raw is not None else json.dumps(doc).encode()
-    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-    resp = conn.getresponse()
-    data = resp.read()
-    conn.close()
-    return resp.status, dict(resp.getheaders()), data
+def decode(data: bytes, fmt: str, sample_format: str = "flt") -> np.ndarray:
+    """Any response format -> mono samples at 24 kHz (float32, or int16 with "s16"), through PyAV."""
+    kw = {"format": "s16le", "options": {"sample_rate": "24000", "ch_layout": "mono"}} if fmt == "pcm" else {}
+    with av.open(io.BytesIO(data), **kw) as c:
+        stream = c.streams.audio[0]
+        resampler = av.AudioResampler(format=sample_format, layout="mono", rate=24000)
+        out = []
+        for frame in c.decode(stream):
+            for f in resampler.resample(frame):
+                out.append(f.to_ndarray().reshape(-1))
+        for f in resampler.resample(None):
+            out.append(f.to_ndarray().reshape(-1))
+    return np.concatenate(out) if out else np.zeros(0, np.float32)
 
 
-def expected_pcm(text, speed=1.0):
-    return pcm16(say(text, FakeSynth(), random_voice(0), speed, g2p=LetterG2P()).audio)
+def s16(data: bytes, fmt: str) -> bytes:
+    return decode(data, fmt, "s16").astype("<i2").tobytes()
 
 
 class RawStream:
-    """A hand-read chunked response, so the test sees each HTTP chunk as it arrives."""
+    """A hand-read chunked response, so a test sees each HTTP chunk as it arrives."""
 
-    def __init__(self, port, doc):
-        body = json.dumps(doc).encode()
+    def __init__(self, port: int, body: bytes, method: str = "POST", path: str = "/v1/audio/speech"):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
-        self.sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                          + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        self.sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         self.f = self.sock.makefile("rb")
         self.status = int(self.f.readline().split()[1])
         self.headers = {}
@@ -75,30 +130,133 @@ class RawStream:
         self.sock.close()
 
 
-def test_wav_and_pcm():
-    text = "Hello there, wide world."
-    with running() as port:
-        status, headers, body = post(port, {"model": "kokoro", "input": text, "voice": None, "response_format": "wav"})
-        assert status == 200 and headers["Content-Type"] == "audio/wav" and headers["X-Kcc-G2p"] == "letters"
-        with wave.open(io.BytesIO(body)) as w:
-            assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (24000, 1, 2)
-            frames = w.readframes(w.getnframes())
-        assert frames == expected_pcm(text)
-        status, headers, pcm = post(port, {"input": text, "response_format": "pcm", "speed": 1.5})
-        assert status == 200 and headers["Content-Type"].startswith("audio/pcm;rate=24000")
-        assert pcm == expected_pcm(text, 1.5) and len(pcm) < len(frames)
+# -- helpers over the harness -------------------------------------------------------------------
+import json  # noqa: E402
+import http.client  # noqa: E402
+
+import openai  # noqa: E402
+import pytest  # noqa: E402
+
+from kcc.say import plan, say  # noqa: E402
+from kcc.wav import pcm16  # noqa: E402
+from test_say import sentences  # noqa: E402
+
+TEXT = "Hello there, wide world. It speaks in sines."
 
 
-def test_streaming_sends_audio_before_the_text_is_done():
-    gate = threading.Event()           # chunks after the first wait until the client has audio
-    text = sentences(40)
-    with running(FakeSynth(gate=gate)) as port:
-        s = RawStream(port, {"input": text, "response_format": "wav", "stream": True})
+def planned(text, limits: Limits | None = None):
+    """The chunks the server plans (its chunk sizes, not `kcc say`'s)."""
+    limits = limits or Limits()
+    return plan(text, LetterG2P(), limit=limits.chunk_phonemes, first_limit=limits.first_chunk_phonemes)
+
+
+def expected(text, voice="af_alloy", speed=1.0, seed=0):
+    """The audio a request must carry: `say` over the same fakes, pack and chunks."""
+    return say(text, FakeSynth(), random_voice(VOICE_SEEDS[voice]), speed, seed, g2p=LetterG2P(),
+               chunks=planned(text)).audio
+
+
+def client(srv) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{srv.url}/v1", api_key="unused", max_retries=0, timeout=30)
+
+
+def request(port, method="POST", path="/v1/audio/speech", body: bytes = b"", headers=None, timeout=30):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+
+
+def post(port, doc, **kw):
+    return request(port, body=json.dumps(doc).encode(), **kw)
+
+
+def json_error(status, headers, data) -> dict:
+    assert headers["content-type"] == "application/json", (status, data[:200])
+    err = json.loads(data)["error"]
+    assert err["code"] == status and isinstance(err["message"], str) and err["message"]
+    return err
+
+
+def lag_correlation(got: np.ndarray, want: np.ndarray, max_lag: int = 5000) -> float:
+    """Best normalised correlation of `got` against `want` over codec delays up to max_lag samples."""
+    n = want.size
+    best = 0.0
+    for lag in range(0, min(max_lag, max(0, got.size - n // 2)) + 1, 1):
+        g = got[lag:lag + n]
+        w = want[:g.size]
+        denom = np.linalg.norm(g) * np.linalg.norm(w)
+        if denom:
+            best = max(best, float(g @ w / denom))
+    return best
+
+
+# -- the OpenAI API, through the official client ------------------------------------------------
+@pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac", "wav", "pcm"])
+def test_openai_client_every_format_streamed_and_whole(tmp_path, fmt):
+    want = expected(TEXT)
+    with serving(tmp_path) as srv:
+        c = client(srv)
+        streamed = c.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format=fmt).content
+        whole = c.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format=fmt,
+                                      extra_body={"stream": False}).content
+        if fmt == "mp3":                           # OpenAI's default format
+            default = request(srv.port, body=json.dumps({"model": "tts-1", "voice": "alloy", "input": TEXT}).encode())
+            assert default[0] == 200 and default[1]["content-type"] == "audio/mpeg"
+    for data in (streamed, whole):
+        got = decode(data, fmt)
+        if fmt in ("flac", "wav", "pcm"):          # lossless: the very samples `kcc say` writes
+            assert s16(data, fmt) == pcm16(want)
+        else:                                      # lossy: same length up to codec padding, same waveform
+            assert want.size <= got.size <= want.size + 5000, (got.size, want.size)
+            assert lag_correlation(got, want) > 0.9
+    if fmt == "wav":
+        assert streamed[4:8] == b"\xff\xff\xff\xff" and whole[4:8] != b"\xff\xff\xff\xff"   # open-ended vs sized
+
+
+def test_openai_client_sse_deltas_words_and_usage(tmp_path):
+    text = sentences(6)
+    want = expected(text, "am_echo", 1.25)
+    with serving(tmp_path) as srv:
+        with client(srv).audio.speech.with_streaming_response.create(
+                model="gpt-4o-mini-tts", voice={"id": "am_echo"}, input=text, response_format="pcm",
+                speed=1.25, stream_format="sse", instructions="Speak cheerfully.") as resp:
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            events = [json.loads(line[6:]) for line in resp.iter_lines() if line.startswith("data: ")]
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "speech.audio.done" and kinds.count("speech.audio.done") == 1
+    pcm = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    assert pcm == pcm16(want)
+    chunks = [e for e in events if e["type"] == "speech.audio.words"]
+    assert len(chunks) > 1 and [e["chunk"] for e in chunks] == list(range(len(chunks)))
+    words = [w for e in chunks for w in e["words"]]
+    assert [w["word"] for w in words] == [w.text for w in LetterG2P()(text)]
+    assert words[0]["start_s"] == 0 and words[-1]["end_s"] == pytest.approx(want.size / 24000)
+    assert all(a["end_s"] == b["start_s"] for a, b in zip(words, words[1:]))
+    usage = events[-1]["usage"]
+    ids = sum(len(c.ids) for c in planned(text))
+    assert usage == {"input_tokens": ids, "output_tokens": want.size // 600, "total_tokens": ids + want.size // 600}
+
+
+def test_sse_mp3_deltas_join_into_one_stream(tmp_path):
+    with serving(tmp_path) as srv:
+        status, headers, data = post(srv.port, {"input": TEXT, "voice": "af_alloy", "stream_format": "sse"})
+    assert status == 200
+    events = [json.loads(x[6:]) for x in data.decode().split("\n\n") if x.startswith("data: ")]
+    mp3 = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    assert lag_correlation(decode(mp3, "mp3"), expected(TEXT)) > 0.9
+
+
+def test_streaming_sends_audio_before_the_text_is_done(tmp_path):
+    gate = threading.Event()                       # chunks after the first wait until the client has audio
+    text = sentences(12)
+    with serving(tmp_path, FakeSynth(gate=gate)) as srv:
+        s = RawStream(srv.port, json.dumps({"input": text, "response_format": "pcm", "voice": "af_alloy"}).encode())
         try:
             assert s.status == 200 and s.headers["transfer-encoding"] == "chunked"
-            n_chunks = int(s.headers["x-kcc-chunks"])
-            assert n_chunks > 1
-            assert s.chunk() == wav_header(None)
+            assert int(s.headers["x-kcc-chunks"]) > 2
             first = s.chunk()
             assert len(first) > 0 and not gate.is_set()   # audio arrived while chunk 2 is still held
             gate.set()
@@ -108,143 +266,266 @@ def test_streaming_sends_audio_before_the_text_is_done():
         finally:
             gate.set()
             s.close()
-    assert len(pieces) == n_chunks
-    assert b"".join(pieces) == expected_pcm(text)
+    assert b"".join(pieces) == pcm16(expected(text))
 
 
-def test_streaming_ndjson_timestamps():
-    text = sentences(30)
-    with running() as port:
-        status, headers, body = post(port, {"input": text, "response_format": "pcm", "stream": True, "timestamps": True})
-    assert status == 200 and headers["Content-Type"] == "application/x-ndjson"
-    lines = [json.loads(x) for x in body.decode().splitlines()]
-    chunks, done = lines[:-1], lines[-1]
-    assert len(chunks) > 1 and done["type"] == "done" and done["chunks"] == len(chunks)
-    pcm = b"".join(base64.b64decode(c["audio"]) for c in chunks)
-    assert pcm == expected_pcm(text)
-    words = [w for c in chunks for w in c["words"]]
-    assert words[0]["start_s"] == 0 and words[-1]["end_s"] == pytest.approx(len(pcm) / 2 / 24000)
-    assert all(a["end_s"] == b["start_s"] for a, b in zip(words, words[1:]))
+def test_first_chunk_is_short(tmp_path):
+    synth = FakeSynth()
+    with serving(tmp_path, synth) as srv:
+        assert post(srv.port, {"input": sentences(12), "response_format": "pcm"})[0] == 200
+    lengths = [len(c["ids"]) for c in synth.calls]
+    assert lengths[0] <= srv.service.limits.first_chunk_phonemes + 2 < max(lengths)
+    assert max(lengths) <= srv.service.limits.chunk_phonemes + 2
 
 
-def test_whole_response_with_timestamps():
-    text = "Two words. Then three more."
-    with running() as port:
-        status, headers, body = post(port, {"input": text, "timestamps": True})
-    assert status == 200 and headers["Content-Type"] == "application/json"
-    doc = json.loads(body)
-    with wave.open(io.BytesIO(base64.b64decode(doc["audio"]))) as w:
-        n = w.getnframes()
-        assert w.readframes(n) == expected_pcm(text)
-    ts = doc["timestamps"]
-    assert [w["word"] for w in ts["words"]] == ["Two", "words", ".", "Then", "three", "more", "."]
-    assert ts["words"][-1]["end_s"] == pytest.approx(n / 24000) == ts["audio_seconds"]
+def test_models_voices_health_ready(tmp_path):
+    with serving(tmp_path) as srv:
+        models = client(srv).models.list()
+        assert {"tts-1", "tts-1-hd", "kokoro"} <= {m.id for m in models.data}
+        status, _, data = request(srv.port, "GET", "/v1/audio/voices")
+        doc = json.loads(data)
+        assert status == 200 and [v["id"] for v in doc["voices"]] == sorted(VOICE_SEEDS)
+        assert {v["id"]: v["language"] for v in doc["voices"]}["jf_alpha"] == "ja"
+        assert doc["aliases"] == {"alloy": "af_alloy", "echo": "am_echo"}     # targets the catalog has
+        assert json.loads(request(srv.port, "GET", "/health")[2])["status"] == "ok"
+        status, _, data = request(srv.port, "GET", "/ready")
+        assert status == 200 and json.loads(data)["workers"] == 2
 
 
-def test_concurrent_requests_run_side_by_side():
-    synth = FakeSynth(delay=0.3)
-    texts = ["First caller speaks here.", "Second caller says something else entirely."]
-    results = {}
+# -- voices: names, aliases, blends; never paths ------------------------------------------------
+def test_aliases_objects_and_blends_reach_the_synthesizer(tmp_path):
+    synth = FakeSynth()
+    text = "Blend me."
+    row = len("blend me.") - 1
+    a, b = random_voice(VOICE_SEEDS["af_alloy"]), random_voice(VOICE_SEEDS["am_echo"])
+    with serving(tmp_path, synth, aliases={"narrator": "am_echo"}) as srv:
+        for voice in ["narrator", {"id": "af_alloy"}, "af_alloy:0.75,am_echo:0.25", "af_alloy(3)+am_echo(1)",
+                      "am_echo:1,af_alloy:3"]:
+            assert post(srv.port, {"input": text, "voice": voice, "response_format": "pcm"})[0] == 200, voice
+        status, headers, data = post(srv.port, {"input": text, "voice": "alloy"})    # table replaced
+        assert "not offered" in json_error(status, headers, data)["message"]
+    refs = [c["ref_s"] for c in synth.calls]
+    np.testing.assert_array_equal(refs[0], b[row])
+    np.testing.assert_array_equal(refs[1], a[row])
+    for r in refs[2:]:
+        np.testing.assert_allclose(r, (0.75 * a + 0.25 * b)[row], atol=1e-7)
 
-    def call(i):
-        results[i] = post(port, {"input": texts[i], "response_format": "pcm"})
 
-    with running(synth, workers=2) as port:
-        threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-    assert synth.max_active == 2                       # both syntheses were in flight at once
-    for i, text in enumerate(texts):
-        status, _, pcm = results[i]
-        assert status == 200 and pcm == expected_pcm(text)
+def test_voice_cache_is_bounded(tmp_path):
+    with serving(tmp_path) as srv:
+        for i in range(1, 25):
+            assert post(srv.port, {"input": "Hi.", "voice": f"af_alloy:{i},am_echo:1", "response_format": "pcm"})[0] == 200
+        assert srv.service.voices.cached() <= 16
 
 
-@pytest.mark.parametrize("doc, status, msg", [
-    ({"input": "   "}, 422, "'input' is empty"),
-    ({"voice": "x"}, 400, "'input' is required"),
-    ({"input": 5}, 400, "must be a string"),
-    ({"input": "hi", "voice": "alloy"}, 422, "unknown or unusable voice 'alloy'"),
-    ({"input": "hi", "speed": 9}, 422, "speed must be between 0.25 and 4.0"),
-    ({"input": "hi", "speed": "fast"}, 422, "'speed' must be a number"),
-    ({"input": "hi", "response_format": "mp3"}, 422, "'mp3' is not supported"),
-    ({"input": "hi", "stream": "yes"}, 400, "'stream' must be true or false"),
-    ({"input": "hi", "seed": -1}, 422, "'seed' must be an integer"),
-    ({"input": "x" * 300}, 422, "over this server's limit of 200"),
-    ([1, 2], 400, "must be a JSON object"),
+@pytest.mark.parametrize("voice", [
+    "../voices/af_alloy", "/etc/passwd", "af_alloy.npy", "VOICES/af_alloy.npy", "voices.npz:af_alloy",
+    "~root", "af_alloy\x00", "C:\\x", "nope", "{path}/af_alloy.npy", "{path}/missing.npy",
+    ",".join(["af_alloy"] * 9), "af_alloy:-1", "af_alloy:nan", "af_alloy:1e999", "af_alloy:", "x" * 700,
 ])
-def test_request_errors(doc, status, msg):
-    with running(max_input_chars=200) as port:
-        got, headers, body = post(port, doc)
-    assert got == status and headers["Content-Type"] == "application/json"
-    err = json.loads(body)["error"]
-    assert msg in err["message"] and err["code"] == status
+def test_voice_must_be_an_offered_name(tmp_path, voice):
+    with serving(tmp_path) as srv:
+        voice = voice.replace("{path}", str(srv.voices_dir))
+        status, headers, data = post(srv.port, {"input": "Hi.", "voice": voice})
+    err = json_error(status, headers, data)
+    assert status == 422 and err["param"] == "voice"
+    assert str(tmp_path) not in err["message"] and "/etc" not in err["message"] and "no such file" not in err["message"]
 
 
-def test_transport_errors_and_routes():
-    with running(FakeSynth(fail="stage kokoro_decoder: boom"), max_body_bytes=100) as port:
-        assert post(port, None, raw=b"{not json")[0] == 400
-        status, _, body = post(port, None, raw=b'{"input": "caf\xe9"}')
-        assert status == 400 and "not valid UTF-8" in json.loads(body)["error"]["message"]
-        status, _, body = post(port, None, raw=b'{"input": "' + b"a" * 200 + b'"}')
-        assert status == 413
-        assert post(port, {"input": "hi"}, path="/v1/other")[0] == 404
-        status, _, body = post(port, {"input": "hi there"})
-        assert status == 500 and "synthesis failed: RuntimeError: stage kokoro_decoder: boom" in body.decode()
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        conn.request("GET", "/health")
+# -- hostile requests: every one a JSON error, the server alive after -----------------------------
+def _deep(n):
+    return b'{"input": "hi", "x": ' + b"[" * n + b"]" * n + b"}"
+
+
+@pytest.mark.parametrize("body, status, needle", [
+    (b'{"input": "hi", "response_format": ["wav"]}', 422, "'response_format' must be a string"),
+    (b'{"input": "hi", "response_format": "ogg"}', 422, "must be one of mp3, opus, aac, flac, wav, pcm"),
+    (_deep(100_000), 400, "nested too deeply"),
+    (b'{"input": "hi", "seed": ' + b"9" * 5000 + b"}", 400, "not valid JSON"),
+    (b'{"input": "hi", "speed": ' + b"9" * 4000 + b"}", 422, "'speed' must be between 0.25 and 4.0"),
+    (b'{"input": "hi", "speed": ' + b"9" * 5000 + b".5}", 422, "'speed' must be between"),
+    (b'{"input": "hi", "speed": NaN}', 400, "not valid JSON"),
+    (b'{"input": "hi", "speed": true}', 422, "'speed' must be a number"),
+    (b'{"input": "hi", "speed": 9}', 422, "'speed' must be between"),
+    (b'{"input": "hi", "seed": 1e3}', 422, "'seed' must be an integer"),
+    (b'{"input": "a\\ud800b"}', 422, "lone surrogate (U+D800) at character 1"),
+    (b'{"input": "\\udfff"}', 422, "lone surrogate"),
+    (b'{"input": "caf\xe9"}', 400, "not valid UTF-8 (byte 0xe9 at offset 14)"),
+    (b'{"input": "   "}', 422, "'input' is empty"),
+    (b'{"voice": "af_alloy"}', 422, "'input' is required"),
+    (b'{"input": null}', 422, "'input' must be a string"),
+    (b'{"input": 5}', 422, "'input' must be a string"),
+    (b'{"input": "' + b"a" * 4097 + b'"}', 422, "the limit is 4096"),
+    (b'{"input": "hi", "voice": 7}', 422, "'voice' must be a string"),
+    (b'{"input": "hi", "voice": {"name": "x"}}', 422, "needs a string 'id'"),
+    (b'{"input": "hi", "stream": "yes"}', 422, "'stream' must be true or false"),
+    (b'{"input": "hi", "stream_format": "ndjson"}', 422, "'stream_format' must be"),
+    (b'{"input": "hi", "instructions": 3}', 422, "'instructions' must be a string"),
+    (b'{"input": "hi", "lang_code": "xx"}', 422, "language 'xx'"),
+    (b'{"input": "hi", "normalization_options": 1}', 422, "must be an object"),
+    (b"[1, 2]", 400, "must be a JSON object, got list"),
+    (b"{not json", 400, "not valid JSON"),
+    (b"", 400, "not valid JSON"),
+])
+def test_bad_requests_get_json_errors(tmp_path, body, status, needle):
+    with serving(tmp_path, http=HttpLimits(max_body_bytes=1 << 20)) as srv:
+        got = request(srv.port, body=body)
+        err = json_error(*got)
+        assert got[0] == status and needle in err["message"], err
+        assert post(srv.port, {"input": "Still alive.", "response_format": "pcm"})[0] == 200
+
+
+def test_extension_fields_are_tolerated_and_volume_applies(tmp_path):
+    doc = {"input": TEXT, "voice": "af_alloy", "response_format": "pcm", "lang_code": "a", "download_format": "mp3",
+           "normalization_options": {"normalize": True}, "return_download_link": False, "volume_multiplier": 0.5,
+           "some_future_field": [1, 2]}
+    with serving(tmp_path) as srv:
+        status, _, data = post(srv.port, doc)
+    assert status == 200 and data == pcm16(0.5 * expected(TEXT))
+
+
+def test_language_from_lang_code_or_voice(tmp_path):
+    g2ps = G2PS()
+    with serving(tmp_path, g2ps=g2ps) as srv:
+        for doc in [{"voice": "jf_alpha"}, {"voice": "af_alloy", "lang_code": "j"}, {"voice": "bf_emma"},
+                    {"voice": "af_alloy", "lang_code": "en-GB"}]:
+            assert post(srv.port, {"input": "Hi.", "response_format": "pcm", **doc})[0] == 200
+    assert g2ps.asked == ["ja", "ja", "en-gb", "en-gb"]
+
+
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "PUT", "DELETE", "GET"])
+def test_wrong_methods_are_405_json(tmp_path, method):
+    with serving(tmp_path) as srv:
+        status, headers, data = request(srv.port, method, body=b"{}")
+        assert status == 405 and headers["content-type"] == "application/json" and headers["allow"] == "POST"
+        if method != "HEAD":                       # a HEAD answer has no body
+            assert "not allowed" in json_error(status, headers, data)["message"]
+        status, headers, data = request(srv.port, "GET", "/v1/nothing/../x")
+        assert status == 404 and "no route" in json_error(status, headers, data)["message"]
+
+
+def test_body_caps(tmp_path):
+    with serving(tmp_path, http=HttpLimits(max_body_bytes=1000)) as srv:
+        big = json.dumps({"input": "a" * 2000}).encode()
+        status, headers, data = request(srv.port, body=big)
+        assert status == 413 and "1000 bytes" in json_error(status, headers, data)["message"]
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)    # chunked: no Content-Length
+        conn.request("POST", "/v1/audio/speech", body=iter([big[:600], big[600:]]),
+                     headers={"Content-Type": "application/json"}, encode_chunked=True)
         resp = conn.getresponse()
-        assert resp.status == 200 and json.loads(resp.read())["status"] == "ok"
+        assert resp.status == 413 and json.loads(resp.read())["error"]["code"] == 413
         conn.close()
 
 
-def test_busy_server_answers_503():
+def test_busy_server_answers_503_with_retry_after(tmp_path):
     gate = threading.Event()
-    with running(FakeSynth(gate=gate), workers=1, queue_timeout_s=0.2) as port:
-        s = RawStream(port, {"input": sentences(40), "stream": True, "response_format": "pcm"})
+    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=0)) as srv:
+        s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
-            assert s.status == 200 and s.chunk()            # holds the only slot (chunk 2 gated)
-            status, _, body = post(port, {"input": "hi"})
-            assert status == 503 and "busy" in json.loads(body)["error"]["message"]
+            assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
+            status, headers, data = post(srv.port, {"input": "hi"})
+            assert status == 503 and int(headers["retry-after"]) >= 1
+            assert "busy" in json_error(status, headers, data)["message"]
         finally:
             gate.set()
             s.close()
 
 
-def test_named_voices_from_a_directory(tmp_path):
-    np.save(tmp_path / "calm.npy", random_voice(9))
-    synth = FakeSynth()
-    with running(synth, voices_dirs=[tmp_path]) as port:
-        status, _, _ = post(port, {"input": "Calm down.", "voice": "calm.npy"})
-        assert status == 200
-        status, _, body = post(port, {"input": "Calm down.", "voice": "calm"})
-        assert status == 422 and "available: calm.npy" in json.loads(body)["error"]["message"]
-    np.testing.assert_array_equal(synth.calls[0]["ref_s"], random_voice(9)[len("calm down.") - 1])
+def test_connection_cap_answers_503_json(tmp_path):
+    gate = threading.Event()
+    with serving(tmp_path, FakeSynth(gate=gate), http=HttpLimits(max_connections=1)) as srv:
+        s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
+        try:
+            assert s.status == 200 and s.chunk()
+            status, headers, data = request(srv.port, "GET", "/health")
+            assert status == 503 and "requests in flight" in json_error(status, headers, data)["message"]
+        finally:
+            gate.set()
+            s.close()
 
 
-def test_seed_reaches_the_synthesizer():
-    synth = FakeSynth()
-    with running(synth) as port:
-        assert post(port, {"input": sentences(30), "seed": 40})[0] == 200
-    assert [c["seed"] for c in synth.calls] == list(range(40, 40 + len(synth.calls))) and len(synth.calls) > 1
+def _wait(cond, timeout=10.0):
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, "condition never held"
+        time.sleep(0.02)
 
 
-def test_cli_serve_wiring(monkeypatch, capsys):
-    from http.server import ThreadingHTTPServer
-    from kcc import cli, say as say_mod, server as server_mod
-    seen = {}
+@pytest.mark.parametrize("stream", [True, False])
+def test_client_disconnect_cancels_the_synthesis(tmp_path, stream):
+    synth = FakeSynth(delay=0.15)
+    text = sentences(40)
+    with serving(tmp_path, synth) as srv:
+        body = json.dumps({"input": text, "response_format": "pcm", "stream": stream}).encode()
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        _wait(lambda: len(synth.calls) >= 2)
+        sock.close()
+        _wait(lambda: srv.service.running == 0)
+        calls = len(synth.calls)
+        time.sleep(0.5)
+        assert len(synth.calls) == calls                 # nothing more synthesised after the cancel
+    total = len(planned(text))
+    assert calls <= 4 < total, (calls, total)
 
-    def fake_serve_forever(self, poll_interval=0.5):
-        seen["address"] = self.server_address
-        seen["service"] = self.service
-        raise KeyboardInterrupt
 
-    monkeypatch.setattr(say_mod, "load_synthesizer", lambda ckpt, max_frames=None, native=False, threads=None: FakeSynth())
-    monkeypatch.setattr("kcc.g2p.G2P", lambda lang, backend: LetterG2P())
-    monkeypatch.setattr(ThreadingHTTPServer, "serve_forever", fake_serve_forever)
-    assert cli.main(["serve", "--port", "0", "--workers", "3", "--max-chars", "99"]) == 0
-    err = capsys.readouterr().err
-    assert "listening on http://127.0.0.1:" in err and "seeded random voice" in err
-    assert seen["address"][0] == "127.0.0.1" and seen["service"].max_input_chars == 99
-    assert isinstance(seen["service"], server_mod.SpeechService)
+@pytest.mark.parametrize("stream", [True, False])
+def test_request_deadline_holds(tmp_path, stream):
+    synth = FakeSynth(delay=0.2)
+    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0)) as srv:
+        t0 = time.monotonic()
+        try:
+            status, headers, data = post(srv.port, {"input": sentences(30), "response_format": "pcm", "stream": stream})
+        except http.client.IncompleteRead:             # a stream past its deadline is cut
+            assert stream
+        else:
+            assert not stream and status == 504
+            assert "1 s request limit" in json_error(status, headers, data)["message"]
+        elapsed = time.monotonic() - t0
+    assert elapsed < 1.0 + 0.2 + 0.5                    # the deadline plus at most one chunk
+    assert len(synth.calls) < 10
+
+
+def test_stream_cut_mid_way_is_not_a_clean_end(tmp_path):
+    synth = FakeSynth(delay=0.2)
+    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0)) as srv:
+        s = RawStream(srv.port, json.dumps({"input": sentences(30), "response_format": "pcm"}).encode())
+        assert s.status == 200
+        with pytest.raises((ValueError, ConnectionError, OSError)):   # no terminating zero-size chunk
+            while s.chunk():
+                pass
+        s.close()
+
+
+def test_sse_deadline_ends_with_an_error_event(tmp_path):
+    with serving(tmp_path, FakeSynth(delay=0.2), limits=Limits(request_timeout_s=1.0)) as srv:
+        status, _, data = post(srv.port, {"input": sentences(30), "stream_format": "sse", "response_format": "pcm"})
+    events = [json.loads(x[6:]) for x in data.decode().split("\n\n") if x.startswith("data: ")]
+    assert status == 200 and events[-1]["type"] == "error" and events[-1]["error"]["code"] == 504
+    assert any(e["type"] == "speech.audio.delta" for e in events)
+
+
+def test_synthesis_failure_is_a_500_json_error(tmp_path):
+    with serving(tmp_path, FakeSynth(fail="stage kokoro_decoder: boom")) as srv:
+        status, headers, data = post(srv.port, {"input": "hi there"})
+    assert status == 500 and "RuntimeError: stage kokoro_decoder: boom" in json_error(status, headers, data)["message"]
+
+
+def test_access_log_is_json_with_control_characters_escaped(tmp_path, caplog):
+    caplog.set_level("INFO", logger="kcc.serve.access")
+    with serving(tmp_path) as srv:
+        request(srv.port, "GET", "/v1/%1b[31mred%0a%00")
+    lines = [r.getMessage() for r in caplog.records if r.name == "kcc.serve.access"]
+    doc = json.loads(lines[-1])
+    assert doc["path"] == "/v1/\x1b[31mred\n\x00" and doc["status"] == 404 and doc["method"] == "GET"
+    assert "\x1b" not in lines[-1] and "\n" not in lines[-1] and "\\u001b" in lines[-1]
+
+
+def test_fuzzed_bodies_bounded(tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
+    from fuzz_http import fuzz
+    with serving(tmp_path, http=HttpLimits(max_body_bytes=1 << 20)) as srv:
+        counts = fuzz(srv.port, n=60, seed=1)
+    assert counts["audio"] > 0 and counts["error"] > 0 and sum(counts.values()) == 60

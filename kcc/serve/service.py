@@ -1,0 +1,155 @@
+"""Synthesis jobs off the event loop: admission, a bounded thread pool, deadlines, cancellation.
+
+A request becomes a Job: its whole G2P -> chunks -> synthesis -> encoding loop runs on one of
+`workers` threads (the compiled circuits release the GIL), and hands the event loop a stream of
+items: ('bytes', data, chunk or None), then ('end', None) or ('error', ApiError). At most
+`workers` jobs run and `max_queue` wait; one more is refused at once with 503 + Retry-After.
+Between chunks the job stops if the client went away (Job.cancel) or if the next chunk, at the
+measured seconds per phoneme, would end past the request's deadline (504); the server plans
+chunks of at most `chunk_phonemes`, so one chunk's time is bounded too.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from kcc.g2p import G2PError
+from kcc.say import SayError, plan, synthesize_chunks
+from kcc.serve.audio_formats import Encoder
+from kcc.serve.request import ApiError, SpeechRequest
+from kcc.serve.voice_set import VoiceRequestError, VoiceSet
+from kcc.voices import VoiceError
+
+
+@dataclass
+class Limits:
+    workers: int = 2
+    max_queue: int = 8
+    request_timeout_s: float = 120.0
+    chunk_phonemes: int = 200           # a chunk's synthesis time stays a small part of the deadline
+    first_chunk_phonemes: int = 40      # short first chunk: first audio early
+
+
+class Job:
+    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: float):
+        self.loop, self.deadline = loop, deadline
+        self.items: asyncio.Queue = asyncio.Queue()
+        self.cancel = threading.Event()
+        self.chunks_done = 0
+
+    def emit(self, *item) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.items.put_nowait, item)
+        except RuntimeError:            # the loop is closed: nobody is listening any more
+            self.cancel.set()
+
+
+class SpeechService:
+    def __init__(self, synth, g2p_for, voices: VoiceSet, limits: Limits | None = None):
+        """g2p_for(language) -> a G2P callable (raises G2PError for a language it cannot do)."""
+        self.synth, self.g2p_for, self.voices = synth, g2p_for, voices
+        self.limits = limits or Limits()
+        self.pool = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="kcc-synth")
+        self._lock = threading.Lock()
+        self.running = self.waiting = 0
+        self.jobs: set[Job] = set()
+        self.seconds_per_phoneme = 0.0  # measured; 0 until the first chunk
+        self.draining = False
+
+    # -- admission ------------------------------------------------------------------------------
+    def retry_after(self) -> int:
+        return max(1, math.ceil(self.seconds_per_phoneme * self.limits.chunk_phonemes))
+
+    def submit(self, req: SpeechRequest, loop: asyncio.AbstractEventLoop) -> Job:
+        try:
+            parts = self.voices.resolve(req.voice)
+        except VoiceRequestError as exc:
+            raise ApiError(422, str(exc), "voice") from None
+        with self._lock:
+            if self.draining:
+                raise ApiError(503, "server is shutting down", headers={"Retry-After": "5"})
+            if self.running + self.waiting >= self.limits.workers + self.limits.max_queue:
+                raise ApiError(503, f"server busy: {self.running} syntheses running and {self.waiting} waiting; "
+                                    "retry later", headers={"Retry-After": str(self.retry_after())})
+            self.waiting += 1
+            job = Job(loop, time.monotonic() + self.limits.request_timeout_s)
+            self.jobs.add(job)
+        self.pool.submit(self._run, job, req, parts)
+        return job
+
+    def close(self) -> None:
+        """Stop taking jobs, stop the running ones at their next chunk, wait for the threads."""
+        with self._lock:
+            self.draining = True
+            for job in self.jobs:
+                job.cancel.set()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- the worker ----------------------------------------------------------------------------
+    def _run(self, job: Job, req: SpeechRequest, parts) -> None:
+        with self._lock:
+            self.waiting -= 1
+            self.running += 1
+        encoder = None
+        try:
+            if job.cancel.is_set():
+                return
+            if time.monotonic() > job.deadline:
+                raise ApiError(504, "the request waited for a synthesis slot past its deadline")
+            lang = req.lang or self.voices.language(parts)
+            try:
+                g2p = self.g2p_for(lang)
+            except (G2PError, ValueError) as exc:
+                raise ApiError(422, f"language {lang!r}: {exc}", "lang_code") from None
+            pack = self.voices.pack(parts)
+            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes,
+                          first_limit=self.limits.first_chunk_phonemes)
+            encoder = Encoder(req.response_format, streaming=req.stream or req.sse)
+            job.emit("plan", chunks)
+            produced = synthesize_chunks(chunks, self.synth, pack, req.speed, req.seed)
+            t0 = time.monotonic()
+            for enc in chunks:           # the generator synthesises a chunk when asked for it
+                if job.cancel.is_set():
+                    produced.close()
+                    return
+                self._check_deadline(job, len(enc.ids))
+                chunk = next(produced)
+                t1 = time.monotonic()
+                self._measure(t1 - t0, len(enc.ids))
+                t0 = t1
+                audio = chunk.audio * np.float32(req.volume) if req.volume != 1.0 else chunk.audio
+                job.emit("bytes", encoder.push(audio), chunk)
+                job.chunks_done += 1
+            job.emit("bytes", encoder.finish(), None)
+            job.emit("end", None)
+        except ApiError as exc:
+            job.emit("error", exc)
+        except (SayError, G2PError) as exc:
+            job.emit("error", ApiError(422, str(exc), "input"))
+        except VoiceError:
+            job.emit("error", ApiError(500, "the voice could not be loaded; see the server log"))
+        except Exception as exc:          # SynthesisError, KccRunError: the message names the stage
+            job.emit("error", ApiError(500, f"synthesis failed: {type(exc).__name__}: {exc}"))
+        finally:
+            if encoder is not None:
+                encoder.close()
+            with self._lock:
+                self.running -= 1
+                self.jobs.discard(job)
+
+    def _check_deadline(self, job: Job, n_ids: int) -> None:
+        expected = self.seconds_per_phoneme * n_ids
+        if time.monotonic() + expected > job.deadline:
+            raise ApiError(504, f"synthesis would exceed this server's {self.limits.request_timeout_s:g} s "
+                                "request limit")
+
+    def _measure(self, seconds: float, n_ids: int) -> None:
+        rate = seconds / max(1, n_ids)
+        with self._lock:                 # a moving average over recent chunks of all requests
+            self.seconds_per_phoneme = rate if not self.seconds_per_phoneme else 0.8 * self.seconds_per_phoneme + 0.2 * rate
