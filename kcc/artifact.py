@@ -170,6 +170,8 @@ def load(path: Path, verify: bool = False) -> tuple[dict[str, CompiledCircuit], 
     blob = np.memmap(blob_path, dtype=np.uint8, mode="r")
     circuits: dict[str, CompiledCircuit] = {}
     for s in manifest["stages"]:
+        if any("/" in s[k] or s[k].startswith(".") for k in ("library", "source")):
+            raise ArtifactError(f"{path}: stage {s.get('name')!r} names a file outside the artifact")
         lib = path / s["library"]
         if not lib.is_file() or file_sha256(lib) != s["library_sha256"]:
             raise ArtifactError(f"{lib}: missing or its SHA-256 differs from the manifest")

@@ -1,0 +1,142 @@
+"""Compiled models as artifacts: same bits as the in-memory compile, loaded without recompiling,
+and every damaged artifact refused (then rebuilt) rather than run."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from kcc import artifact, model_store
+from kcc.build import BuildOptions
+from kcc.pipeline import Synthesizer
+
+STAGES = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
+IDS = [50, 83, 54, 156, 57, 135, 16, 65, 156, 87]
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _front(synth, style):
+    tokens = np.array([[0, *IDS, 0]], np.int32)
+    env = {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
+           "lengths": np.array([tokens.shape[1]], np.int32), "speed": np.array([1.0], np.float32),
+           "style_dec": style[:, :128].copy(), "style_pred": style[:, 128:].copy()}
+    synth.run(env)
+    return env
+
+
+def _style():
+    return (0.1 * np.random.default_rng(5).standard_normal((1, 256))).astype(np.float32)
+
+
+def test_artifact_gives_the_in_memory_compile_bit_for_bit(cache, small_ckpt_path):
+    direct = Synthesizer(small_ckpt_path, max_frames=100, stages=STAGES)
+    loaded = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES, log=None)
+    assert list(loaded.circuits) == STAGES
+    assert isinstance(loaded.circuits[STAGES[0]].weights, np.memmap)   # mapped, not copied
+    a, b = _front(direct, _style()), _front(loaded, _style())
+    for key in ("bert_dur", "d_en", "durations", "t_en"):
+        if key in a:
+            assert np.array_equal(a[key], b[key]), key
+    assert np.array_equal(a["durations"], b["durations"])
+    for name in STAGES:
+        assert loaded.circuits[name].weights_sha256 == direct.circuits[name].weights_sha256
+        assert np.array_equal(np.asarray(loaded.circuits[name].weights), direct.circuits[name].weights)
+
+
+def test_a_second_load_maps_the_artifact_without_compiling(cache, small_ckpt_path, monkeypatch):
+    model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES, log=None)
+
+    def no_compile(*a, **k):
+        raise AssertionError("compiled again although the artifact exists")
+    monkeypatch.setattr(Synthesizer, "__init__", no_compile)
+    synth = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES, log=None)
+    assert synth.model_id.startswith("file-")
+    # another frame plan or build option is another artifact
+    dirs = {artifact.artifact_dir(synth.model_id, BuildOptions(), 100, STAGES),
+            artifact.artifact_dir(synth.model_id, BuildOptions(), 200, STAGES),
+            artifact.artifact_dir(synth.model_id, BuildOptions(opt="-O3"), 100, STAGES),
+            artifact.artifact_dir(synth.model_id, BuildOptions(), 100, STAGES[:2])}
+    assert len(dirs) == 4
+
+
+def _damage_manifest(d):
+    (d / "manifest.json").write_text((d / "manifest.json").read_text().replace('"stages"', '"stages" ', 1))
+
+
+def _damage_blob_size(d):
+    with open(d / "weights.bin", "ab") as fh:
+        fh.write(b"\0")
+
+
+def _damage_library(d):
+    # replaced, not written in place: this process has the library mapped already
+    lib = next(d.glob("*.so"))
+    tmp = lib.with_suffix(".tmp")
+    tmp.write_bytes(lib.read_bytes()[:-1] + b"\x01")
+    tmp.replace(lib)
+
+
+def _damage_missing_blob(d):
+    (d / "weights.bin").unlink()
+
+
+def _damage_version(d):
+    m = json.loads((d / "manifest.json").read_text())
+    m["artifact_version"] = 0
+    text = json.dumps(m)
+    (d / "manifest.json").write_text(text)
+    import hashlib
+    (d / "manifest.sha256").write_text(hashlib.sha256(text.encode()).hexdigest())
+
+
+@pytest.mark.parametrize("damage", [_damage_manifest, _damage_blob_size, _damage_library, _damage_missing_blob,
+                                    _damage_version])
+def test_a_damaged_artifact_is_refused_then_rebuilt(cache, small_ckpt_path, damage, capsys):
+    import sys
+    synth = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
+    d = artifact.artifact_dir(synth.model_id, BuildOptions(), 100, STAGES[:1])
+    good = synth.circuits[STAGES[0]].weights_sha256
+    damage(d)
+    with pytest.raises(artifact.ArtifactError):
+        artifact.load(d)
+    rebuilt = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=sys.stderr)
+    assert "rebuilding the compiled model" in capsys.readouterr().err
+    assert rebuilt.circuits[STAGES[0]].weights_sha256 == good
+    artifact.load(d)                                    # whole again
+
+
+def test_verify_rehashes_the_weights(cache, small_ckpt_path):
+    synth = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
+    d = artifact.artifact_dir(synth.model_id, BuildOptions(), 100, STAGES[:1])
+    del synth
+    blob = bytearray((d / "weights.bin").read_bytes())
+    blob[100] ^= 0x40                                  # same size, one weight changed
+    (d / "weights.bin").write_bytes(bytes(blob))
+    artifact.load(d)                                   # the fast check (size, manifest) passes
+    with pytest.raises(artifact.ArtifactError, match="weights differ"):
+        artifact.load(d, verify=True)
+
+
+def test_a_changed_checkpoint_file_is_a_new_model(cache, small_ckpt_path, tmp_path):
+    copy = tmp_path / "copy.pth"
+    shutil.copyfile(small_ckpt_path, copy)
+    first = model_store.file_identity(copy)
+    assert model_store.file_identity(copy) == first            # remembered
+    with open(copy, "ab") as fh:
+        fh.write(b"\0")
+    assert model_store.file_identity(copy) != first            # size/mtime changed: re-hashed
+
+
+def test_a_missing_checkpoint_is_a_named_error(cache, tmp_path):
+    from kcc.checkpoint import CheckpointError
+    with pytest.raises(CheckpointError, match="does not exist"):
+        model_store.load_model(tmp_path / "nope.pth", log=None)
+    with pytest.raises(CheckpointError, match="not a regular file"):
+        model_store.load_model(tmp_path, log=None)
