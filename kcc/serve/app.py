@@ -118,16 +118,6 @@ async def watch_disconnect(request: Request, job) -> None:
             job.cancel.set()
 
 
-async def next_item(job, service: SpeechService):
-    remaining = job.deadline - time.monotonic()
-    try:                                 # grace: the job reports its own deadline between chunks
-        return await asyncio.wait_for(job.items.get(), max(0.0, remaining) + 5.0)
-    except TimeoutError:
-        job.cancel.set()
-        return ("error", ApiError(504, f"synthesis exceeded this server's "
-                                       f"{service.limits.request_timeout_s:g} s request limit"))
-
-
 def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate:
     limits = limits or HttpLimits()
 
@@ -150,7 +140,7 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate
             streamed = req.stream or req.sse
             head, chunks = [], ()
             while True:                   # up to the first audio byte (all of it if not streamed)
-                item = await next_item(job, service)
+                item = await service.next_item(job)
                 if item[0] == "error":
                     return error_response(item[1])   # nothing sent yet: still a JSON error
                 if item[0] == "plan":
@@ -179,7 +169,7 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate
             yield item
         last = head[-1]
         while last[0] not in ("end", "error"):
-            last = await next_item(job, service)
+            last = await service.next_item(job)
             yield last
 
     async def audio_body(job, head, stop):

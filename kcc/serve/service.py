@@ -83,6 +83,16 @@ class SpeechService:
         self.pool.submit(self._run, job, req, parts)
         return job
 
+    async def next_item(self, job: Job):
+        """The job's next item; past its deadline (plus a grace for the chunk in flight) a 504."""
+        remaining = job.deadline - time.monotonic()
+        try:
+            return await asyncio.wait_for(job.items.get(), max(0.0, remaining) + 5.0)
+        except TimeoutError:
+            job.cancel.set()
+            return ("error", ApiError(504, f"synthesis exceeded this server's {self.limits.request_timeout_s:g} s "
+                                           "request limit"))
+
     def close(self) -> None:
         """Stop taking jobs, stop the running ones at their next chunk, wait for the threads."""
         with self._lock:

@@ -1,0 +1,129 @@
+"""`kcc wyoming` over loopback, driven by the wyoming package's own client, with the fakes."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from kcc.say import random_voice
+from kcc.serve.service import Limits, SpeechService
+from kcc.serve.voice_set import VoiceSet
+from kcc.serve.wyoming_server import serve
+from kcc.voices import load_voice
+from kcc.wav import pcm16
+
+from test_say import FakeSynth, LetterG2P, sentences
+from test_server import G2PS, VOICE_SEEDS, make_catalog, planned
+
+wyoming = pytest.importorskip("wyoming")
+from wyoming.audio import AudioChunk, AudioStart, AudioStop  # noqa: E402
+from wyoming.client import AsyncTcpClient  # noqa: E402
+from wyoming.error import Error  # noqa: E402
+from wyoming.info import Describe, Info  # noqa: E402
+from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop,  # noqa: E402
+                         SynthesizeStopped, SynthesizeVoice)
+
+
+@contextlib.contextmanager
+def wyoming_server(tmp_path, synth=None):
+    voices = VoiceSet(make_catalog(tmp_path / "voices"), None, "af_alloy", loader=load_voice)
+    service = SpeechService(synth or FakeSynth(), G2PS(), voices, Limits())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}"))
+
+    def run():
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(task)
+        loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            break
+        threading.Event().wait(0.02)
+    try:
+        yield port, service
+    finally:
+        loop.call_soon_threadsafe(task.cancel)
+        thread.join(10)
+        service.close()
+
+
+async def exchange(port, events, until=("audio-stop", "error"), stops=1):
+    """Send events, collect replies up to the `stops`-th event whose type is in `until`."""
+    got = []
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        for e in events:
+            await client.write_event(e.event())
+        while stops:
+            event = await asyncio.wait_for(client.read_event(), 20)
+            assert event is not None, "server closed the connection"
+            got.append(event)
+            if event.type in until:
+                stops -= 1
+    return got
+
+
+def audio_of(events) -> bytes:
+    return b"".join(AudioChunk.from_event(e).audio for e in events if AudioChunk.is_type(e.type))
+
+
+def expected_pcm(text, voice="af_alloy"):
+    from kcc.say import say
+    return pcm16(say(text, FakeSynth(), random_voice(VOICE_SEEDS[voice]), g2p=LetterG2P(), chunks=planned(text)).audio)
+
+
+def test_describe_lists_voices_and_languages(tmp_path):
+    with wyoming_server(tmp_path) as (port, _):
+        (event,) = asyncio.run(exchange(port, [Describe()], until=("info",)))
+    (program,) = Info.from_event(event).tts
+    assert program.supports_synthesize_streaming
+    assert {v.name: v.languages for v in program.voices} == {
+        "af_alloy": ["en-us"], "am_echo": ["en-us"], "bf_emma": ["en-gb"], "jf_alpha": ["ja"]}
+
+
+def test_synthesize_streams_audio_events(tmp_path):
+    text = sentences(8)
+    with wyoming_server(tmp_path) as (port, _):
+        events = asyncio.run(exchange(port, [Synthesize(text=text, voice=SynthesizeVoice(name="am_echo"))]))
+    assert AudioStart.is_type(events[0].type) and AudioStop.is_type(events[-1].type)
+    start = AudioStart.from_event(events[0])
+    assert (start.rate, start.width, start.channels) == (24000, 2, 1)
+    chunks = [e for e in events if AudioChunk.is_type(e.type)]
+    assert len(chunks) > 2 and all(len(AudioChunk.from_event(c).audio) <= 4096 for c in chunks)
+    assert audio_of(events) == expected_pcm(text, "am_echo")
+
+
+def test_streaming_text_is_spoken_sentence_by_sentence(tmp_path):
+    parts = ["First sen", "tence is here. Pi is 3.", "14 today! And the", " tail"]
+    synth = FakeSynth()
+    with wyoming_server(tmp_path, synth) as (port, _):
+        events = asyncio.run(exchange(
+            port, [SynthesizeStart(voice=SynthesizeVoice(language="en-GB")), *(SynthesizeChunk(text=p) for p in parts),
+                   Synthesize(text="".join(parts)), SynthesizeStop()], until=("synthesize-stopped",)))
+    kinds = [e.type for e in events]
+    assert kinds.count("audio-start") == 3 and kinds.count("audio-stop") == 3 and kinds[-1] == "synthesize-stopped"
+    # each sentence as soon as its end arrived ("3." waited for "14"); the compatibility
+    # `synthesize` made nothing; the voice is the first en-gb one
+    utterances = ["First sentence is here. ", "Pi is 3.14 today! ", "And the tail"]
+    assert audio_of(events) == b"".join(expected_pcm(u, "bf_emma") for u in utterances)
+    assert len(synth.calls) == 3
+    assert SynthesizeStopped.is_type(events[-1].type)
+
+
+def test_bad_voice_and_failure_are_error_events(tmp_path):
+    with wyoming_server(tmp_path) as (port, _):
+        (event,) = asyncio.run(exchange(port, [Synthesize(text="hi", voice=SynthesizeVoice(name="../etc/passwd"))]))
+        err = Error.from_event(event)
+        assert err.code == "422" and "voice name" in err.text and "/" not in err.text.split("voice name")[0]
+    with wyoming_server(tmp_path, FakeSynth(fail="boom")) as (port, _):
+        events = asyncio.run(exchange(port, [Synthesize(text="hi there")]))
+        assert [e.type for e in events] == ["error"] and "boom" in Error.from_event(events[0]).text
