@@ -102,9 +102,12 @@ class CheckpointLimitError(CheckpointError):
 
 
 def _short(value, limit: int = 80) -> str:
-    # reprlib bounds both the depth and the length of what it prints: a hostile object may be
-    # nested a million deep.
+    """A hostile value, printable in a message: strings bare (escaped, cut), anything else by
+    reprlib, which bounds depth as well as length (an object may be nested a million deep)."""
     import reprlib
+    if isinstance(value, str):
+        text = value.encode("unicode_escape").decode("ascii")
+        return text if len(text) <= limit else text[:limit] + "..."
     r = reprlib.Repr()
     r.maxlevel, r.maxstring, r.maxother = 3, limit, limit
     return r.repr(value)
@@ -338,10 +341,13 @@ def _prescan(record: bytes, where: str, limits: Limits) -> None:
     BytesIO, which returns what is there) instead of the C unpickler allocating it first."""
     n = 0
     try:
-        for _ in pickletools.genops(io.BytesIO(record)):
+        for op, arg, pos in pickletools.genops(io.BytesIO(record)):
             n += 1
             if n > limits.max_pickle_ops:
                 raise CheckpointLimitError(f"{where}: pickle has more than {limits.max_pickle_ops} opcodes")
+            if op.name == "FRAME" and arg > len(record) - pos - 9:
+                raise CheckpointError(f"{where}: malformed pickle record: a {arg}-byte frame at byte {pos} "
+                                      "runs past the record's end")
     except CheckpointError:
         raise
     except Exception as exc:
@@ -433,6 +439,8 @@ def _npy_array(fh, size: int, where: str, budget: _Budget) -> np.ndarray:
         raise CheckpointError(f"{where}: dtype {dtype} is not a plain number type")
     if len(shape) > MAX_NDIM:
         raise CheckpointLimitError(f"{where}: {len(shape)} dims, more than {MAX_NDIM}")
+    if any(n < 0 for n in shape):
+        raise CheckpointError(f"{where}: header declares a negative dim in shape {shape}")
     budget.output(tuple(shape), dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     header = fh.tell()
@@ -569,9 +577,9 @@ def _add_tensor(tensors: dict[str, np.ndarray], path: Path, section: str, name, 
     tensors[key] = arr
 
 
-def _sections_from_npz(path: Path) -> dict[str, dict[str, np.ndarray]]:
+def _sections_from_npz(path: Path, limits: Limits | None) -> dict[str, dict[str, np.ndarray]]:
     sections: dict[str, dict[str, np.ndarray]] = {}
-    for key, arr in read_npz(path, "checkpoint").items():
+    for key, arr in read_npz(path, "checkpoint", limits).items():
         section, dot, name = key.partition(".")
         if not dot or section not in SECTIONS:
             raise CheckpointError(f"{path}: npz key {_short(key)} is not 'section.param' with a section "
@@ -580,16 +588,16 @@ def _sections_from_npz(path: Path) -> dict[str, dict[str, np.ndarray]]:
     return sections
 
 
-def load_checkpoint(path: str | Path, sha256: str | None = None) -> Checkpoint:
+def load_checkpoint(path: str | Path, sha256: str | None = None, limits: Limits | None = None) -> Checkpoint:
     """A torch zip (.pth) or a .npz checkpoint. sha256: the file's expected SHA-256 (hex); a
-    mismatch is refused before anything is parsed."""
+    mismatch is refused before anything is parsed. limits: CHECKPOINT_LIMITS unless given."""
     path = Path(path)
     if sha256 is not None and path.is_file():
         digest = file_sha256(path)
         if digest != sha256.lower():
             raise CheckpointError(f"{path}: SHA-256 {digest} differs from the expected {sha256}: "
                                   "wrong or modified file")
-    obj = _sections_from_npz(path) if path.suffix == ".npz" else load_torch_zip(path)
+    obj = _sections_from_npz(path, limits) if path.suffix == ".npz" else load_torch_zip(path, limits=limits)
     if not isinstance(obj, dict):
         raise CheckpointError(f"{path}: top level is {type(obj).__name__}, expected a dict of state dicts")
     odd = [k for k in obj if type(k) is not str]

@@ -120,8 +120,8 @@ class _Opcodes:
         self.emit(t.numel)
         w(b"tQ")                                             # TUPLE, BINPERSID
         self.emit(t.offset)
-        self._tuple(t.size)
-        self._tuple(t.stride)
+        self.emit(t.size)
+        self.emit(t.stride)
         w(b"\x89")                                           # requires_grad=False
         self._global("collections", "OrderedDict")
         w(b")R")                                             # OrderedDict() backward hooks
