@@ -170,3 +170,78 @@ def test_sha_mismatched_checkpoint_is_refused(small_ckpt_path, tmp_path):
     assert load_checkpoint(small_ckpt_path, sha256=good).names()
     with pytest.raises(CheckpointError, match="differs from the expected"):
         load_checkpoint(small_ckpt_path, sha256="0" * 64)
+
+
+def _mixed_state():
+    rng = np.random.default_rng(7)
+    return {s: {"module.w": rng.standard_normal((3, 4)).astype(np.float32),
+                "ids": np.arange(5, dtype=np.int64), "half": rng.standard_normal((2, 2, 2)).astype(np.float16),
+                "scalar": np.array(3.5, np.float32), "empty": np.zeros((0, 3), np.float32),
+                "big_endian": np.arange(4, dtype=">f4"), "transposed": rng.standard_normal((2, 3)).T,
+                "mask": np.array([True, False]), "i8": np.array([-3, 7], np.int8)} for s in SECTIONS}
+
+
+def test_torch_free_writer_is_read_exactly_by_torch_weights_only(tmp_path):
+    import torch
+    from kcc.torch_zip import save_torch_zip
+    state = _mixed_state()
+    path = save_torch_zip(state, tmp_path / "written.pth")
+    back = torch.load(path, map_location="cpu", weights_only=True)
+    assert set(back) == set(SECTIONS)
+    for section, params in state.items():
+        assert list(back[section]) == list(params)
+        for key, value in params.items():
+            got = back[section][key].numpy()
+            assert got.dtype == value.dtype.newbyteorder("=") and got.shape == value.shape, key
+            np.testing.assert_array_equal(got, value)
+
+
+def test_torch_free_writer_round_trips_through_kcc(tmp_path):
+    from kcc.checkpoint import load_torch_zip
+    from kcc.torch_zip import save_torch_zip
+    state = _mixed_state()
+    back = load_torch_zip(save_torch_zip(state, tmp_path / "rt.pth"))
+    for section, params in state.items():
+        for key, value in params.items():
+            assert back[section][key].shape == value.shape
+            np.testing.assert_array_equal(back[section][key], value)
+    ck = load_checkpoint(tmp_path / "rt.pth")
+    assert ck.get("bert.w").dtype == np.float32 and ck.get("bert.half").dtype == np.float32
+    assert ck.get("bert.ids").dtype == np.int64
+
+
+def test_written_bytes_are_deterministic_and_data_is_aligned(tmp_path):
+    from kcc.torch_zip import ALIGNMENT, save_torch_zip
+    a = save_torch_zip(_mixed_state(), tmp_path / "a" / "m.pth")
+    b = save_torch_zip(_mixed_state(), tmp_path / "b" / "m.pth")
+    assert a.read_bytes() == b.read_bytes()
+    with zipfile.ZipFile(a) as z:
+        for info in z.infolist():
+            assert (info.header_offset + 30 + len(info.filename) + len(info.extra)) % ALIGNMENT == 0
+
+
+def test_a_real_layout_section_survives_the_writer_and_torch(small_ckpt, tmp_path):
+    import torch
+    from kcc.torch_zip import save_torch_zip
+    state = {s: {n.split(".", 1)[1]: small_ckpt.get(n) for n in small_ckpt.names() if n.startswith(f"{s}.")}
+             for s in SECTIONS}
+    state = {s: (params if s == "text_encoder" else dict(list(params.items())[:3])) for s, params in state.items()}
+    path = save_torch_zip(state, tmp_path / "section.pth")
+    ck = load_checkpoint(path)
+    assert checkpoint_digest(ck, "text_encoder.") == checkpoint_digest(small_ckpt, "text_encoder.")
+    back = torch.load(path, weights_only=True)
+    for key, value in state["text_encoder"].items():
+        np.testing.assert_array_equal(back["text_encoder"][key].numpy(), value)
+
+
+def test_npz_checkpoint_round_trip(tmp_path):
+    from kcc.torch_zip import save_npz_checkpoint, save_torch_zip
+    state = _mixed_state()
+    flat = {f"{s}.{k}": v for s, params in state.items() for k, v in params.items()}
+    path = save_npz_checkpoint(flat, tmp_path / "m.npz")
+    with zipfile.ZipFile(path) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_STORED}
+    from_npz = load_checkpoint(path)
+    from_pth = load_checkpoint(save_torch_zip(state, tmp_path / "m.pth"))
+    assert from_npz.names() == from_pth.names()
+    assert checkpoint_digest(from_npz) == checkpoint_digest(from_pth)
