@@ -55,7 +55,7 @@ def graph(real):
 @pytest.fixture(scope="module")
 def targets():
     from kcc.importers.onnx_kokoro import target_layout
-    return target_layout("full")
+    return target_layout()
 
 
 @pytest.fixture(scope="module")

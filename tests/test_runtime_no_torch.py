@@ -102,3 +102,18 @@ def test_threads_outside_the_cores_are_refused(tmp_path, real_available):
         assert res.returncode == 2
         assert "threads must be an integer from 1 to" in res.stderr
         assert not (tmp_path / "x.wav").exists()
+
+
+def test_import_onnx_writes_a_pth_without_torch(tmp_path, real_available):
+    from kcc.checkpoint import load_checkpoint
+    from kcc.real_model import fetch, import_checkpoint
+    files = fetch()
+    out = tmp_path / "kokoro-real.pth"
+    res = _kcc(tmp_path, "import-onnx", str(files["onnx"]), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "dequantised from an int8 ONNX export" in res.stdout
+    on_disk, in_memory = load_checkpoint(out), import_checkpoint(files)
+    absent = set(in_memory.tensors) - set(on_disk.tensors)
+    assert absent == set()                      # the file holds every tensor the runtime uses
+    for name, arr in in_memory.tensors.items():
+        assert np.array_equal(on_disk.tensors[name], arr), name

@@ -263,14 +263,10 @@ def import_onnx(onnx_path, targets: dict | None = None,
 
 
 def save_checkpoint(sections: dict[str, dict[str, np.ndarray]], out_path) -> Path:
-    """torch.save the dict of state dicts, atomically, as upstream's loader expects."""
-    import torch
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    torch.save({sec: {k: torch.from_numpy(v.copy()) for k, v in sd.items()} for sec, sd in sections.items()}, tmp)
-    tmp.replace(out)
-    return out
+    """Write the dict of state dicts as upstream's loader expects (a torch zip, written by
+    kcc.torch_zip without torch; torch.load(weights_only=True) reads it), atomically."""
+    from kcc.torch_zip import save_torch_zip
+    return save_torch_zip(sections, out_path)
 
 
 def main(onnx_path, out_path, report_path=None) -> ImportReport:
