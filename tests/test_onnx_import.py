@@ -148,7 +148,7 @@ def test_unmapped_tensor_fails_loudly(real, graph, targets):
 def runs(real, imported):
     import json
     from kcc.importers import ort_check as oc
-    from kcc.importers.onnx_float import float_model
+    from oracle.onnx_float import float_model
     vocab = json.loads(Path(real["vocab"]).read_text(encoding="utf-8"))["vocab"]
     ids = oc.phoneme_ids(oc.PHRASE, vocab)
     style = oc.voice_row(real["voices"], "jf_alpha", len(ids))

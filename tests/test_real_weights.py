@@ -47,7 +47,7 @@ def real(tmp_path_factory):
 @pytest.fixture(scope="module")
 def phrase(real):
     from kcc.g2p import load_vocab
-    from kcc.importers.ort_check import PHRASE, phoneme_ids, voice_row
+    from oracle.ort_check import PHRASE, phoneme_ids, voice_row
     ids = phoneme_ids(PHRASE, load_vocab())
     return ids, voice_row(real["voices"], "jf_alpha", len(ids))
 
@@ -99,7 +99,7 @@ def test_real_weights_stages_pass_xray(upstream, ours):
 
 def test_real_weights_speak(upstream, ours, real, phrase, tmp_path):
     """Speech, not noise: voiced F0 in the human range, energy envelope tracking torch's."""
-    from kcc.importers.ort_check import corr, rms_envelope
+    from oracle.ort_check import corr, rms_envelope
     from kcc.wav import write_wav
     wav = ours[0]["kokoro.waveform"].reshape(-1)
     ref = upstream[0]["kokoro.waveform"].reshape(-1)

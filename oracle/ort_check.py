@@ -1,9 +1,9 @@
 """Prove an ONNX import: upstream KModel (torch) on the imported .pth vs onnxruntime on the ONNX.
 
-Usage: python -m kcc.importers.ort_check MODEL.onnx IMPORTED.pth VOICES.npz [--voice jf_alpha] [--json out.json]
+Usage: python -m oracle.ort_check MODEL.onnx IMPORTED.pth VOICES.npz [--voice jf_alpha] [--json out.json]
 
 Runs onnxruntime twice: on the int8 export as shipped, and on its float rewrite
-(kcc.importers.onnx_float: same graph, the importer's dequantised weights, no activation
+(oracle.onnx_float: same graph, the importer's dequantised weights, no activation
 quantisation), which torch on a correct import must match to float precision.
 
 Both run the same phoneme ids with the same voice row. The export removed the random parts of
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
     vocab = json.load(open(args.vocab))["vocab"] if args.vocab else load_config("full")["vocab"]
     ids = phoneme_ids(args.text, vocab)
     style = voice_row(args.voices, args.voice, len(ids))
-    from kcc.importers.onnx_float import float_model
+    from oracle.onnx_float import float_model
     kmodel = load_kmodel(args.pth)
     t = run_torch(kmodel, ids, style)
     m = {}
