@@ -421,3 +421,27 @@ def test_cli_batch_exit_status_and_progress(tmp_path, monkeypatch, capsys):
     assert rc == 2 and "ManifestError" in capsys.readouterr().err
     rc = _cli([str(txt), "-o", str(tmp_path / "o2"), "--speed", "9"], monkeypatch)
     assert rc == 2 and "speed must be between" in capsys.readouterr().err
+
+
+# -- the real model -------------------------------------------------------------------------
+def _real_model_here() -> bool:
+    try:
+        from kcc.real_model import fetch
+        fetch(offline=True)
+        return True
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.real_model)")
+def test_real_model_pool_of_single_thread_workers_matches_one_two_thread_process(tmp_path):
+    from kcc.batch import SynthSpec
+    items = [{"id": f"r{i}", "phonemes": ph, "seed": i} for i, ph in enumerate(["hɛlO wɜɹld.", "ɡʊd mˈɔɹnɪŋ."])]
+    items.append({"id": "r2", "phonemes": "kəkˈɔɹO.", "format": "flac"})
+    one, got1 = run_batch(items, tmp_path / "one", synth=SynthSpec(threads=2), defaults=Defaults())
+    pool, got2 = run_batch(items, tmp_path / "pool", synth=SynthSpec(threads=1), workers=2, defaults=Defaults())
+    assert one.ok and pool.ok and pool.summary["workers"] == 2 and pool.summary["threads_per_worker"] == 1
+    assert outputs(tmp_path / "one") == outputs(tmp_path / "pool")
+    side = json.loads((tmp_path / "one" / "r0.json").read_text(encoding="utf-8"))
+    assert side["voice"] is None and side["model_digest"] not in ("", "unknown")
+    assert 0.3 < side["audio"]["seconds"] < 5 and len(side["durations"][0]) == len("hɛlO wɜɹld.") + 2

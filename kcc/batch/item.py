@@ -144,6 +144,7 @@ class ItemWorker:
     def __init__(self, synth, options: JobOptions, voice_loader=None):
         self.synth, self.options = synth, options
         self.outdir = Path(options.outdir).resolve()
+        self.outdir.mkdir(parents=True, exist_ok=True)
         g2p = options.g2p
         self.g2p_factory = g2p if callable(g2p) else (lambda lang: G2P(lang, g2p))
         self.voice_loader = voice_loader or catalog_voice_loader([Path(d) for d in options.voices_dirs])
