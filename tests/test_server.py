@@ -361,7 +361,7 @@ def _deep(n):
     (b'{"input": "hi", "stream": "yes"}', 422, "'stream' must be true or false"),
     (b'{"input": "hi", "stream_format": "ndjson"}', 422, "'stream_format' must be"),
     (b'{"input": "hi", "instructions": 3}', 422, "'instructions' must be a string"),
-    (b'{"input": "hi", "lang_code": "xx"}', 422, "language 'xx'"),
+    (b'{"input": "hi", "lang_code": "xx"}', 422, "language 'xx' is not supported"),
     (b'{"input": "hi", "normalization_options": 1}', 422, "must be an object"),
     (b"[1, 2]", 400, "must be a JSON object, got list"),
     (b"{not json", 400, "not valid JSON"),
@@ -387,10 +387,12 @@ def test_extension_fields_are_tolerated_and_volume_applies(tmp_path):
 def test_language_from_lang_code_or_voice(tmp_path):
     g2ps = G2PS()
     with serving(tmp_path, g2ps=g2ps) as srv:
-        for doc in [{"voice": "jf_alpha"}, {"voice": "af_alloy", "lang_code": "j"}, {"voice": "bf_emma"},
-                    {"voice": "af_alloy", "lang_code": "en-GB"}]:
+        for doc in [{"voice": "jf_alpha", "input": "こんにちは hi."}, {"voice": "jf_alpha"},
+                    {"voice": "af_alloy", "lang_code": "j"}, {"voice": "bf_emma"}, {"voice": "af_alloy", "lang_code": "en-GB"},
+                    {"voice": "af_alloy", "lang_code": "b"}, {"voice": "af_alloy"}]:
             assert post(srv.port, {"input": "Hi.", "response_format": "pcm", **doc})[0] == 200
-    assert g2ps.asked == ["ja", "ja", "en-gb", "en-gb"]
+    # kana pick ja; Latin text with a Japanese voice is read as the server's default (en-us)
+    assert g2ps.asked == ["ja", "en-us", "ja", "en-gb", "en-gb", "en-gb", "en-us"]
 
 
 @pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "PUT", "DELETE", "GET"])
@@ -529,3 +531,72 @@ def test_fuzzed_bodies_bounded(tmp_path):
     with serving(tmp_path, http=HttpLimits(max_body_bytes=1 << 20)) as srv:
         counts = fuzz(srv.port, n=60, seed=1)
     assert counts["audio"] > 0 and counts["error"] > 0 and sum(counts.values()) == 60
+
+
+# -- the command line: flags and KCC_* environment, SIGTERM drains ------------------------------
+SERVE_SCRIPT = """
+import sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]
+import kcc.g2p, kcc.say, kcc.voices
+from test_say import FakeSynth, LetterG2P
+from test_server import make_catalog
+kcc.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.1)
+kcc.voices.voice_catalog = lambda dirs: make_catalog(Path(sys.argv[2]))
+kcc.g2p.G2P = lambda lang, backend: LetterG2P()
+import argparse
+from kcc.serve.cli import add_parsers
+ap = argparse.ArgumentParser()
+add_parsers(ap.add_subparsers())
+args = ap.parse_args(sys.argv[3:])
+sys.exit(args.fn(args))
+"""
+
+
+def test_serve_cli_environment_and_sigterm_drains(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo"}
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
+                             "serve", "--port", str(port), "--max-chars", "999"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        def ready():
+            try:
+                return request(port, "GET", "/ready", timeout=2)
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                return None
+        status, _, data = _until_value(ready)
+        assert status == 200 and json.loads(data)["workers"] == 3 and json.loads(data)["queue"] == 1
+        status, headers, data = post(port, {"input": "x" * 1000})
+        assert status == 422 and "the limit is 999" in json_error(status, headers, data)["message"]
+        text = sentences(10)
+        s = RawStream(port, json.dumps({"input": text, "response_format": "pcm"}).encode())
+        pieces = [s.chunk()]
+        proc.send_signal(signal.SIGTERM)           # in flight: the stream must still complete
+        while (c := s.chunk()):
+            pieces.append(c)
+        s.close()
+        assert proc.wait(20) == -signal.SIGTERM       # uvicorn re-raises the signal once drained
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read().decode()
+    assert b"".join(pieces) == pcm16(expected(text, "am_echo"))
+    assert '"path": "/ready"' in err and "Waiting for application shutdown" in err and "Finished server process" in err
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2)
+
+
+def _until_value(fn, timeout=60.0):
+    t0 = time.monotonic()
+    while (value := fn()) is None:
+        assert time.monotonic() - t0 < timeout, "never ready"
+        time.sleep(0.1)
+    return value

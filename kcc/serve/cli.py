@@ -67,7 +67,8 @@ def build_service(args):
     dirs = [Path(d) for d in args.voices_dir] or [Path(d) for d in filter(None, [_env("VOICES_DIR", None)])]
     catalog = voices_mod.voice_catalog(dirs)
     aliases = parse_aliases(args.voice_alias) if args.voice_alias else None
-    voices = VoiceSet(catalog, aliases, args.voice, loader=lambda spec: voices_mod.load_voice(spec, dirs))
+    default = args.voice or (voices_mod.DEFAULT_VOICE if voices_mod.DEFAULT_VOICE in catalog else None)
+    voices = VoiceSet(catalog, aliases, default, loader=lambda spec: voices_mod.load_voice(spec, dirs))
     g2ps, lock = {}, threading.Lock()
 
     def g2p_for(lang: str):
@@ -80,7 +81,7 @@ def build_service(args):
     synth = load_synthesizer(args.checkpoint or _env("CHECKPOINT", None), args.max_frames,
                              native=args.native, threads=args.threads)
     limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout)
-    return SpeechService(synth, g2p_for, voices, limits)
+    return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
 
 
 def _setup_logging() -> None:

@@ -11,14 +11,12 @@ import json
 import math
 from dataclasses import dataclass
 
+from kcc.g2p import G2PError, canonical_language
 from kcc.serve.audio_formats import FORMATS
 
 MAX_INPUT_CHARS = 4096                 # OpenAI's limit
 MAX_INSTRUCTIONS_CHARS = 4096
 MIN_SPEED, MAX_SPEED = 0.25, 4.0
-# Kokoro-FastAPI's one-letter language codes -> the language names voices carry.
-LANG_CODES = {"a": "en-us", "b": "en-gb", "e": "es", "f": "fr-fr", "h": "hi", "i": "it", "j": "ja",
-              "p": "pt-br", "z": "zh"}
 
 
 class ApiError(Exception):
@@ -132,8 +130,11 @@ def parse_speech(body: bytes, max_input_chars: int = MAX_INPUT_CHARS) -> SpeechR
     if stream_format not in ("audio", "sse"):
         raise ApiError(422, "'stream_format' must be 'audio' or 'sse'", "stream_format")
     lang = _string(doc, "lang_code", None, limit=16)
-    if lang is not None:
-        lang = LANG_CODES.get(lang, lang.lower())
+    if lang is not None:              # Kokoro-FastAPI's one-letter codes ('a', 'j', ...) included
+        try:
+            lang = canonical_language(lang)
+        except G2PError as exc:
+            raise ApiError(422, str(exc), "lang_code") from None
     seed = doc.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 31:
         raise ApiError(422, "'seed' must be an integer in [0, 2**31)", "seed")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kcc.g2p import G2PError
+from kcc.g2p import G2PError, detect_language
 from kcc.say import SayError, plan, synthesize_chunks
 from kcc.serve.audio_formats import Encoder
 from kcc.serve.request import ApiError, SpeechRequest
@@ -34,6 +34,18 @@ class Limits:
     request_timeout_s: float = 120.0
     chunk_phonemes: int = 200           # a chunk's synthesis time stays a small part of the deadline
     first_chunk_phonemes: int = 40      # short first chunk: first audio early
+
+
+# Voices of these languages are asked to read Latin-script text too (Kokoro's Japanese voices
+# speak English well), so for them the text's script decides, not the voice.
+NON_LATIN = frozenset({"ja", "zh", "hi"})
+
+
+def pick_language(text: str, voice_language: str, default: str) -> str:
+    """No lang_code: kana / Han / Devanagari in the text pick ja / zh / hi; Latin text is read in
+    the voice's language (es for an es voice), or `default` for a voice of a non-Latin language."""
+    fallback = voice_language if voice_language and voice_language not in NON_LATIN else default
+    return detect_language(text, fallback)
 
 
 class Job:
@@ -51,9 +63,11 @@ class Job:
 
 
 class SpeechService:
-    def __init__(self, synth, g2p_for, voices: VoiceSet, limits: Limits | None = None):
+    def __init__(self, synth, g2p_for, voices: VoiceSet, limits: Limits | None = None,
+                 default_language: str = "en-us"):
         """g2p_for(language) -> a G2P callable (raises G2PError for a language it cannot do)."""
         self.synth, self.g2p_for, self.voices = synth, g2p_for, voices
+        self.default_language = default_language
         self.limits = limits or Limits()
         self.pool = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="kcc-synth")
         self._lock = threading.Lock()
@@ -112,7 +126,7 @@ class SpeechService:
                 return
             if time.monotonic() > job.deadline:
                 raise ApiError(504, "the request waited for a synthesis slot past its deadline")
-            lang = req.lang or self.voices.language(parts)
+            lang = req.lang or pick_language(req.text, self.voices.language(parts), self.default_language)
             try:
                 g2p = self.g2p_for(lang)
             except (G2PError, ValueError) as exc:

@@ -62,10 +62,10 @@ def parse_aliases(text: str) -> dict[str, str]:
 class VoiceSet:
     def __init__(self, catalog: dict, aliases: dict[str, str] | None = None, default: str | None = None,
                  loader: Callable[[object], np.ndarray] | None = None, cache_packs: int = CACHE_PACKS):
-        self.voices = {name: Offered(name, getattr(v, "language", "en-us"), getattr(v, "gender", ""),
+        self.voices = {name: Offered(name, getattr(v, "language", ""), getattr(v, "gender", ""),
                                      getattr(v, "spec", None)) for name, v in catalog.items() if NAME.fullmatch(name)}
         if not self.voices:
-            self.voices[RANDOM_VOICE] = Offered(RANDOM_VOICE, "en-us", "", None)
+            self.voices[RANDOM_VOICE] = Offered(RANDOM_VOICE, "", "", None)
         aliases = DEFAULT_ALIASES if aliases is None else aliases
         self.aliases = {a: t for a, t in aliases.items() if t in self.voices and a not in self.voices}
         self.default = default or next(iter(sorted(self.voices)))
@@ -110,6 +110,7 @@ class VoiceSet:
         return tuple(sorted((n, w / total) for n, w in parts.items()))
 
     def language(self, parts) -> str:
+        """The first (heaviest-named) voice's language; '' when its name does not say."""
         return self.voices[parts[0][0]].language
 
     def pack(self, parts) -> np.ndarray:
