@@ -39,6 +39,9 @@ from kcc.runtime import CompiledCircuit
 ARTIFACT_VERSION = 1
 PAGE = 4096
 _PKG = Path(__file__).resolve().parent
+_COMPILER_SOURCES = ("artifact.py", "build.py", "checkpoint.py", "costs.py", "emit.py", "ir.py", "isa.py",
+                     "lower.py", "passes.py", "pipeline.py", "plan.py", "runtime.py", "torch_zip.py",
+                     "ops/*.py", "kernels/*.py", "kernels/c/*", "circuits/*.json", "importers/*.py", "data/*.json")
 
 
 class ArtifactError(Exception):
@@ -47,13 +50,13 @@ class ArtifactError(Exception):
 
 @functools.lru_cache(maxsize=1)
 def compiler_digest() -> str:
-    """SHA-256 over the kcc sources that decide what a compiled model computes: the Python
-    compiler and model modules, the C kernels and the circuits. An edited checkout never
-    loads an artifact that an older tree compiled."""
+    """SHA-256 over the kcc sources that decide what a compiled model computes or how it is
+    called: the compiler (lowering, passes, planning, emission, build flags), the ops and C
+    kernels, the circuits, the checkpoint readers and the importer, the runtime's ABI. An edited
+    compiler never loads an artifact that an older tree compiled; editing the speech product
+    (G2P, server, batch) does not force a recompile."""
     h = hashlib.sha256(f"artifact {ARTIFACT_VERSION}".encode())
-    files = sorted(p for pat in ("*.py", "ops/*.py", "kernels/*.py", "kernels/c/*", "circuits/*.json",
-                                 "importers/*.py", "data/*.json")
-                   for p in _PKG.glob(pat) if p.is_file())
+    files = sorted(p for pat in _COMPILER_SOURCES for p in _PKG.glob(pat) if p.is_file())
     for p in files:
         h.update(str(p.relative_to(_PKG)).encode())
         h.update(p.read_bytes())
