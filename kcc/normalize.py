@@ -40,14 +40,15 @@ def _cardinal(digits: str) -> str:
 
 
 def _year(y: str) -> str:
-    return num2words(int(y), to="year") if len(y) == 4 else y
+    """'2024' as a year; a two-digit year as said ("ninety-nine", "oh five"), no century guessed."""
+    if len(y) == 4:
+        return num2words(int(y), to="year")
+    return f"oh {num2words(int(y))}" if y[0] == "0" else num2words(int(y))
 
 
 def _date(month: int, day: int, year: str) -> str | None:
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
-    if len(year) == 2:
-        year = "20" + year
     return f"{MONTHS[month - 1]} {num2words(day, to='ordinal')}, {_year(year)}"
 
 
@@ -108,8 +109,9 @@ _ABBREV_RE = re.compile(r"(?<![\w.])(" + "|".join(re.escape(a) for a in sorted(_
                         + r")(?![\w])")
 _MONEY_RE = re.compile(r"([$£€])\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?(?!\d)(?:\s(" + "|".join(SCALES) + r")\b)?")
 _THOUSANDS_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+)(?![\d,]|\.\d)")
-_DECIMAL_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d*)\.(\d+)(?![\d.])")
-_TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])(\s?(?:[AaPp]\.?[Mm]\.?(?![\w])))?")
+_DECIMAL_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d*)\.(\d+)(?!\d|\.\d)")
+# "p.m." keeps its last period where it also ends the sentence (end of text, or a capital next).
+_TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])(\s?[AaPp]\.?[Mm](?:\.(?!\s*$|\s+[A-Z]))?(?![\w]))?")
 _SLASH_DATE_RE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])")
 _ISO_DATE_RE = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
 

