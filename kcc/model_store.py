@@ -75,9 +75,13 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
             shutil.rmtree(where, ignore_errors=True)
     t0 = time.perf_counter()
     if log is not None:
-        print(f"kcc: compiling {label} into generated C (once; about a minute; cached in {where.parent})",
+        print(f"kcc: compiling {label} into generated C (once per model and build options; cached in "
+              f"{where.parent})",
               file=log, flush=True)
-    synth = Synthesizer(make_checkpoint(), options, max_frames=max_frames, stages=stages)
+    def progress(i, n, stage):
+        if log is not None:
+            print(f"kcc: [{i + 1}/{n}] compiling {stage} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)
+    synth = Synthesizer(make_checkpoint(), options, max_frames=max_frames, stages=stages, progress=progress)
     artifact.save(where, synth.circuits, {"model_id": model_id, "label": label, "max_frames": max_frames,
                                           "options": {k: getattr(options, k) for k in options.__dataclass_fields__}})
     del synth

@@ -38,6 +38,16 @@ class SynthesisError(Exception):
     """Synthesis cannot proceed; the message names the stage and the problem."""
 
 
+class FrameOverflow(SynthesisError):
+    """The durations need more frames than the back stages were planned for (raised before
+    they run, so a caller can split the chunk and retry at the cost of the front stages)."""
+
+    def __init__(self, frames: int, planned: int):
+        super().__init__(f"the utterance needs {frames} frames, over the planned {planned}; "
+                         "split the text or raise max_frames")
+        self.frames, self.planned = frames, planned
+
+
 @dataclass
 class Synthesis:
     audio: np.ndarray                     # float32 [samples] at 24 kHz
@@ -48,7 +58,9 @@ class Synthesis:
 
 class Synthesizer:
     def __init__(self, checkpoint: str | Path | Checkpoint, options: BuildOptions = BuildOptions(),
-                 max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None):
+                 max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None, progress=None):
+        """progress: called as progress(i, n, stage) before each stage compiles (a first run's
+        feedback: the generator alone takes most of the time)."""
         # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
         # own arrays (~330 MB at the full config) are freed once the caller drops them too.
         ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
@@ -57,7 +69,9 @@ class Synthesizer:
         self.max_frames = max_frames
         self.circuits: dict[str, CompiledCircuit] = {}
         planned = frame_dims(max_frames)
-        for name in self.stages:
+        for i, name in enumerate(self.stages):
+            if progress is not None:
+                progress(i, len(self.stages), name)
             doc = load_circuit(name)
             dims = {d: n for d, n in planned.items() if d in doc["dims"]}
             self.circuits[name] = compile_circuit(doc, ckpt, options, dims=dims or None)
@@ -112,8 +126,7 @@ class Synthesizer:
             if "durations" in result.outputs:
                 frames = int(env["durations"].sum())
                 if frames > self.max_frames:
-                    raise SynthesisError(f"the utterance needs {frames} frames, over the planned "
-                                         f"{self.max_frames}; split the text or raise max_frames")
+                    raise FrameOverflow(frames, self.max_frames)
                 known = frame_dims(frames)
         return checkpoints, seconds
 
