@@ -4,20 +4,25 @@
 shape of kcc.pipeline.Synthesis: the compiled Synthesizer, or a fake in tests. Each chunk takes
 the voice pack's row for its phoneme count (upstream's pack[len(ps) - 1]) and the seed plus its
 index; chunks are joined end to end, and their word timestamps shifted by the samples before.
+Planning is lazy and sized for the frame plan at the asked speed (kcc.text), and `kcc say`
+streams each chunk into its output file as it is made, so memory holds one chunk of audio.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
-from kcc.g2p import G2P, Encoded, G2PError, decode_text, encode
-from kcc.text import MAX_PHONEMES, chunk_words, paragraphs
+from kcc.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
+from kcc.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
+from kcc.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.voices import DEFAULT_VOICE, PACK_ROWS, STYLE_DIM, load_voice, style_for, validate_pack
 
@@ -48,12 +53,8 @@ class SayResult:
     words: list[dict] = field(default_factory=list)
 
     def timestamps_json(self) -> dict:
-        return {"sample_rate": self.sample_rate, "audio_seconds": round(self.audio.size / self.sample_rate, 6),
-                "g2p": self.g2p, "words": self.words,
-                "chunks": [{"text": c.encoded.text, "phonemes": c.encoded.phonemes,
-                            "start_s": round(c.offset / self.sample_rate, 6),
-                            "end_s": round((c.offset + c.audio.size) / self.sample_rate, 6)}
-                           for c in self.chunks]}
+        return timestamps_document(self.audio.size, self.g2p, self.words,
+                                   [chunk_summary(c, self.sample_rate) for c in self.chunks], self.sample_rate)
 
 
 def random_voice(seed: int = 0) -> np.ndarray:
@@ -89,43 +90,91 @@ def check_speed(speed) -> float:
 FIRST_CHUNK_PHONEMES = 100
 
 
-def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FIRST_CHUNK_PHONEMES) -> list[Encoded]:
-    """Text (str or UTF-8 bytes) -> encoded chunks, each <= limit phonemes (the first <=
-    first_limit where a boundary allows), words in order."""
-    text = decode_text(text)
+def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FIRST_CHUNK_PHONEMES,
+              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES,
+              progress: "Progress | None" = None) -> Iterator[Encoded]:
+    """Text (str or UTF-8 bytes) -> encoded chunks, lazily, each <= limit phonemes and sized so
+    its frames at `speed` fit `max_frames` (kcc.text.chunk_limit); the first <= first_limit where
+    a boundary allows; words in order. G2P runs one paragraph piece ahead of the chunks."""
+    text = clean_text(decode_text(text))
     if not text.strip():
         raise SayError("input text is empty")
-    chunks: list[Encoded] = []
-    for para in paragraphs(text):
-        words = g2p(para)
-        pieces = chunk_words(words, limit)
-        if first_limit and not chunks and pieces and first_limit < limit:
-            head = chunk_words(words, first_limit)[0]
-            if head == words[:len(head)] and len(head) < len(words):
-                pieces = [head, *chunk_words(words[len(head):], limit)]
-        for words in pieces:
-            enc = encode(words, where=f"chunk {len(chunks) + 1}")
+    limit = chunk_limit(limit, check_speed(speed), max_frames)
+    n = 0
+    if progress is not None:
+        progress.text_chars = len(text)
+    for para in iter_paragraphs(text):
+        first = first_limit if n == 0 else None
+        for words in iter_chunks(_paragraph_words(para, g2p, progress), limit, first):
+            enc = encode(words, where=f"chunk {n + 1}")
             if enc.ids:
-                chunks.append(enc)
-    if not chunks:
+                n += 1
+                yield enc
+    if n == 0:
         raise SayError("the text produced no phonemes to speak")
-    return chunks
 
 
-def synthesize_chunks(chunks: list[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,
+def _paragraph_words(para: str, g2p, progress: "Progress | None") -> Iterator[Word]:
+    for piece, spaced in pieces(para):
+        words = g2p(piece)
+        if words and spaced:
+            words[-1].whitespace = True
+        if progress is not None:
+            progress.read(len(piece) + 1)
+        yield from words
+
+
+def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FIRST_CHUNK_PHONEMES,
+         speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES) -> list[Encoded]:
+    """iter_plan, all of it (errors anywhere in the text surface before any synthesis)."""
+    return list(iter_plan(text, g2p, limit, first_limit, speed, max_frames))
+
+
+def split_encoded(enc: Encoded, parts: int) -> list[Encoded]:
+    """A chunk cut into about `parts` shorter chunks at word boundaries (words cut if need be)."""
+    limit = max(1, -(-len(enc.phonemes) // max(2, parts)))
+    with warnings.catch_warnings():     # cutting a long word here is the point, not news
+        warnings.simplefilter("ignore")
+        out = [encode(ws, where="chunk part") for ws in chunk_words(enc.words, limit)]
+    return [e for e in out if e.ids]
+
+
+def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, seed: int) -> list[tuple[Encoded, object]]:
+    """[(part, synthesis)] for one chunk: itself, or, when its durations overflow the frame plan
+    (the planning estimate was beaten), its parts, each retried the same way."""
+    try:
+        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed))]
+    except FrameOverflow as exc:
+        if len(enc.ids) < 2:
+            raise
+        parts = split_encoded(enc, -(-exc.frames * 10 // (exc.planned * 9)))
+        if len(parts) < 2:
+            raise
+        return [r for part in parts for r in _synthesize_fitting(part, synth, pack, speed, seed)]
+
+
+def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,
                       progress: "Progress | None" = None) -> Iterator[Chunk]:
-    """Yield each chunk's audio as soon as it is made (the server streams these)."""
+    """Yield each chunk's audio as soon as it is made (the server streams these). A chunk whose
+    frames overflow the plan is synthesised in parts and still yields one Chunk (its durations
+    the parts' one after another), so callers see one Chunk per planned chunk."""
     speed = check_speed(speed)
     offset = 0
     for i, enc in enumerate(chunks):
-        out = synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed + i)
-        audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
-        durations = np.asarray(out.durations).reshape(-1)
-        frames = int(durations.sum())
-        if audio.size != frames * SAMPLES_PER_FRAME:
-            warnings.warn(f"chunk {i + 1}: {audio.size} samples but {frames} frames x {SAMPLES_PER_FRAME}; "
-                          "timestamps are scaled to the audio", stacklevel=2)
-        yield Chunk(i, enc, audio, durations, offset, word_timestamps(enc, durations, audio.size, offset))
+        audio_parts, durations, words, at = [], [], [], offset
+        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i):
+            audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
+            d = np.asarray(out.durations).reshape(-1)
+            frames = int(d.sum())
+            if audio.size != frames * SAMPLES_PER_FRAME:
+                warnings.warn(f"chunk {i + 1}: {audio.size} samples but {frames} frames x {SAMPLES_PER_FRAME}; "
+                              "timestamps are scaled to the audio", stacklevel=2)
+            words += word_timestamps(part, d, audio.size, at)
+            audio_parts.append(audio)
+            durations.append(d)
+            at += audio.size
+        audio = audio_parts[0] if len(audio_parts) == 1 else np.concatenate(audio_parts)
+        yield Chunk(i, enc, audio, np.concatenate(durations), offset, words)
         offset += audio.size
         if progress is not None:
             progress.update(i + 1, offset / SAMPLE_RATE)
@@ -136,36 +185,56 @@ def synthesize_chunks(chunks: list[Encoded], synth, pack: np.ndarray, speed: flo
 def say(text, synth, voice=None, speed: float = 1.0, seed: int = 0, g2p=None,
         search: list[Path] | None = None, progress: "Progress | bool | None" = None,
         chunks: list[Encoded] | None = None) -> SayResult:
-    """`chunks`: the text already planned with `plan` (then `text` is not phonemized again)."""
+    """The whole text's audio in memory (the CLI streams to a file instead: speak_to_file).
+    `chunks`: the text already planned with `plan` (then `text` is not phonemized again)."""
     t0 = time.perf_counter()
     speed = check_speed(speed)
     pack = resolve_voice(voice, search)
     g2p = g2p or G2P()
-    chunks = chunks or plan(text, g2p)
+    chunks = chunks or plan(text, g2p, speed=speed, max_frames=getattr(synth, "max_frames", DEFAULT_MAX_FRAMES))
     if not isinstance(progress, Progress):
-        progress = Progress(len(chunks), enabled=progress)
+        progress = Progress(enabled=progress, total_chunks=len(chunks))
     done = list(synthesize_chunks(chunks, synth, pack, speed, seed, progress))
     audio = np.concatenate([c.audio for c in done]) if done else np.zeros(0, np.float32)
     return SayResult(audio, done, g2p=getattr(g2p, "description", type(g2p).__name__),
                      seconds=time.perf_counter() - t0, words=[w for c in done for w in c.words])
 
 
-class Progress:
-    """A one-line bar on stderr; on by default only for a tty and more than one chunk."""
+def timestamps_document(samples: int, g2p: str, words: list[dict], chunks: list[dict],
+                        sample_rate: int = SAMPLE_RATE) -> dict:
+    return {"sample_rate": sample_rate, "audio_seconds": round(samples / sample_rate, 6),
+            "g2p": g2p, "words": words, "chunks": chunks}
 
-    def __init__(self, total: int, enabled: bool | None = None, stream=None):
-        self.total, self.stream = total, stream or sys.stderr
+
+def chunk_summary(c: Chunk, sample_rate: int = SAMPLE_RATE) -> dict:
+    return {"text": c.encoded.text, "phonemes": c.encoded.phonemes,
+            "start_s": round(c.offset / sample_rate, 6),
+            "end_s": round((c.offset + c.audio.size) / sample_rate, 6)}
+
+
+class Progress:
+    """A one-line bar on stderr (on by default only for a tty): how much of the text G2P has
+    read, chunks and audio seconds made, wall time."""
+
+    def __init__(self, text_chars: int = 0, enabled: bool | None = None, stream=None, total_chunks: int = 0):
+        self.text_chars, self.chars, self.stream = text_chars, 0, stream or sys.stderr
+        self.total_chunks = total_chunks
         isatty = getattr(self.stream, "isatty", lambda: False)()
-        self.enabled = bool(enabled) if enabled is not None else (isatty and total > 1)
+        self.enabled = bool(enabled) if enabled is not None else isatty
         self.t0 = time.perf_counter()
-        if self.enabled:
-            self.update(0, 0.0)
+        self.done, self.audio_s = 0, 0.0
+
+    def read(self, chars: int) -> None:
+        self.chars = min(self.text_chars, self.chars + chars) if self.text_chars else self.chars + chars
 
     def update(self, done: int, audio_s: float) -> None:
+        self.done, self.audio_s = done, audio_s
         if not self.enabled:
             return
-        n = 30 * done // max(1, self.total)
-        self.stream.write(f"\rkcc say: [{'#' * n}{'.' * (30 - n)}] {done}/{self.total} chunks, "
+        frac = (self.chars / self.text_chars if self.text_chars
+                else done / self.total_chunks if self.total_chunks else 1.0)
+        n = int(30 * frac)
+        self.stream.write(f"\rkcc say: [{'#' * n}{'.' * (30 - n)}] {100 * frac:3.0f}% of the text, {done} chunks, "
                           f"{audio_s:.1f} s audio, {time.perf_counter() - self.t0:.1f} s")
         self.stream.flush()
 
@@ -195,7 +264,10 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
 
 def read_input(args) -> str:
     if args.text_file:
-        data = sys.stdin.buffer.read() if args.text_file == "-" else Path(args.text_file).read_bytes()
+        try:
+            data = sys.stdin.buffer.read() if args.text_file == "-" else Path(args.text_file).read_bytes()
+        except OSError as exc:
+            raise SayError(f"text file {args.text_file}: {exc.strerror or exc}") from None
         return decode_text(data, f"text file {args.text_file}")
     if args.text is None:
         raise SayError("no text: pass it as an argument or with --text-file PATH (- for stdin)")
@@ -206,32 +278,102 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"kcc: warning: {message}", file=sys.stderr)
 
 
-def run_cli(args) -> int:
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM: caught at the top of a command, which removes its partial outputs."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.exit_code = 128 + signum
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def interrupts_raise():
+    """SIGINT / SIGTERM raise Interrupted in the main thread, between two bytecodes: at the
+    latest when the running C stage returns (a stage is 0.1-1 s of a chunk). The previous
+    handlers come back afterwards (off the main thread nothing changes)."""
+    import signal
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: Path, timestamps: Path | None,
+                  speed: float, seed: int, g2p: str, progress: Progress) -> tuple[int, int, int]:
+    """Chunks -> a WAV written as they come (memory: one chunk of audio), renamed into place at
+    the end with the timestamps; an error or interrupt leaves neither. -> (samples, chunks, ids)."""
     import json
-    import os
+    from kcc.wav import AtomicFile, WavWriter
+    words, spans, n_chunks, n_ids = [], [], 0, 0
+    with WavWriter(out) as wav:
+        for c in synthesize_chunks(chunks, synth, pack, speed, seed, progress):
+            wav.write(c.audio)
+            n_chunks, n_ids = n_chunks + 1, n_ids + len(c.encoded.ids)
+            if timestamps is not None:
+                words += c.words
+                spans.append(chunk_summary(c))
+        wav.close()
+        if timestamps is None:
+            wav.commit()
+        else:
+            with AtomicFile(timestamps) as ts:
+                doc = timestamps_document(wav.samples, g2p, words, spans)
+                ts.fh.write(json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8"))
+                ts.close()
+                wav.commit()
+                ts.commit()
+    return wav.samples, n_chunks, n_ids
+
+
+def run_cli(args) -> int:
+    from kcc.outputs import OutputError
     from kcc.pipeline import SynthesisError
     from kcc.voices import VoiceError
-    from kcc.wav import write_wav
+    from kcc.wav import WavError
     warnings.showwarning = _show_warning
-    try:
-        text = read_input(args)
-        check_speed(args.speed)
-        g2p = G2P(args.lang, args.g2p)
-        print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
-        pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-        chunks = plan(text, g2p)           # text errors surface before the (slow) compile
-        synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
-                                 native=getattr(args, "native", False), threads=getattr(args, "threads", None))
-        result = say(text, synth, pack, args.speed, args.seed, g2p, chunks=chunks,
-                     progress=Progress(len(chunks), enabled=True if args.progress else None))
-    except (SayError, G2PError, VoiceError, SynthesisError) as exc:
-        print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    write_wav(args.out, result.audio)
-    if args.timestamps:
-        tmp = Path(f"{args.timestamps}.part")
-        tmp.write_text(json.dumps(result.timestamps_json(), ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, args.timestamps)
-    print(f"{args.out}: {result.audio.size / SAMPLE_RATE:.2f} s, {len(result.chunks)} chunk(s), "
-          f"{sum(len(c.encoded.ids) for c in result.chunks)} phonemes, {result.seconds:.1f} s")
+    t0 = time.perf_counter()
+    with interrupts_raise():
+        try:
+            samples, n_chunks, n_ids = _run(args)
+        except Interrupted as exc:
+            print("\nkcc: interrupted; no output written", file=sys.stderr)
+            return exc.exit_code
+        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError) as exc:
+            print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+    print(f"{args.out}: {samples / SAMPLE_RATE:.2f} s, {n_chunks} chunk(s), {n_ids} phonemes, "
+          f"{time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def _run(args) -> tuple[int, int, int]:
+    """Everything cheap is checked first (outputs, text, speed, G2P, voice, the first chunk),
+    then the model is loaded and the text spoken chunk by chunk into the output."""
+    import os
+    from itertools import chain
+    from kcc.outputs import check_outputs
+    outs = check_outputs(**{"-o": args.out, "--timestamps": args.timestamps})
+    text = read_input(args)
+    speed = check_speed(args.speed)
+    g2p = G2P(args.lang, args.g2p)
+    print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
+    pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
+    max_frames = args.max_frames or DEFAULT_MAX_FRAMES
+    if max_frames < 1:
+        raise SayError(f"--max-frames must be a positive number of frames, got {max_frames}")
+    progress = Progress(enabled=True if args.progress else None)
+    chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames, progress=progress)
+    first = next(chunks)                   # text errors surface before the (slow) compile
+    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
+                             native=getattr(args, "native", False), threads=getattr(args, "threads", None))
+    return speak_to_file(chain([first], chunks), synth, pack, outs["-o"], outs.get("--timestamps"),
+                         speed, args.seed, getattr(g2p, "description", ""), progress)
