@@ -136,7 +136,7 @@ def espeak_available() -> tuple[bool, str]:
 
 
 def detect_language(text: str, default: str = "en-us") -> str:
-    """kana -> ja, Han without kana -> zh, Devanagari -> hi, else `default` (kcc.g2p_scripts)."""
+    """kana or kanji -> ja, Devanagari -> hi, else `default` (kcc.g2p_scripts)."""
     from kcc.g2p_scripts import detect_language as detect
     return detect(text, default)
 
@@ -167,7 +167,7 @@ class G2P:
         if self.language == "auto":
             if backend not in G2P_BACKENDS:
                 raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
-            self.backend, self.description = "auto", "language detected per paragraph (kana/Han/Devanagari)"
+            self.backend, self.description = "auto", "language detected per paragraph (kana/kanji: ja, Devanagari: hi, else en-us)"
             return
         fn, self.backend, self.description = _backend_for(self.language, backend)
         self._backends[self.language] = (fn, self.backend, self.description)

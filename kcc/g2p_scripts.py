@@ -52,13 +52,12 @@ def script_of(ch: str) -> str | None:
 
 
 def detect_language(text: str, default: str = "en-us") -> str:
-    """'ja' when the text has kana, 'zh' when it has Han ideographs but no kana, 'hi' for
-    Devanagari; otherwise `default` (Latin text does not tell en from es or fr)."""
+    """'ja' when the text has kana or Han ideographs (Japanese is the real voices' own language;
+    Han-only text could be Chinese too, which takes --lang zh), 'hi' for Devanagari, otherwise
+    `default` (Latin script does not tell en from es or fr)."""
     scripts = {script_of(c) for c in text}
-    if "kana" in scripts:
+    if "kana" in scripts or "han" in scripts:
         return "ja"
-    if "han" in scripts:
-        return "zh"
     if "devanagari" in scripts:
         return "hi"
     return default
