@@ -335,9 +335,19 @@ def test_one_job_per_outdir(tmp_path):
     assert len(list(Batch(PHONEME_ITEMS, tmp_path, **job_kwargs()))) == 5
 
 
-def test_unknown_engine_and_unloadable_model(tmp_path):
-    with pytest.raises(BatchError, match="engine 'spark'"):
-        Batch(PHONEME_ITEMS, tmp_path, engine="spark")
+@pytest.mark.parametrize("kwargs, msg", [
+    ({"engine": "spark"}, "engine 'spark'"),
+    ({"workers": 0}, "workers must be a positive integer, got 0"),
+    ({"threads": -2}, "threads must be a positive integer, got -2"),
+    ({"workers": 1.5}, "workers must be a positive integer"),
+])
+def test_bad_job_options_raise(tmp_path, kwargs, msg):
+    with pytest.raises(BatchError, match=msg):
+        Batch(PHONEME_ITEMS, tmp_path, **kwargs)
+    assert not list(tmp_path.iterdir())
+
+
+def test_unloadable_model_stops_the_job(tmp_path):
     with pytest.raises(WorkerLoadError, match="no model here"):
         list(Batch(PHONEME_ITEMS, tmp_path, **job_kwargs(synth=FailingFactory())))
 

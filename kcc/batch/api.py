@@ -56,6 +56,11 @@ class Batch:
             self.records = items_from_records(
                 ((n, r if isinstance(r, dict) else f"expected a dict, got {type(r).__name__}")
                  for n, r in enumerate(manifest, 1)), defaults)
+        if isinstance(synth, SynthSpec) and threads is None:
+            threads = synth.threads
+        for name, n in (("workers", workers), ("threads", threads)):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+                raise BatchError(f"{name} must be a positive integer, got {n!r}")
         self.workers, self.threads = split_cores(available_cores(), workers, threads)
         self.loaded = synth if hasattr(synth, "synthesize") else None
         if self.loaded is not None:
