@@ -521,6 +521,7 @@ def test_access_log_is_json_with_control_characters_escaped(tmp_path, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "kcc.serve.access"]
     doc = json.loads(lines[-1])
     assert doc["path"] == "/v1/\x1b[31mred\n\x00" and doc["status"] == 404 and doc["method"] == "GET"
+    assert doc["complete"] is True and doc["bytes"] > 0
     assert "\x1b" not in lines[-1] and "\n" not in lines[-1] and "\\u001b" in lines[-1]
 
 

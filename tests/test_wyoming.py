@@ -127,3 +127,32 @@ def test_bad_voice_and_failure_are_error_events(tmp_path):
     with wyoming_server(tmp_path, FakeSynth(fail="boom")) as (port, _):
         events = asyncio.run(exchange(port, [Synthesize(text="hi there")]))
         assert [e.type for e in events] == ["error"] and "boom" in Error.from_event(events[0]).text
+
+
+def test_wyoming_cli_serves_and_stops_on_sigterm(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+    from test_server import SERVE_SCRIPT
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
+                             "wyoming", "--uri", f"tcp://127.0.0.1:{port}"], env={**os.environ, "KCC_VOICE": "bf_emma"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(300):
+            assert proc.poll() is None, proc.stderr.read().decode()
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            threading.Event().wait(0.1)
+        events = asyncio.run(exchange(port, [Synthesize(text="Hello there.")]))
+        assert audio_of(events) == expected_pcm("Hello there.", "bf_emma")      # KCC_VOICE is the default
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0                 # the wyoming server stops cleanly on SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert f"kcc wyoming: tcp://127.0.0.1:{port}" in proc.stderr.read().decode()

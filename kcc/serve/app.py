@@ -63,13 +63,14 @@ class Gate:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        t0, seen = time.perf_counter(), {"status": 0, "bytes": 0}
+        t0, seen = time.perf_counter(), {"status": 0, "bytes": 0, "complete": False}
 
         async def counting_send(message):
             if message["type"] == "http.response.start":
                 seen["status"] = message["status"]
             elif message["type"] == "http.response.body":
                 seen["bytes"] += len(message.get("body", b""))
+                seen["complete"] = not message.get("more_body", False)
             await send(message)
 
         try:
@@ -79,6 +80,8 @@ class Gate:
             self.active += 1
             try:
                 await self.app(scope, receive, counting_send)
+            except StreamAborted as exc:  # returning mid-response makes the server drop the connection
+                logging.getLogger("kcc.serve").warning("stream cut: %s", json.dumps(str(exc)))
             finally:
                 self.active -= 1
         finally:
@@ -86,7 +89,7 @@ class Gate:
             access_log.info(json.dumps({
                 "client": f"{client[0]}:{client[1]}", "method": scope.get("method"), "path": scope.get("path"),
                 "query": scope.get("query_string", b"").decode("latin-1"), "status": seen["status"],
-                "bytes": seen["bytes"], "ms": round(1000 * (time.perf_counter() - t0), 1)}, ensure_ascii=True))
+                "bytes": seen["bytes"], "complete": seen["complete"], "ms": round(1000 * (time.perf_counter() - t0), 1)}, ensure_ascii=True))
 
 
 async def read_body(request: Request, limits: HttpLimits) -> bytes:
@@ -223,7 +226,8 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate
         return error_response(ApiError(exc.status_code, message, headers=exc.headers))
 
     async def server_error(request: Request, exc: Exception):
-        logging.getLogger("kcc.serve").exception("unhandled error")
+        if not isinstance(exc, StreamAborted):     # the Gate logs those, without a traceback
+            logging.getLogger("kcc.serve").exception("unhandled error")
         return error_response(ApiError(500, f"internal error: {type(exc).__name__}"))
 
     @contextlib.asynccontextmanager
