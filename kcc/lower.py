@@ -105,6 +105,19 @@ def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> t
     return g, arrays
 
 
+def _same_kind(value, default) -> bool:
+    """A given attr has its default's JSON kind (an int is a float; a bool is neither): the op's
+    infer then meets only the types it was written for. Required attrs (default None) are the
+    op's to check."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
 def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix: str, op_name: str) -> None:
     defn = OPS[spec["op"]]
     # A role ending in '?' is optional (e.g. a residual operand).
@@ -124,6 +137,10 @@ def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix:
     unknown = set(spec.get("attrs", {})) - set(defn.attrs)
     if unknown:
         raise LoweringError(f"op {op_name} ({defn.name}): unknown attr(s) {sorted(unknown)}")
+    for k, v in spec.get("attrs", {}).items():
+        if not _same_kind(v, defn.attrs[k]):
+            raise LoweringError(f"op {op_name} ({defn.name}): attr '{k}' = {v!r} must be a "
+                                f"{type(defn.attrs[k]).__name__} like its default {defn.attrs[k]!r}")
     attrs.update(spec.get("attrs", {}))
     absent = [k for k, v in attrs.items() if v is None]
     if absent:

@@ -193,7 +193,7 @@ define_op(OpDef("istft", ("x",), (), {"n_fft": None, "hop": None, "spec": "polar
 
 def _rng_infer(name, ins, ws, a):
     expect(tuple(ins["seed"]) == (1,), name, f"seed must be a [1] i32 tensor, got {list(ins['seed'])}")
-    expect(a["dist"] in DISTS, name, f"dist {a['dist']!r} is not one of {sorted(DISTS)}")
+    expect(isinstance(a["dist"], str) and a["dist"] in DISTS, name, f"dist {a['dist']!r} is not one of {sorted(DISTS)}")
     expect(isinstance(a["stream"], int) and a["stream"] >= 0, name,
            f"stream must be an integer >= 0, got {a['stream']!r}")
     shape = a["shape"]
