@@ -77,15 +77,27 @@ def cmd_synth(args) -> int:
     import os
     from pathlib import Path
 
-    from kcc.say import load_synthesizer, resolve_voice
+    from kcc.outputs import check_output
+    from kcc.say import Interrupted, interrupts_raise, load_synthesizer, resolve_voice
     from kcc.voices import style_for
     from kcc.wav import write_wav
+    from kcc.g2p import load_vocab
+    out_path = check_output(args.out, "-o")
     ids = _synth_ids(args)
-    pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
-                             getattr(args, "threads", None))
-    out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
-    write_wav(args.out, out.audio)
+    top = max(load_vocab().values())
+    bad = [i for i in ids if not 0 <= i <= top]
+    if bad:
+        raise ValueError(f"--ids: {bad[:5]} outside the Kokoro vocabulary's ids 0..{top}")
+    with interrupts_raise():
+        try:
+            pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
+            synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
+                                     args.native, getattr(args, "threads", None))
+            out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
+            write_wav(out_path, out.audio)
+        except Interrupted as exc:
+            print("\nkcc: interrupted; no output written", file=sys.stderr)
+            return exc.exit_code
     print(f"{args.out}: {out.audio.size / 24000:.2f} s from {len(ids)} phoneme ids, "
           f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C")
     return 0
@@ -122,7 +134,9 @@ def cmd_export(args) -> int:
     from pathlib import Path
 
     from kcc.export import export
+    from kcc.outputs import check_output_dir
     from kcc.say import load_synthesizer, resolve_voice
+    check_output_dir(args.dir, "export directory")
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
     out = export(synth, args.dir, pack)
