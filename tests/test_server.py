@@ -433,6 +433,30 @@ def test_busy_server_answers_503_with_retry_after(tmp_path):
             s.close()
 
 
+def test_queued_request_gets_504_at_its_deadline(tmp_path):
+    gate = threading.Event()
+    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=1, request_timeout_s=1.0)) as srv:
+        s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
+        try:
+            assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
+            t0 = time.monotonic()
+            status, headers, data = post(srv.port, {"input": "hi", "stream": False})
+            assert status == 504 and time.monotonic() - t0 < 1.5
+            assert "request limit" in json_error(status, headers, data)["message"]
+        finally:
+            gate.set()
+            s.close()
+
+
+def test_unreadable_voice_file_is_a_500_that_names_no_path(tmp_path):
+    with serving(tmp_path) as srv:
+        (srv.voices_dir / "am_echo.npy").write_bytes(b"not a numpy file")
+        status, headers, data = post(srv.port, {"input": "hi", "voice": "am_echo"})
+        err = json_error(status, headers, data)
+        assert status == 500 and "could not be loaded" in err["message"] and str(tmp_path) not in err["message"]
+        assert post(srv.port, {"input": "hi", "voice": "af_alloy", "response_format": "pcm"})[0] == 200
+
+
 def test_connection_cap_answers_503_json(tmp_path):
     gate = threading.Event()
     with serving(tmp_path, FakeSynth(gate=gate), http=HttpLimits(max_connections=1)) as srv:

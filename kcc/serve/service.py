@@ -53,6 +53,7 @@ class Job:
         self.loop, self.deadline = loop, deadline
         self.items: asyncio.Queue = asyncio.Queue()
         self.cancel = threading.Event()
+        self.started = False             # a worker has taken it (it is no longer queued)
         self.chunks_done = 0
 
     def emit(self, *item) -> None:
@@ -98,10 +99,11 @@ class SpeechService:
         return job
 
     async def next_item(self, job: Job):
-        """The job's next item; past its deadline (plus a grace for the chunk in flight) a 504."""
+        """The job's next item; past its deadline a 504 (a running job gets a grace for the chunk
+        in flight, which it is about to report on its own; a queued one gets none)."""
         remaining = job.deadline - time.monotonic()
         try:
-            return await asyncio.wait_for(job.items.get(), max(0.0, remaining) + 5.0)
+            return await asyncio.wait_for(job.items.get(), max(0.0, remaining) + (5.0 if job.started else 0.0))
         except TimeoutError:
             job.cancel.set()
             return ("error", ApiError(504, f"synthesis exceeded this server's {self.limits.request_timeout_s:g} s "
@@ -120,6 +122,7 @@ class SpeechService:
         with self._lock:
             self.waiting -= 1
             self.running += 1
+        job.started = True
         encoder = None
         try:
             if job.cancel.is_set():
