@@ -11,7 +11,6 @@ import fcntl
 import functools
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -90,30 +89,80 @@ class Built:
     cached: bool
 
 
+def _loads(lib: Path) -> bool:
+    """dlopen succeeds (a library can match its sidecar and still not load: copied from a
+    machine with another libc or libgomp, or a cache restored from elsewhere)."""
+    import ctypes
+    try:
+        ctypes.CDLL(str(lib))
+        return True
+    except OSError:
+        return False
+
+
+def _check_entry_paths(paths: list[Path]) -> None:
+    for p in paths:
+        if os.path.lexists(p) and not (p.is_file() and not p.is_symlink()):
+            raise BuildError(f"build cache entry {p} is not a regular file (a directory or a link?); "
+                             "remove it and run again")
+
+
+def _cached(lib: Path, sidecar: Path, check_load: bool) -> str | None:
+    """The library's SHA-256 if the entry is whole and loads, else None (rebuild it). A
+    sanitizer build loads only with its runtime preloaded, so its load is not tried here."""
+    try:
+        digest = file_sha256(lib)
+        if sidecar.read_text().strip() != digest:
+            return None
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    return digest if not check_load or _loads(lib) else None
+
+
 def build_library(source: str, options: BuildOptions = BuildOptions(), name: str = "circuit") -> Built:
+    """Compile `source` or reuse its cached library. A read-only cache still serves the
+    entries it holds (unlocked: nothing can change them); one it lacks is a BuildError naming
+    KCC_CACHE_DIR. Temporary files are unique per build, so racing processes never share one."""
     cc = compiler()
     flags = options.flags()
     key = hashlib.sha256("\0".join([source, cc, compiler_identity(cc), *flags]).encode()).hexdigest()[:32]
-    root = cache_dir()
+    try:
+        root = cache_dir()
+    except OSError as exc:
+        raise BuildError(f"the build cache cannot be created ({exc}); set KCC_CACHE_DIR to a writable "
+                         "directory") from None
     lib = root / f"{name}-{key}.so"
     src = root / f"{name}-{key}.c"
     sidecar = root / f"{name}-{key}.so.sha256"
-    with open(root / f"{name}-{key}.lock", "w") as lock:
+    lock_path = root / f"{name}-{key}.lock"
+    _check_entry_paths([lib, src, sidecar, lock_path])
+    try:
+        lock = open(lock_path, "a")
+    except OSError as exc:
+        digest = _cached(lib, sidecar, not options.sanitize)
+        if digest is not None:
+            return Built(lib, src, digest, key, tuple(flags), True)
+        raise BuildError(f"the build cache {root} is not writable ({exc.strerror}) and holds no usable "
+                         f"'{name}' library; set KCC_CACHE_DIR to a writable directory") from None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if lib.exists() and sidecar.exists() and sidecar.read_text().strip() == file_sha256(lib):
-            return Built(lib, src, file_sha256(lib), key, tuple(flags), True)
-        with tempfile.TemporaryDirectory(dir=root) as tmp:
-            tsrc, tlib = Path(tmp) / "unit.c", Path(tmp) / "unit.so"
-            tsrc.write_text(source, encoding="utf-8")
-            cmd = [cc, *flags, "-o", str(tlib), str(tsrc), "-lm"]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise BuildError(f"{cc} failed on generated circuit '{name}' ({' '.join(flags)}):\n"
-                                 f"{proc.stderr[-4000:]}")
-            digest = file_sha256(tlib)
-            shutil.move(str(tsrc), src)
-            os.replace(tlib, lib)
-            tmp_side = sidecar.with_suffix(".tmp")
-            tmp_side.write_text(digest + "\n")
-            os.replace(tmp_side, sidecar)
+        digest = _cached(lib, sidecar, not options.sanitize)
+        if digest is not None:
+            return Built(lib, src, digest, key, tuple(flags), True)
+        try:
+            with tempfile.TemporaryDirectory(prefix=f".{name}-{key}.", dir=root) as tmp:
+                tsrc, tlib, tside = Path(tmp) / "unit.c", Path(tmp) / "unit.so", Path(tmp) / "unit.sha256"
+                tsrc.write_text(source, encoding="utf-8")
+                cmd = [cc, *flags, "-o", str(tlib), str(tsrc), "-lm"]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise BuildError(f"{cc} failed on generated circuit '{name}' ({' '.join(flags)}):\n"
+                                     f"{proc.stderr[-4000:]}")
+                digest = file_sha256(tlib)
+                tside.write_text(digest + "\n")
+                os.replace(tsrc, src)
+                os.replace(tlib, lib)
+                os.replace(tside, sidecar)
+        except OSError as exc:
+            raise BuildError(f"cannot write '{name}' into the build cache {root}: {exc}") from None
         return Built(lib, src, digest, key, tuple(flags), False)
