@@ -10,6 +10,8 @@ from kcc.build import BuildOptions
 from kcc.ops.core import LoweringError
 from kcc.runtime import compile_circuit
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 
 def _circuit(width: int, heads: int, t_max: int) -> dict:
     inputs = [{"name": n, "dtype": "f32", "shape": ["B", "T", width]} for n in ("q", "k", "v")]

@@ -8,6 +8,8 @@ import pytest
 from kcc.runtime import compile_circuit
 from kcc.xray import FP32_GATE, Gate, load_pinned, xray_compiled
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 CHECKPOINTS = ["kokoro.decoder.f0_conv", "kokoro.decoder.n_conv", "kokoro.decoder.asr_res",
                "kokoro.decoder.encode", *[f"kokoro.decoder.decode.{i}" for i in range(4)],
                "kokoro.decoder.generator_input"]

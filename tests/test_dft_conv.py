@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 

@@ -16,6 +16,8 @@ from kcc.checkpoint import Checkpoint
 from kcc.runtime import compile_circuit
 from kcc.xray import load_pinned, render, xray_compiled
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 CAPTURES = ["middle_t12", "middle_t24", "middle_t36"]
 CANARY_F, CANARY_I = -444.0, -444
 

@@ -19,6 +19,8 @@ from kcc.checkpoint import checkpoint_digest
 from kcc.runtime import KccRunError, aligned_empty, compile_circuit
 from kcc.xray import FP32_GATE, PinnedCaptureError, find_capture, load_pinned, render, xray_compiled
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 CANARY = -777.0
 
 

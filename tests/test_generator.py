@@ -20,6 +20,8 @@ from kcc.circuits import load_circuit
 from kcc.runtime import compile_circuit
 from kcc.xray import compare_arrays, load_pinned, xray_compiled
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 HAR = "kokoro.generator.har"
 
 

@@ -16,6 +16,8 @@ from kcc.checkpoint import Checkpoint
 from kcc.ops import LoweringError
 from kcc.runtime import compile_circuit
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 CANARY = -555.0
 CIN, HIDDEN, T_MAX = 48, 24, 40
 ROLES = ["weight_ih_l0", "bias_ih_l0", "weight_hh_l0", "bias_hh_l0",

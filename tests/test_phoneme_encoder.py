@@ -16,6 +16,8 @@ import pytest
 from kcc.runtime import KccRunError, compile_circuit
 from kcc.xray import FP32_GATE, load_pinned, xray_compiled
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 P = "kokoro.phoneme_encoder."
 ORDER = ([P + "embeddings", P + "projection"]
          + [f"{P}layer{i}.{k}" for i in range(12) for k in ("attention", "ffn")] + [P + "bert_encoder"])

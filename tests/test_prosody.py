@@ -15,6 +15,8 @@ from kcc.checkpoint import Checkpoint
 from kcc.runtime import compile_circuit
 from kcc.xray import load_pinned, render, xray_compiled
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 CANARY = -222.0
 
 

@@ -19,6 +19,8 @@ from kcc.circuits import CircuitError, load_circuit, validate_circuit
 from kcc.ops import OPS
 from kcc.runtime import compile_circuit
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 CANARY = -777.0
 
 

@@ -10,6 +10,8 @@ from kcc.ops import LoweringError
 from kcc.runtime import compile_circuit
 from kcc.xray import compare_arrays, load_pinned
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 TOL = 2e-5
 
 

@@ -7,6 +7,8 @@ import pytest
 from kcc.runtime import compile_circuit
 from kcc.xray import load_pinned, render, xray_compiled
 
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
 CANARY = -333.0
 
 
