@@ -13,8 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc.xray import Gate
-
 ROOT = Path(__file__).resolve().parent.parent
 GATED = ["kokoro.phoneme_encoder.bert_encoder", "kokoro.text_encoder.output", "kokoro.predictor.durations",
          "kokoro.predictor.expanded", "kokoro.predictor.n", "kokoro.decoder.generator_input"]
@@ -78,23 +76,59 @@ def ours(real, phrase, upstream):
     return checkpoints, synth
 
 
-# Trained weights make larger activations than the seeded ones (|d_en| up to 5.3, decoder
-# output up to ~8), so the absolute 2e-5 of the FP32 gate is a few ulps there. Measured on this
-# phrase against a float64 run of the same torch model: torch's own f32 d_en is off by 1.3e-5
-# max-abs, kcc's by 4.8e-5 (rms 1.7e-6 vs 3.4e-6). The absolute bound is raised to 1e-4; cosine,
-# RMSE and relative RMSE keep the FP32 gate.
-REAL_GATE = Gate(min_cosine=0.99999, max_rmse=2e-5, max_rel_rmse=2e-5, max_abs=1e-4)
+@pytest.fixture(scope="module")
+def truth(real, phrase):
+    """The same torch model and inputs in float64 (the f32 weights upcast exactly): the truth each
+    f32 evaluation (torch's, kcc's) is measured against. Stages to the decoder only (the
+    generator's noise draws are dtype-specific)."""
+    import torch
+    from oracle.captures.full_model import run_full
+    from oracle.upstream import kokoro_modules, load_config
+    model_mod, _, _ = kokoro_modules()
+    km = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config("full"), model=str(real["pth"]))
+    ids, style = phrase
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)     # upstream makes its alignment matrix in the default dtype
+    try:
+        rec, _ = run_full(km.double().eval(), [0, *ids, 0], style.astype(np.float64), 1.0)
+    finally:
+        torch.set_default_dtype(default)
+    return rec
 
 
-def test_real_weights_stages_pass_xray(upstream, ours):
-    from kcc.xray import compare, render
+# Tolerances from a principle, not from one CPU's rounding. At each checkpoint torch's own f32 run
+# lands e_max (max-abs) and e_rms (RMS) away from the float64 truth: how far a correct f32
+# evaluation of this stage falls on these activations (trained weights make them large: |d_en| up
+# to 5.3, decoder output up to 34). kcc is another f32 evaluation (other summation orders, K in
+# chunks, FMA or not by dispatch level) and must fall within MULTIPLE times that, on both; against
+# torch's f32 output the X-Ray gate is then (MULTIPLE + 1) times (triangle inequality), with the
+# FP32 gate's scale-free cosine and relative RMSE. Integer durations: torch's float64 run rounds to
+# the same integers (e = 0), so kcc must equal them. Measured on the EPYC (Zen 4, AVX-512), default
+# build and KCC_ISA=baseline: kcc is 0.5-2.6x torch's max-abs and 0.5-1.6x its RMS. torch's own
+# error moves with the CPU (its kernels dispatch too): on an AVX2 machine kcc, bit-identical there,
+# sat 1.04e-4 from torch, where it sits 5.2e-5 from it here; a fixed 1e-4 broke on that.
+MULTIPLE = 4.0
+
+
+def _err(candidate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    d = np.asarray(candidate, np.float64) - np.asarray(truth, np.float64)
+    return float(np.abs(d).max()), float(np.sqrt(np.mean(d * d)))
+
+
+def test_real_weights_stages_pass_xray(upstream, ours, truth):
+    from kcc.xray import Gate, compare, render
+    own = {n: _err(upstream[0][n], truth[n]) for n in [*GATED, "kokoro.predictor.f0"]}
+    gates = {n: Gate(min_cosine=0.99999, max_rel_rmse=2e-5, max_rmse=(MULTIPLE + 1) * own[n][1],
+                     max_abs=(MULTIPLE + 1) * own[n][0]) for n in GATED}
     report = compare("kokoro_real", upstream[0], ours[0], GATED, {"backend": "kcc"}, {"backend": "pytorch"},
-                     gates={n: REAL_GATE for n in GATED})
+                     gates=gates)
     print(render(report))
     for name in GATED:
         assert report.result(name).status == "PASS", f"{name}: {report.result(name).reason}"
-    f0, ref = ours[0]["kokoro.predictor.f0"], upstream[0]["kokoro.predictor.f0"]
-    assert np.max(np.abs(f0 - ref)) < 1e-2          # Hz scale: a few f32 ulps at a few hundred Hz
+    for name, (e_max, e_rms) in own.items():     # f0 too: on the Hz scale, its own ulps
+        got_max, got_rms = _err(ours[0][name], truth[name])
+        print(f"{name}: vs float64 kcc {got_max:.3g} / rms {got_rms:.3g}, torch f32 {e_max:.3g} / rms {e_rms:.3g}")
+        assert got_max <= MULTIPLE * e_max and got_rms <= MULTIPLE * e_rms, name
 
 
 def test_real_weights_speak(upstream, ours, real, phrase, tmp_path):
