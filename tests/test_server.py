@@ -4,34 +4,30 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import io
+import json
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import av
 import numpy as np
+import openai
+import pytest
 import uvicorn
 
 from kcc.g2p import G2PError
-from kcc.say import random_voice
+from kcc.say import plan, random_voice, say
 from kcc.serve.app import HttpLimits, create_app
 from kcc.serve.service import Limits, SpeechService
 from kcc.serve.voice_set import VoiceSet
-from kcc.voices import load_voice
+from kcc.voices import VoiceInfo, load_voice
+from kcc.wav import pcm16
 
-from test_say import FakeSynth, LetterG2P
-
-
-@dataclass(frozen=True)
-class Info:                 # the fields of kcc.voices.VoiceInfo the server reads
-    name: str
-    language: str
-    gender: str
-    spec: str
+from test_say import FakeSynth, LetterG2P, sentences
 
 
 VOICE_SEEDS = {"af_alloy": 1, "am_echo": 2, "bf_emma": 3, "jf_alpha": 4}
@@ -43,7 +39,7 @@ def make_catalog(root: Path) -> dict:
     for name, seed in VOICE_SEEDS.items():
         np.save(root / f"{name}.npy", random_voice(seed))
         lang = {"a": "en-us", "b": "en-gb", "j": "ja"}[name[0]]
-        out[name] = Info(name, lang, "female" if name[1] == "f" else "male", str(root / f"{name}.npy"))
+        out[name] = VoiceInfo(name, lang, "female" if name[1] == "f" else "male", str(root / f"{name}.npy"), str(root))
     return out
 
 
@@ -131,16 +127,6 @@ class RawStream:
 
 
 # -- helpers over the harness -------------------------------------------------------------------
-import json  # noqa: E402
-import http.client  # noqa: E402
-
-import openai  # noqa: E402
-import pytest  # noqa: E402
-
-from kcc.say import plan, say  # noqa: E402
-from kcc.wav import pcm16  # noqa: E402
-from test_say import sentences  # noqa: E402
-
 TEXT = "Hello there, wide world. It speaks in sines."
 
 

@@ -6,7 +6,6 @@ import contextlib
 import socket
 import threading
 
-import numpy as np
 import pytest
 
 from kcc.say import random_voice

@@ -7,16 +7,13 @@ is synthesised (`"stream": false` for one whole file with complete headers), or 
 `"stream_format": "sse"` the events of kcc/serve/sse.py. Errors before the first audio byte are
 JSON {"error": {message, type, param, code}}; an audio stream that fails later is cut (no final
 chunk), an SSE stream ends with an `error` event. Every error path answers JSON, 404 and 405
-included; the middleware caps concurrent requests (503 + Retry-After) and writes one JSON
-access-log line per request (JSON escapes control characters).
+included; kcc/serve/middleware.py caps requests in flight and writes the access log.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,13 +26,13 @@ from starlette.staticfiles import StaticFiles
 
 from kcc.serve import sse
 from kcc.serve.audio_formats import FORMATS
+from kcc.serve.middleware import Gate, StreamAborted, error_response
 from kcc.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
 from kcc.serve.service import SpeechService
 from kcc.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 STATIC = Path(__file__).with_name("static")
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-access_log = logging.getLogger("kcc.serve.access")
 
 
 @dataclass
@@ -44,52 +41,6 @@ class HttpLimits:
     max_input_chars: int = MAX_INPUT_CHARS
     max_connections: int = 64        # requests in flight, all routes
     body_timeout_s: float = 30.0
-
-
-class StreamAborted(Exception):
-    """A streamed response failed after its first byte; the connection is cut so the client sees it."""
-
-
-def error_response(err: ApiError) -> JSONResponse:
-    return JSONResponse(err.body(), err.status, headers=err.headers)
-
-
-class Gate:
-    """Outermost ASGI layer: the concurrent-request cap and the access log."""
-
-    def __init__(self, app, max_connections: int):
-        self.app, self.max_connections, self.active = app, max_connections, 0
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        t0, seen = time.perf_counter(), {"status": 0, "bytes": 0, "complete": False}
-
-        async def counting_send(message):
-            if message["type"] == "http.response.start":
-                seen["status"] = message["status"]
-            elif message["type"] == "http.response.body":
-                seen["bytes"] += len(message.get("body", b""))
-                seen["complete"] = not message.get("more_body", False)
-            await send(message)
-
-        try:
-            if self.active >= self.max_connections:
-                err = ApiError(503, f"server busy: {self.active} requests in flight", headers={"Retry-After": "1"})
-                return await error_response(err)(scope, receive, counting_send)
-            self.active += 1
-            try:
-                await self.app(scope, receive, counting_send)
-            except StreamAborted as exc:  # returning mid-response makes the server drop the connection
-                logging.getLogger("kcc.serve").warning("stream cut: %s", json.dumps(str(exc)))
-            finally:
-                self.active -= 1
-        finally:
-            client = scope.get("client") or ("-", 0)
-            access_log.info(json.dumps({
-                "client": f"{client[0]}:{client[1]}", "method": scope.get("method"), "path": scope.get("path"),
-                "query": scope.get("query_string", b"").decode("latin-1"), "status": seen["status"],
-                "bytes": seen["bytes"], "complete": seen["complete"], "ms": round(1000 * (time.perf_counter() - t0), 1)}, ensure_ascii=True))
 
 
 async def read_body(request: Request, limits: HttpLimits) -> bytes:
@@ -130,7 +81,7 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate
             job = service.submit(req, asyncio.get_running_loop())
         except ApiError as err:
             return error_response(err)
-        except ClientDisconnect:
+        except ClientDisconnect:          # gone while sending the body: nobody reads this answer
             return Response(status_code=400)
         watcher = asyncio.create_task(watch_disconnect(request, job))
         handed_over = False
