@@ -47,7 +47,7 @@ register(Kernel(
 register(Kernel(
     name="kcc_hann_window_f32",
     source="stft_window_f32.c",
-    args=(("n_fft", I64), ("out", OUT_F32)),
+    args=(("n_fft", I64), ("win", OUT_F32)),
     contract=Contract(accumulation="f32, torch.hann_window's formula and order", tolerance=1.2e-7,
                       notes="shared helper of the STFT kernels (cosf may differ from torch's by 1 ulp)"),
 ))
