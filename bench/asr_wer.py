@@ -102,44 +102,74 @@ class Whisper:
         return " ".join(s.text.strip() for s in segments)
 
 
-def run(sentences=SENTENCES, voice: str = "jf_alpha", threads: int = 2, log=sys.stderr) -> dict:
+class Engines:
+    """kcc's compiled model and upstream torch's KModel on the same real weights and voice pack,
+    and Whisper; built once (the first kcc build compiles, later ones hit kcc's build cache)."""
+
+    def __init__(self, voice: str = "jf_alpha", threads: int = 2, log=sys.stderr):
+        import torch
+
+        from kcc.pipeline import Synthesizer
+        from kcc.voices import load_voice
+        from oracle.upstream import kokoro_modules, load_config
+        t0 = time.perf_counter()
+        torch.set_num_threads(threads)
+        files = real_files()
+        self.voice, self.pack = voice, load_voice(f"{files['voices']}:{voice}")
+        self.synth = Synthesizer(files["pth"], max_frames=1200)
+        model_mod, _, _ = kokoro_modules()
+        self.km = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config("full"),
+                                   model=str(files["pth"])).eval()
+        self.whisper = Whisper(threads)
+        self.spent = {"models": time.perf_counter() - t0, "kcc": 0.0, "torch": 0.0, "whisper": 0.0}
+        print(f"asr_wer: models ready in {self.spent['models']:.1f} s", file=log)
+
+    def speak(self, ids: list[int], n_phonemes: int):
+        """{'kcc': (audio, durations), 'torch': (audio, durations)} for one utterance."""
+        import torch
+
+        from kcc.voices import style_for
+        style = style_for(self.pack, n_phonemes)
+        t = time.perf_counter()
+        ours = self.synth.synthesize(ids, style, speed=1.0, seed=0)
+        self.spent["kcc"] += time.perf_counter() - t
+        t = time.perf_counter()
+        with torch.no_grad():
+            audio, dur = self.km.forward_with_tokens(torch.tensor([[0, *ids, 0]]), torch.from_numpy(style), 1.0)
+        self.spent["torch"] += time.perf_counter() - t
+        return {"kcc": (np.asarray(ours.audio).reshape(-1), np.asarray(ours.durations).reshape(-1)),
+                "torch": (audio.numpy().reshape(-1), dur.numpy().reshape(-1))}
+
+    def hear(self, audio: np.ndarray) -> str:
+        t = time.perf_counter()
+        try:
+            return self.whisper(audio)
+        finally:
+            self.spent["whisper"] += time.perf_counter() - t
+
+
+def run(engines: Engines, sentences=SENTENCES, log=sys.stderr) -> dict:
     """Synthesise each sentence with kcc and with torch, transcribe both; the figures as a dict."""
-    import torch
-
     from kcc.g2p import G2P
-    from kcc.pipeline import Synthesizer
     from kcc.say import plan
-    from kcc.voices import load_voice, style_for
-    from oracle.upstream import kokoro_modules, load_config
-
-    torch.set_num_threads(threads)
-    files = real_files()
-    g2p = G2P("en-us")
-    pack = load_voice(f"{files['voices']}:{voice}")
     t0 = time.perf_counter()
-    synth = Synthesizer(files["pth"], max_frames=1200)
-    model_mod, _, _ = kokoro_modules()
-    km = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config("full"), model=str(files["pth"])).eval()
-    whisper = Whisper(threads)
-    print(f"asr_wer: models ready in {time.perf_counter() - t0:.1f} s ({g2p.description})", file=log)
+    g2p = G2P("en-us")
     rows = []
     for text in sentences:
         (enc,) = plan(text, g2p, first_limit=None)
-        style = style_for(pack, len(enc.phonemes))
-        ours = synth.synthesize(enc.ids, style, speed=1.0, seed=0).audio
-        with torch.no_grad():
-            theirs, _ = km.forward_with_tokens(torch.tensor([[0, *enc.ids, 0]]), torch.from_numpy(style), 1.0)
+        spoken_by = engines.speak(enc.ids, len(enc.phonemes))
         ref = spoken(text)
         row = {"text": text, "phonemes": enc.phonemes, "reference": " ".join(ref)}
-        for name, audio in (("kcc", ours), ("torch", theirs.numpy())):
-            heard = whisper(np.asarray(audio).reshape(-1))
-            row[name] = {"transcript": heard, "wer": wer(ref, spoken(heard))}
+        for name, (audio, _) in spoken_by.items():
+            heard = engines.hear(audio)
+            row[name] = {"transcript": heard, "wer": wer(ref, spoken(heard)),
+                         "seconds": round(audio.size / SAMPLE_RATE, 2)}
         rows.append(row)
         print(f"asr_wer: kcc {row['kcc']['wer']:.2f} torch {row['torch']['wer']:.2f}  {text}", file=log)
     total = {name: _corpus_wer([r["reference"] for r in rows], [" ".join(spoken(r[name]["transcript"])) for r in rows])
              for name in ("kcc", "torch")}
-    return {"voice": voice, "g2p": g2p.description, "rows": rows, "wer": total,
-            "seconds": round(time.perf_counter() - t0, 1)}
+    return {"voice": engines.voice, "g2p": g2p.description, "rows": rows, "wer": total,
+            "seconds": round(time.perf_counter() - t0, 1), "spent": {k: round(v, 1) for k, v in engines.spent.items()}}
 
 
 def _corpus_wer(refs: list[str], hyps: list[str]) -> float:
@@ -162,9 +192,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args(argv)
-    result = run(voice=args.voice, threads=args.threads)
+    result = run(Engines(args.voice, args.threads))
     print(table(result))
-    print(f"\nvoice {result['voice']}, G2P: {result['g2p']}, {result['seconds']} s")
+    print(f"\nvoice {result['voice']}, G2P: {result['g2p']}, {result['seconds']} s "
+          f"(seconds spent: {result['spent']})")
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
