@@ -1,5 +1,5 @@
 """kcc batch --engine ray on a local 2-CPU Ray: a worker killed mid-run, a job stopped and resumed,
-outputs bit-identical to the in-process engine. One Ray for the module (starting one costs
+outputs bit-identical to the local pool. One Ray for the module (starting one costs
 ~20 s on 2 cores); skipped when Ray is not importable or KCC_SKIP_RAY=1."""
 from __future__ import annotations
 
@@ -33,12 +33,12 @@ def local_ray():
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     out = tmp_path_factory.mktemp("reference")
-    job, got = run_batch(ITEMS, out)
+    job, got = run_batch(ITEMS, out, workers=2)            # the local pool
     assert job.ok and len(got) == len(ITEMS)
     return outputs(out)
 
 
-def test_ray_survives_a_killed_worker_and_matches_in_process(tmp_path, reference):
+def test_ray_survives_a_killed_worker_and_matches_the_local_pool(tmp_path, reference):
     marks = tmp_path / "marks"
     marks.mkdir()
     job, got = run_batch(ITEMS, tmp_path / "out", engine="ray", workers=2, threads=1,

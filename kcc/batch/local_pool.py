@@ -6,11 +6,13 @@ Workers are spawned, not forked: a forked child of a process that already ran Op
 (a notebook, the server) can deadlock in libgomp. A worker that dies (killed, crashed) breaks
 the pool; the pool is rebuilt and the items that were in flight are retried, and an item in
 flight at MAX_ATTEMPTS deaths becomes an error record, so a poison item cannot stall the batch.
-One worker runs in this process (no spawn, and a loaded synthesizer object may be passed in).
+A worker whose parent dies exits (kill -9 of the batch leaves no orphans behind). One worker
+runs in this process (no spawn, and a loaded synthesizer object may be passed in).
 """
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -55,6 +57,20 @@ def split_cores(cores: int, workers: int | None = None, threads: int | None = No
 
 
 _WORKER: ItemWorker | None = None
+ORPHAN_POLL_S = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: a worker whose parent died (kill -9 of the batch) exits, instead of
+    waiting forever on a queue nobody feeds. An item it was writing leaves only a temp file,
+    which the next run removes."""
+    import threading
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_POLL_S)
+        os._exit(1)
+    threading.Thread(target=watch, name="kcc-batch-orphan-watch", daemon=True).start()
 
 
 def _run_in_worker(factory: Callable, options: JobOptions, item: Item) -> Outcome:
@@ -87,7 +103,8 @@ def run_local(items: Iterable[Item], options: JobOptions, factory: Callable, wor
     attempts: dict[int, int] = {}
     ctx = get_context("spawn")
     while pending:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with_parent,
+                                   initargs=(os.getpid(),))
         inflight: dict[Future, Item] = {}
         broken = False
         try:
