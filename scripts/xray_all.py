@@ -26,6 +26,8 @@ TEACHER_FORCED = {"kokoro_generator": ["kokoro.generator.har"]}
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--plot")
+    ap.add_argument("--json", default=str(Path(__file__).resolve().parent.parent / "bench" / "results" / "xray.json"),
+                    help="also write the rows as JSON (scripts/update_readme.py renders them)")
     args = ap.parse_args(argv)
     manifest = json.loads((FIXTURES / "MANIFEST.json").read_text())
     rows, all_results = [], []
@@ -54,6 +56,9 @@ def main(argv=None) -> int:
                     all_results.extend(judged)
     for name, config, ok, n, wname, wabs, snr in rows:
         print(f"| {name} | {config} | {'PASS' if ok else 'FAIL'} | {n} | {wname} | {wabs:.2e} | {snr:.1f} |")
+    if args.json:
+        keys = ("circuit", "config", "passed", "checkpoints", "worst", "worst_max_abs", "min_snr_db")
+        Path(args.json).write_text(json.dumps([dict(zip(keys, r)) for r in rows], indent=1) + "\n")
     if args.plot:
         from kcc.plot import plot_results
         print(plot_results(all_results, args.plot, "X-Ray per checkpoint, every stage circuit vs pinned upstream captures"))
