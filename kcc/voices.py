@@ -105,10 +105,11 @@ def _load_one(spec: str, search: list[Path]) -> np.ndarray:
     return validate_pack(np.asarray(arr), spec)
 
 
-# Real Kokoro style vectors stay within |x| < 20 (the Japanese packs within 3). A style row
-# drives AdaIN gains and LSTM inputs through matrices of fan-in 128-512: at 1e3 (50x beyond any
-# real row) activations stay far inside float32, at 1e30 they overflow to inf and NaN and the
-# synthesis runs to its frame bound before failing.
+# Real Kokoro style vectors stay within |x| < 20 (the Japanese packs within 3). The bound refuses
+# what cannot be a style vector (1e30, bytes read as the wrong type: half of random float32 bit
+# patterns exceed it) before any synthesis. It cannot promise finite audio: measured on the real
+# model, jf_alpha scaled to a peak of 5 (3x) or negated already overflows to inf / NaN audio,
+# so synthesis must check its own output.
 MAX_STYLE_ABS = 1e3
 
 
