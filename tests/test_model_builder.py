@@ -89,6 +89,12 @@ def test_kokoro_source_constants_match_the_upstream_generator():
         kokoro.SINE_AMP, kokoro.NOISE_STD, kokoro.VOICED_THRESHOLD)
     assert gen.f0_upsamp.scale_factor == kokoro.SOURCE_UPSAMPLE
     assert kokoro.SAMPLES_PER_FRAME == kokoro.F0_FRAMES_PER_FRAME * sine.upsample_scale == 600
+    # the strides and paddings the builder derives are the upstream modules' own
+    ops = {op["out"]: op for block in json.loads(built_texts()["kokoro_generator"])["blocks"] for op in block["ops"]}
+    for i, (up, nc, res) in enumerate(zip(gen.ups, gen.noise_convs, gen.noise_res)):
+        assert ops[f"s{i}_up"]["attrs"] == {"stride": up.stride[0], "padding": up.padding[0]}
+        assert ops[f"s{i}_src"]["attrs"] == {"stride": nc.stride[0], "padding": nc.padding[0]}
+        assert res.convs1[0].kernel_size[0] == kokoro.NOISE_RES_KERNELS[i]
 
 
 def test_stage_order_names_each_built_stage_once():

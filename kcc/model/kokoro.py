@@ -16,15 +16,15 @@ MAX_BATCH = 4                            # sequences per call the text-side circ
 ALBERT_LAYERS = 12                       # the one shared ALBERT layer runs this often
 ALBERT_HEADS = {64: 4, 768: 12}          # by hidden width: the small test config's 4, the real 12
 ALBERT_LN_EPS = 1e-12
-HIDDEN = 512                             # hidden_dim: text encoder, predictor and decoder width
-BERT_HIDDEN_DIM = 512                    # plbert -> bert_encoder output (d_en) width
-PREDICTOR_IN = HIDDEN + 128              # d: hidden + style_pred channels (640)
+HIDDEN = 512                             # hidden_dim: d_en (bert_encoder), text encoder, predictor
 
 # -- style vectors: a voice pack row is 256 floats, split 128 | 128 ------------------------
-STYLE_DIM = 128                          # each half of a voice-pack row
+STYLE_DIM = 128                          # style_dim: each half of a voice-pack row
+REF_S_DIM = 2 * STYLE_DIM                # a voice-pack row, ref_s (kcc.voices calls it STYLE_DIM)
 STYLE_DEC = slice(0, STYLE_DIM)          # ref_s[:, :128]: the decoder / generator style
-STYLE_PRED = slice(STYLE_DIM, 2 * STYLE_DIM)   # ref_s[:, 128:]: the predictor style
+STYLE_PRED = slice(STYLE_DIM, REF_S_DIM)  # ref_s[:, 128:]: the predictor style
 VOICE_PACK_ROWS = MAX_PHONEMES           # one style row per phoneme count (510 x 1 x 256)
+PREDICTOR_IN = HIDDEN + STYLE_DIM        # d: hidden + style_pred channels (640)
 
 # -- audio side: frames and samples --------------------------------------------------------
 SAMPLE_RATE = 24000

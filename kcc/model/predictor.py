@@ -3,7 +3,7 @@ expansion and the F0 / N curves."""
 from __future__ import annotations
 
 from kcc.model.circuit import Circuit
-from kcc.model.kokoro import BERT_HIDDEN_DIM, CONTEXT_TOKENS, HIDDEN, MAX_BATCH, MAX_FRAMES, PREDICTOR_IN, STYLE_DIM
+from kcc.model.kokoro import CONTEXT_TOKENS, HIDDEN, MAX_BATCH, MAX_FRAMES, PREDICTOR_IN, STYLE_DIM
 from kcc.model.layers import PREDICTOR_SPELLING, adain_resblk1d, bilstm
 
 TOKENS = ("batch", "token", "channel")
@@ -49,7 +49,7 @@ ADA_LN_EPS = 1e-5
 def duration() -> Circuit:
     c = Circuit("kokoro_duration", DURATION_DESCRIPTION, {"B": (1, MAX_BATCH), "T": (1, CONTEXT_TOKENS)},
                 capture="middle_t12")
-    c.input("d_en", "f32", ["B", "T", BERT_HIDDEN_DIM])
+    c.input("d_en", "f32", ["B", "T", HIDDEN])
     c.input("style_pred", "f32", ["B", STYLE_DIM])
     c.input("lengths", "i32", ["B"])
     c.input("speed", "f32", ["B"])
