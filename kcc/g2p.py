@@ -136,7 +136,8 @@ def espeak_available() -> tuple[bool, str]:
 
 
 def detect_language(text: str, default: str = "en-us") -> str:
-    """kana or kanji -> ja, Devanagari -> hi, else `default` (kcc.g2p_scripts)."""
+    """ja where kana / kanji outweigh Latin letters, hi where Devanagari does, else `default`
+    (kcc.g2p_scripts)."""
     from kcc.g2p_scripts import detect_language as detect
     return detect(text, default)
 
@@ -155,21 +156,27 @@ def _backend_for(language: str, backend: str):
     return g2p_intl.make(language)
 
 
+# espeak-ng and OpenJTalk keep process-wide state, and the English fallback and the espeak-ng
+# languages share one libespeak-ng, so backend calls are serialised across all G2P instances
+# (a server holds one per language); G2P is a small part of a request's time.
+_BACKEND_LOCK = threading.Lock()
+
+
 class G2P:
-    """Callable: paragraph text -> list[Word]. One instance serialises its backend calls
-    (espeak-ng and OpenJTalk keep global state), so it is safe to share between threads."""
+    """Callable: paragraph text -> list[Word]. Safe to share between threads."""
 
     def __init__(self, language: str = "en-us", backend: str = "auto"):
         self.language = canonical_language(language)
-        self._lock = threading.Lock()
         self._backends: dict[str, tuple] = {}
         self._choice = backend
         if self.language == "auto":
             if backend not in G2P_BACKENDS:
                 raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
-            self.backend, self.description = "auto", "language detected per paragraph (kana/kanji: ja, Devanagari: hi, else en-us)"
+            self.backend = "auto"
+            self.description = "language detected per paragraph (mostly kana/kanji: ja, Devanagari: hi, else en-us)"
             return
-        fn, self.backend, self.description = _backend_for(self.language, backend)
+        with _BACKEND_LOCK:
+            fn, self.backend, self.description = _backend_for(self.language, backend)
         self._backends[self.language] = (fn, self.backend, self.description)
 
     def _get(self, language: str):
@@ -192,7 +199,7 @@ class G2P:
             text = normalize(text, british=language == "en-gb")
         if not text.strip():
             return []
-        with self._lock:
+        with _BACKEND_LOCK:
             return self._get(language)(text)
 
 

@@ -51,24 +51,35 @@ def script_of(ch: str) -> str | None:
     return "other"
 
 
-def detect_language(text: str, default: str = "en-us") -> str:
-    """'ja' when the text has kana or Han ideographs (Japanese is the real voices' own language;
-    Han-only text could be Chinese too, which takes --lang zh), 'hi' for Devanagari, otherwise
-    `default` (Latin script does not tell en from es or fr)."""
-    scripts = {script_of(c) for c in text}
-    if "kana" in scripts or "han" in scripts:
-        return "ja"
-    if "devanagari" in scripts:
-        return "hi"
-    return default
-
-
 def _scripts(text: str) -> list[str | None]:
     """Per character; a combining mark (Devanagari's vowel signs) takes its base letter's script."""
     out: list[str | None] = []
     for c in text:
         out.append(out[-1] if out and unicodedata.category(c).startswith("M") else script_of(c))
     return out
+
+
+# One kana or kanji carries about as much speech as three Latin letters (a mora or a morpheme
+# against a letter), so a paragraph is Japanese when its CJK characters, weighted so, match its
+# Latin letters: a Japanese sentence with an English name stays Japanese, an English sentence
+# quoting one Japanese word stays English (the word is left out with a warning).
+CJK_WEIGHT = 3
+
+
+def detect_language(text: str, default: str = "en-us") -> str:
+    """'ja' where kana / kanji outweigh Latin letters (Japanese is the real voices' own language;
+    Han-only text could be Chinese too, which takes --lang zh), 'hi' where Devanagari does,
+    otherwise `default` (Latin script does not tell en from es or fr)."""
+    counts: dict[str | None, int] = {}
+    for s in _scripts(text):
+        counts[s] = counts.get(s, 0) + 1
+    latin = counts.get("latin", 0)
+    cjk = counts.get("kana", 0) + counts.get("han", 0)
+    if cjk and CJK_WEIGHT * cjk >= latin:
+        return "ja"
+    if counts.get("devanagari", 0) and counts["devanagari"] >= latin:
+        return "hi"
+    return default
 
 
 def keep_speakable(text: str, language: str) -> tuple[str, list[Dropped]]:

@@ -43,8 +43,10 @@ def test_english_backend_names_are_refused_for_other_languages(language):
 
 
 @pytest.mark.parametrize("text, language", [
-    ("こんにちは", "ja"), ("カタカナ", "ja"), ("今日は良い天気", "ja"),        # kana anywhere: Japanese
-    ("日本語 and English", "ja"), ("你好世界", "ja"), ("नमस्ते", "hi"),     # Han alone: ja (zh takes --lang zh)
+    ("こんにちは", "ja"), ("カタカナ", "ja"), ("今日は良い天気", "ja"), ("你好世界", "ja"),  # Han: ja (zh: --lang zh)
+    ("今日は Kokoro です", "ja"), ("日本語とEnglish", "ja"), ("日本語 and English", "en-us"),  # 3 x 3 < 10
+    ("The word 日本 means Japan.", "en-us"), ("नमस्ते", "hi"), ("नमस्ते friend", "hi"),
+    ("Say नमस्ते to everyone here", "en-us"),
     ("Hello there.", "en-us"), ("Bonjour à tous", "en-us"), ("123 !?", "en-us"), ("", "en-us"),
 ])
 def test_detect_language(text, language):
