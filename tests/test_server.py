@@ -7,6 +7,7 @@ import contextlib
 import http.client
 import io
 import json
+import re
 import socket
 import threading
 import time
@@ -272,7 +273,9 @@ def test_models_voices_health_ready(tmp_path):
         doc = json.loads(data)
         assert status == 200 and [v["id"] for v in doc["voices"]] == sorted(VOICE_SEEDS)
         assert {v["id"]: v["language"] for v in doc["voices"]}["jf_alpha"] == "ja"
-        assert doc["aliases"] == {"alloy": "af_alloy", "echo": "am_echo"}     # targets the catalog has
+        assert doc["aliases"]["alloy"] == "af_alloy" and doc["aliases"]["echo"] == "am_echo"
+        assert doc["aliases"]["onyx"] == doc["default"] == "af_alloy"       # target absent: the default
+        assert len(doc["aliases"]) == 13
         assert json.loads(request(srv.port, "GET", "/health")[2])["status"] == "ok"
         status, _, data = request(srv.port, "GET", "/ready")
         assert status == 200 and json.loads(data)["workers"] == 2
@@ -611,3 +614,24 @@ def _until_value(fn, timeout=60.0):
         assert time.monotonic() - t0 < timeout, "never ready"
         time.sleep(0.1)
     return value
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--workers", "0"], "--workers 0 is outside [1, 256]"),
+    (["--chunk-phonemes", "5000"], "--chunk-phonemes 5000 is outside"),
+    (["--first-chunk-phonemes", "300", "--chunk-phonemes", "200"], "--first-chunk-phonemes 300 is outside [1, 200]"),
+    (["--max-body", "1"], "--max-body 1 is outside"),
+    (["--voice-alias", "alloy"], "voice alias 'alloy': expected NAME=VOICE"),
+    (["--voice", "../x"], "'voice' must be a voice name"),
+    (["--voice-alias", "alloy=af_nova"], "voice alias alloy=af_nova: not a voice this server offers"),
+])
+def test_serve_cli_refuses_bad_settings(tmp_path, monkeypatch, argv, message):
+    import argparse
+    from kcc import voices as voices_mod
+    from kcc.serve.cli import add_parsers, build_service
+    monkeypatch.setattr(voices_mod, "voice_catalog", lambda dirs: make_catalog(tmp_path / "v"))
+    ap = argparse.ArgumentParser()
+    add_parsers(ap.add_subparsers())
+    args = ap.parse_args(["serve", *argv])
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build_service(args)

@@ -39,6 +39,10 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
                    help="requests waiting for a worker before 503 ($KCC_MAX_QUEUE)")
     p.add_argument("--request-timeout", type=float, default=_env("REQUEST_TIMEOUT", 120.0, float),
                    help="seconds one request may take, queue included ($KCC_REQUEST_TIMEOUT)")
+    p.add_argument("--chunk-phonemes", type=int, default=_env("CHUNK_PHONEMES", 200, int),
+                   help="longest text chunk synthesised at once; bounds one step past a deadline ($KCC_CHUNK_PHONEMES)")
+    p.add_argument("--first-chunk-phonemes", type=int, default=_env("FIRST_CHUNK_PHONEMES", 40, int),
+                   help="the first chunk is cut shorter, so the first audio comes early ($KCC_FIRST_CHUNK_PHONEMES)")
 
 
 def add_parsers(subparsers) -> None:
@@ -57,6 +61,23 @@ def add_parsers(subparsers) -> None:
     p.set_defaults(fn=run_wyoming)
 
 
+def check_settings(args) -> None:
+    """Refuse settings the server cannot honour, naming the flag (a ValueError: kcc exits 2)."""
+    from kcc.text import MAX_PHONEMES
+    checks = [("--workers", args.workers, 1, 256), ("--max-queue", args.max_queue, 0, 10_000),
+              ("--request-timeout", args.request_timeout, 0.1, 86_400),
+              ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
+              ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
+              ("--port", args.port, 0, 65_535)]
+    checks += [(flag, getattr(args, attr), lo, hi) for flag, attr, lo, hi in (
+        ("--max-chars", "max_chars", 1, 1_000_000), ("--max-body", "max_body", 64, 1 << 30),
+        ("--max-connections", "max_connections", 1, 100_000), ("--shutdown-timeout", "shutdown_timeout", 0, 3600))
+        if hasattr(args, attr)]
+    for flag, value, lo, hi in checks:
+        if not lo <= value <= hi:
+            raise ValueError(f"{flag} {value} is outside [{lo}, {hi}]")
+
+
 def build_service(args):
     """Synthesizer, G2P per language, voices: everything both servers share."""
     from kcc import voices as voices_mod
@@ -64,6 +85,7 @@ def build_service(args):
     from kcc.say import load_synthesizer
     from kcc.serve.service import Limits, SpeechService
     from kcc.serve.voice_set import VoiceSet, parse_aliases
+    check_settings(args)
     dirs = [Path(d) for d in args.voices_dir] or [Path(d) for d in filter(None, [_env("VOICES_DIR", None)])]
     catalog = voices_mod.voice_catalog(dirs)
     aliases = parse_aliases(args.voice_alias) if args.voice_alias else None
@@ -80,7 +102,8 @@ def build_service(args):
     g2p_for(args.lang)                    # the default language fails at start, not per request
     synth = load_synthesizer(args.checkpoint or _env("CHECKPOINT", None), args.max_frames,
                              native=args.native, threads=args.threads)
-    limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout)
+    limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout,
+                    chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes)
     return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
 
 

@@ -2,7 +2,8 @@
 
 A request becomes a Job: its whole G2P -> chunks -> synthesis -> encoding loop runs on one of
 `workers` threads (the compiled circuits release the GIL), and hands the event loop a stream of
-items: ('bytes', data, chunk or None), then ('end', None) or ('error', ApiError). At most
+items: ('plan', chunks), ('bytes', encoded bytes, the Chunk or None for the encoder's tail)...,
+then ('end', None); or ('error', ApiError) at any point. At most
 `workers` jobs run and `max_queue` wait; one more is refused at once with 503 + Retry-After.
 Between chunks the job stops if the client went away (Job.cancel) or if the next chunk, at the
 measured seconds per phoneme, would end past the request's deadline (504); the server plans
@@ -54,7 +55,6 @@ class Job:
         self.items: asyncio.Queue = asyncio.Queue()
         self.cancel = threading.Event()
         self.started = False             # a worker has taken it (it is no longer queued)
-        self.chunks_done = 0
 
     def emit(self, *item) -> None:
         try:
@@ -152,7 +152,6 @@ class SpeechService:
                 t0 = t1
                 audio = chunk.audio * np.float32(req.volume) if req.volume != 1.0 else chunk.audio
                 job.emit("bytes", encoder.push(audio), chunk)
-                job.chunks_done += 1
             job.emit("bytes", encoder.finish(), None)
             job.emit("end", None)
         except ApiError as exc:

@@ -25,8 +25,10 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _PART = re.compile(r"\s*([^:()\s]+)\s*(?::\s*([0-9.eE+-]{1,16})|\(\s*([0-9.eE+-]{1,16})\s*\))?\s*")
 
 # OpenAI's voice names -> Kokoro v1.0 voices of a similar character (the American English set
-# where Kokoro has a namesake: af_alloy, am_echo, bm_fable, af_nova, am_onyx). An alias whose
-# target the catalog lacks is left out.
+# where Kokoro has a namesake: af_alloy, am_echo, bm_fable, af_nova, am_onyx). Where the catalog
+# lacks a target (the real model kcc fetches ships the Japanese voices only) the alias names the
+# default voice, so every OpenAI client works out of the box; a table given by the operator must
+# name offered voices.
 DEFAULT_ALIASES = {
     "alloy": "af_alloy", "ash": "am_adam", "ballad": "bm_george", "coral": "af_heart", "echo": "am_echo",
     "fable": "bm_fable", "onyx": "am_onyx", "nova": "af_nova", "sage": "af_sarah", "shimmer": "af_sky",
@@ -66,14 +68,19 @@ class VoiceSet:
                                      getattr(v, "spec", None)) for name, v in catalog.items() if NAME.fullmatch(name)}
         if not self.voices:
             self.voices[RANDOM_VOICE] = Offered(RANDOM_VOICE, "", "", None)
-        aliases = DEFAULT_ALIASES if aliases is None else aliases
-        self.aliases = {a: t for a, t in aliases.items() if t in self.voices and a not in self.voices}
+        self.aliases: dict[str, str] = {}
         self.default = default or next(iter(sorted(self.voices)))
+        fallback = max(self.resolve(self.default), key=lambda p: p[1])[0]   # a bad default fails here
+        if aliases is None:
+            aliases = {a: t if t in self.voices else fallback for a, t in DEFAULT_ALIASES.items()}
+        missing = [f"{a}={t}" for a, t in aliases.items() if t not in self.voices]
+        if missing:
+            raise VoiceRequestError(f"voice alias {', '.join(missing)}: not a voice this server offers")
+        self.aliases = {a: t for a, t in aliases.items() if a not in self.voices}
         self._loader = loader
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_packs
         self._lock = threading.Lock()
-        self.resolve(self.default)                   # a bad default fails at start, not per request
 
     def listing(self) -> list[dict]:
         return [{"id": v.name, "name": v.name, "language": v.language, "gender": v.gender}
@@ -85,7 +92,7 @@ class VoiceSet:
             spec = self.default
         if len(spec) > 600:
             raise VoiceRequestError("'voice' is too long to be a voice name or a blend")
-        pieces = [p for p in re.split(r"[,+]", spec)]
+        pieces = re.split(r"[,+]", spec)
         if len(pieces) > MAX_BLEND_PARTS:
             raise VoiceRequestError(f"a blend has at most {MAX_BLEND_PARTS} voices, got {len(pieces)}")
         parts: dict[str, float] = {}
