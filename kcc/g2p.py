@@ -24,7 +24,9 @@ from pathlib import Path
 LANGUAGE_CHOICES = ("auto", "en-us", "en-gb", "ja", "es", "fr-fr", "hi", "it", "pt-br", "zh")
 ALIASES = {"a": "en-us", "b": "en-gb", "en": "en-us", "j": "ja", "e": "es", "f": "fr-fr", "fr": "fr-fr",
            "h": "hi", "i": "it", "p": "pt-br", "pt": "pt-br", "z": "zh"}
-G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")          # English; other languages have one each
+# The English backends (kcc.g2p_en). Each other language has one backend; a server started with
+# --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
+G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
 # Punctuation Kokoro has ids for; peeled off espeak words into their own tokens, as misaki does.
 PUNCTUATION = frozenset(';:,.!?—…"“”()')
 _VOCAB_PATH = Path(__file__).with_name("data") / "vocab.json"
@@ -151,8 +153,9 @@ def _backend_for(language: str, backend: str):
         return fn, name, description
     from kcc import g2p_intl
     name = g2p_intl.BACKENDS[language]
-    if backend not in ("auto", name):
-        raise G2PError(f"G2P backend {backend!r} does not speak {language}; its backend is {name!r} (or auto)")
+    if backend not in G2P_BACKENDS and backend != name:
+        raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)} "
+                       f"({language} has one backend, {name!r})")
     return g2p_intl.make(language)
 
 
@@ -170,7 +173,7 @@ class G2P:
         self._backends: dict[str, tuple] = {}
         self._choice = backend
         if self.language == "auto":
-            if backend not in G2P_BACKENDS:
+            if backend not in G2P_BACKENDS:                 # checked now, not at the first English paragraph
                 raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
             self.backend = "auto"
             self.description = "language detected per paragraph (mostly kana/kanji: ja, Devanagari: hi, else en-us)"
@@ -181,7 +184,7 @@ class G2P:
 
     def _get(self, language: str):
         if language not in self._backends:
-            self._backends[language] = _backend_for(language, self._choice if language.startswith("en") else "auto")
+            self._backends[language] = _backend_for(language, self._choice)
         return self._backends[language][0]
 
     def __call__(self, text: str) -> list[Word]:

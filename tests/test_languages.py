@@ -36,10 +36,16 @@ def test_unknown_language_is_refused_by_name(bad):
         G2P(bad)
 
 
-@pytest.mark.parametrize("language", ["ja", "es", "zh"])
-def test_english_backend_names_are_refused_for_other_languages(language):
-    with pytest.raises(G2PError, match=f"backend 'lexicon' does not speak {language}"):
-        G2P(language, "lexicon")
+@pytest.mark.parametrize("language, backend", [("ja", "pyopenjtalk"), ("es", "espeak"), ("zh", "pypinyin")])
+def test_backend_choice_is_englishs_and_others_have_one(language, backend):
+    """--g2p picks the English backend; every other language has one, named or not."""
+    if not available(language)[0]:
+        pytest.skip(available(language)[1])
+    for choice in ("auto", "lexicon", "espeak", backend):
+        assert G2P(language, choice).backend == backend
+    with pytest.raises(G2PError, match=f"backend 'festival' is unknown; use one of auto, lexicon, misaki, espeak "
+                                       f"\\({language} has one backend, '{backend}'\\)"):
+        G2P(language, "festival")
 
 
 @pytest.mark.parametrize("text, language", [
