@@ -23,7 +23,7 @@ def check_output(path: str | Path, what: str = "output") -> Path:
         raise OutputError(f"{what}: the path is empty")
     try:
         st = os.lstat(p)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):      # the parent check below names which
         st = None
     except OSError as exc:
         raise OutputError(f"{what} {p}: cannot be checked: {exc.strerror}") from None
@@ -40,6 +40,23 @@ def check_output(path: str | Path, what: str = "output") -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{what} {p}: the directory {parent} is not writable")
     return p
+
+
+def check_output_dir(path: str | Path, what: str = "output directory") -> Path:
+    """A directory files are written into: an existing writable one (a link to one is fine:
+    files go inside it), or a new name in an existing writable directory."""
+    p = Path(path)
+    if not str(path):
+        raise OutputError(f"{what}: the path is empty")
+    if p.exists():
+        if not p.is_dir():
+            raise OutputError(f"{what} {p} exists and is not a directory")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise OutputError(f"{what} {p} is not writable")
+        return p
+    if os.path.lexists(p):
+        raise OutputError(f"{what} {p} is a dangling symbolic link")
+    return check_output(p, what)
 
 
 def _kind(mode: int) -> str | None:

@@ -62,20 +62,21 @@ _SENTENCE_END = re.compile(r"[.!?…][)”\"']?\s")
 
 def pieces(paragraph: str, size: int = PIECE_CHARS) -> Iterator[tuple[str, bool]]:
     """(piece, whether a space follows it) for G2P, each <= size characters."""
-    rest = paragraph
-    while len(rest) > size:
-        window = rest[:size + 1]
+    at, n = 0, len(paragraph)
+    while n - at > size:
+        window = paragraph[at:at + size + 1]
         ends = [m.end() for m in _SENTENCE_END.finditer(window)]
         cut = ends[-1] if ends and ends[-1] > size // 4 else window.rfind(" ") + 1
         if cut <= 0:
             cut = size
-        piece, rest = rest[:cut], rest[cut:]
-        spaced = piece[-1:].isspace() or rest[:1].isspace()
-        rest = rest.lstrip()
+        piece, at = window[:cut], at + cut
+        spaced = piece[-1:].isspace() or paragraph[at:at + 1].isspace()
+        while at < n and paragraph[at].isspace():
+            at += 1
         if piece.strip():
             yield piece.strip(), spaced
-    if rest.strip():
-        yield rest.strip(), False
+    if paragraph[at:].strip():
+        yield paragraph[at:].strip(), False
 
 
 def frame_estimate(n_phonemes: int, speed: float) -> float:

@@ -107,6 +107,7 @@ class WavWriter(AtomicFile):
             raise WavError(f"{self.path}: over {MAX_DATA_BYTES} bytes of samples "
                            f"({MAX_DATA_BYTES / 2 / SAMPLE_RATE / 3600:.1f} h), the most a WAV file holds")
         self.wav.writeframesraw(data)
+        self.fh.flush()                 # on disk (page cache), not in this process's memory
         self.samples += len(data) // 2
 
     def close(self) -> None:

@@ -1,0 +1,478 @@
+"""Hostile and clumsy input on the `kcc say` / `kcc synth` / `kcc export` surface, each class of
+refusal or repair tested as a class: every valid speed and text fits the frame plan (planned
+chunks, and a split retry when the estimate is beaten), output paths refused before synthesis,
+control characters in text, SIGINT, streamed output, the build cache, the exported runner's
+argument parsing. Fast: the fake synthesizer and letter G2P of tests/test_say.py, no model."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+import warnings
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kcc import say as say_mod
+from kcc.g2p import Word, espeak_available
+from kcc.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError
+from kcc.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
+from kcc.text import (MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, iter_chunks,
+                      pieces)
+from test_say import FakeSynth, LetterG2P
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEEDS = [0.25, 0.3, 0.5, 0.8, 1.0, 1.7, 2.5, 4.0]
+# The issue's paragraph: 109 words (3,884 frames at speed 0.25 in one chunk before the fix).
+PARAGRAPH = ("The old lighthouse keeper climbed the spiral staircase every evening at dusk, carrying a lantern "
+             "and a small notebook in which he recorded the weather, the ships that passed, and the strange "
+             "lights he sometimes saw far out on the water. Nobody in the village believed his stories about "
+             "the lights, but he wrote them down anyway, year after year, until the notebook was full and he "
+             "had to start another. When he finally retired, the new keeper found a whole shelf of notebooks "
+             "in the tower, and reading them through the long winter nights, she began to notice a pattern "
+             "that the old man had never mentioned to anyone in the village below.")
+
+
+class FramedSynth(FakeSynth):
+    """FakeSynth with a frame plan: `per_token` frames per token at speed 1 (boundary tokens
+    `edge`), scaled by 1 / speed, refused past max_frames before any audio, as the compiled
+    pipeline refuses (kcc.pipeline.FrameOverflow)."""
+
+    def __init__(self, per_token: float = 3.0, edge: int = 20, max_frames: int = DEFAULT_MAX_FRAMES):
+        super().__init__()
+        self.per_token, self.edge, self.max_frames = per_token, edge, max_frames
+        self.overflows = 0
+
+    def durations(self, ids, speed=1.0):
+        d = [self.edge, *[self.per_token] * len(ids), self.edge]
+        return np.maximum(1, np.round(np.array(d) / speed)).astype(np.int32)
+
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0):
+        d = self.durations(ids, speed)
+        if d.sum() > self.max_frames:
+            self.overflows += 1
+            raise FrameOverflow(int(d.sum()), self.max_frames)
+        self.calls.append({"ids": list(ids), "speed": speed, "seed": seed})
+        from types import SimpleNamespace
+        return SimpleNamespace(audio=FakeSynth.audio(ids, d), durations=d)
+
+
+def _texts():
+    return {"paragraph": PARAGRAPH, "long word": "a" * 1000, "numbers": "one two three four five six seven eight nine ten " * 30,
+            "mixed": PARAGRAPH + "\n" + "z" * 700 + " end."}
+
+
+# -- every valid speed and text fits the frame plan ----------------------------------------
+@pytest.mark.parametrize("speed", SPEEDS)
+def test_planned_chunks_fit_the_frame_plan_at_every_speed(speed):
+    limit = chunk_limit(MAX_PHONEMES, speed, DEFAULT_MAX_FRAMES)
+    assert limit == min(MAX_PHONEMES, int((DEFAULT_MAX_FRAMES * speed - 40) / 3.2))
+    for name, text in _texts().items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            chunks = plan(text, LetterG2P(), speed=speed)
+        assert all(len(c.phonemes) <= limit for c in chunks), name
+        assert all(frame_estimate(len(c.ids), speed) <= DEFAULT_MAX_FRAMES for c in chunks), name
+        spoken = "".join(w.phonemes for c in chunks for w in c.words)
+        assert spoken == "".join(w.phonemes for w in LetterG2P()(text.replace("\n", " "))), name
+
+
+@pytest.mark.parametrize("speed", SPEEDS)
+def test_say_at_every_speed_never_overflows(speed):
+    """A synthesizer at the measured real rate (3 frames a token, 20 per boundary) never needs
+    a retry; every word is spoken once, in order."""
+    for text in _texts().values():
+        synth = FramedSynth()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = say(text, synth, random_voice(0), speed=speed, g2p=LetterG2P())
+        assert synth.overflows == 0
+        assert r.audio.size == sum(int(synth.durations(c["ids"], speed).sum()) * 600 for c in synth.calls)
+        assert [w["word"] for w in r.words] == [w["word"] for c in r.chunks for w in c.words]
+
+
+@pytest.mark.parametrize("speed", [0.25, 0.6, 1.0])
+def test_an_overflowing_chunk_is_split_and_retried(speed):
+    """The estimate beaten (8 frames a token, 2.5x the plan's rate): each overflowing chunk is
+    cut at words and retried; callers still get one Chunk per planned chunk, its audio the parts'
+    audio end to end and its words' timestamps tiling it."""
+    synth, pack = FramedSynth(per_token=8.0), random_voice(0)
+    chunks = plan(PARAGRAPH, LetterG2P(), speed=speed)
+    r = say(None, synth, pack, speed=speed, g2p=LetterG2P(), chunks=chunks)
+    assert synth.overflows > 0 and len(r.chunks) == len(chunks)
+    assert len(synth.calls) > len(chunks)
+    expect = np.concatenate([FakeSynth.audio(c["ids"], synth.durations(c["ids"], speed)) for c in synth.calls])
+    np.testing.assert_array_equal(r.audio, expect)
+    assert [w["word"] for w in r.words] == [w.text for c in chunks for w in c.words]
+    ends = [w["end_s"] for w in r.words]
+    assert ends == sorted(ends) and ends[-1] == pytest.approx(r.audio.size / 24000)
+    for c in r.chunks:
+        assert int(c.durations.sum()) * 600 == c.audio.size
+
+
+def test_a_single_token_that_overflows_is_a_named_error():
+    synth = FramedSynth(per_token=600.0, edge=1)
+    with pytest.raises(SynthesisError, match="needs 2408 frames, over the planned 2048"):
+        say("a", synth, random_voice(0), speed=0.25, g2p=LetterG2P())
+
+
+def test_split_encoded_keeps_every_phoneme_in_order():
+    (enc,) = plan("word " * 60, LetterG2P(), first_limit=None)
+    for parts in (2, 3, 7):
+        cut = split_encoded(enc, parts)
+        assert len(cut) >= 2 and "".join(c.phonemes.replace(" ", "") for c in cut) == enc.phonemes.replace(" ", "")
+        assert max(len(c.phonemes) for c in cut) <= -(-len(enc.phonemes) // parts)
+
+
+def test_a_word_longer_than_the_limit_is_really_cut():
+    """The warning says how many pieces, and the chunks hold exactly those pieces."""
+    with pytest.warns(UserWarning, match=r"1000 phonemes, over the 510-phoneme chunk limit; it is cut into 2 pieces"):
+        chunks = plan("a" * 1000, LetterG2P())
+    assert [len(c.phonemes) for c in chunks] == [510, 490]
+    with pytest.warns(UserWarning, match="cut into 7 pieces"):
+        chunks = plan("a" * 1000, LetterG2P(), speed=0.25)
+    assert max(len(c.phonemes) for c in chunks) <= chunk_limit(MAX_PHONEMES, 0.25, DEFAULT_MAX_FRAMES)
+
+
+def test_first_chunk_is_short_only_where_a_boundary_allows():
+    chunks = plan(PARAGRAPH * 2, LetterG2P())
+    assert len(chunks[0].phonemes) <= FIRST_CHUNK_PHONEMES and chunks[0].words[-1].phonemes in ".,"
+    assert all(len(c.phonemes) <= MAX_PHONEMES for c in chunks)
+
+
+# -- text cleaning: control characters and line separators --------------------------------
+@pytest.mark.parametrize("ctrl", [chr(c) for c in [*range(0, 9), 11, 12, *range(14, 32), *range(0x7F, 0xA0)]])
+def test_control_characters_separate_words_and_lose_none(ctrl):
+    text = f"Hello{ctrl}world and more"
+    words = [w.text for c in plan(text, LetterG2P()) for w in c.words]
+    assert words == ["Hello", "world", "and", "more"]
+
+
+@pytest.mark.parametrize("brk", ["\r", "\r\n", "\u2028", "\u2029", "\v", "\f", "\x85"])
+def test_line_separators_end_paragraphs(brk):
+    chunks = plan(f"First part.{brk}Second part.", LetterG2P())
+    assert [c.text for c in chunks] == ["First part.", "Second part."]
+    assert "\n" not in clean_text(f"a{brk}b").replace("\n", "", 1)
+
+
+@pytest.mark.skipif(not espeak_available()[0], reason=f"espeak G2P unavailable: {espeak_available()[1]}")
+def test_nul_byte_no_longer_drops_the_rest_of_the_word():
+    from kcc.g2p import G2P
+    (enc,) = plan("Hello\0world", G2P("en-us", "espeak"))
+    assert enc.phonemes == "həlˈO wˈɜɹld"
+
+
+# -- lazy planning in pieces ----------------------------------------------------------------
+class CountingG2P(LetterG2P):
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, text):
+        self.calls.append(len(text))
+        return super().__call__(text)
+
+
+def test_a_huge_paragraph_reaches_g2p_in_pieces_and_chunks_come_early():
+    g2p = CountingG2P()
+    text = "Some words in a sentence here. " * 40_000          # 1.2 MB, one paragraph
+    t0 = time.perf_counter()
+    first = next(iter_plan(text, g2p))
+    assert time.perf_counter() - t0 < 2.0
+    assert g2p.calls == [g2p.calls[0]] and g2p.calls[0] <= PIECE_CHARS
+    assert first.text.startswith("Some words")
+
+
+@pytest.mark.parametrize("para", ["word " * 3000, "x" * 5000, "One. Two three! " * 400 + "tail", "ab " * 700 + "c" * 2500])
+def test_pieces_cover_the_paragraph(para):
+    para = para.strip()
+    got = list(pieces(para))
+    assert all(len(p) <= PIECE_CHARS for p, _ in got)
+    joined = "".join(p + (" " if spaced else "") for p, spaced in got).strip()
+    assert joined.split() == para.split() and joined.replace(" ", "") == para.replace(" ", "")
+
+
+def test_words_across_pieces_keep_their_space():
+    text = "alpha beta " * 500
+    words = [w for c in plan(text, LetterG2P(), first_limit=None) for w in c.words]
+    assert [w.text for w in words] == text.split()
+    assert all(w.whitespace for w in words[:-1])
+
+
+# -- the CLI: outputs checked before synthesis ---------------------------------------------
+def _cli(monkeypatch, capsys, argv, synth=None):
+    from kcc import cli
+    loads = []
+
+    def load(ckpt, max_frames=None, native=False, threads=None):
+        loads.append(max_frames)
+        return synth or FramedSynth()
+    monkeypatch.setattr(say_mod, "load_synthesizer", load)
+    monkeypatch.setattr(say_mod, "G2P", lambda lang, backend: LetterG2P())
+    rc = cli.main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err, loads
+
+
+def _bad_outputs(tmp_path):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("keep")
+    (tmp_path / "link.wav").symlink_to(tmp_path / "file")
+    (tmp_path / "dangling.wav").symlink_to(tmp_path / "nowhere.wav")
+    os.mkfifo(tmp_path / "fifo.wav")
+    return {"a directory": tmp_path / "dir", "a device": Path("/dev/null"), "a FIFO": tmp_path / "fifo.wav",
+            "a symbolic link": tmp_path / "link.wav", "dangling": tmp_path / "dangling.wav",
+            "does not exist": tmp_path / "missing" / "x.wav", "is not a directory": tmp_path / "file" / "x.wav"}
+
+
+@pytest.mark.parametrize("kind", ["a directory", "a device", "a FIFO", "a symbolic link", "dangling",
+                                  "does not exist", "is not a directory"])
+@pytest.mark.parametrize("flag", ["-o", "--timestamps"])
+def test_bad_output_paths_are_refused_before_synthesis(tmp_path, monkeypatch, capsys, kind, flag):
+    bad = _bad_outputs(tmp_path)[kind]
+    before = os.lstat(bad) if os.path.lexists(bad) else None
+    good = tmp_path / "good.wav"
+    argv = ["say", "hello there", "-o", str(bad if flag == "-o" else good)]
+    if flag == "--timestamps":
+        argv += ["--timestamps", str(bad)]
+    rc, _, err, loads = _cli(monkeypatch, capsys, argv)
+    assert rc == 2 and "OutputError" in err and flag in err
+    assert (kind if kind != "dangling" else "a symbolic link") in err
+    assert loads == [] and not good.exists()
+    if before is not None:                                  # untouched: same inode, same kind
+        after = os.lstat(bad)
+        assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert (tmp_path / "file").read_text() == "keep"
+
+
+def test_unwritable_outputs_are_refused(tmp_path, monkeypatch, capsys):
+    """As root every file is writable to os.access; the refusal is driven through it."""
+    import kcc.outputs
+    target = tmp_path / "ro.wav"
+    target.write_bytes(b"old")
+    real = os.access
+    monkeypatch.setattr(kcc.outputs.os, "access", lambda p, mode: False if Path(p) in (target, tmp_path / "sub") else real(p, mode))
+    rc, _, err, loads = _cli(monkeypatch, capsys, ["say", "hi", "-o", str(target)])
+    assert rc == 2 and "exists and is not writable" in err and loads == []
+    (tmp_path / "sub").mkdir()
+    rc, _, err, loads = _cli(monkeypatch, capsys, ["say", "hi", "-o", str(tmp_path / "sub" / "x.wav")])
+    assert rc == 2 and "is not writable" in err and loads == []
+    assert target.read_bytes() == b"old"
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot", "parent"])
+def test_timestamps_equal_to_the_output_is_refused(tmp_path, monkeypatch, capsys, spelling):
+    (tmp_path / "d").mkdir()
+    out = tmp_path / "d" / "a.wav"
+    ts = {"same": out, "dot": tmp_path / "d" / "." / "a.wav", "parent": tmp_path / "d" / ".." / "d" / "a.wav"}[spelling]
+    rc, _, err, loads = _cli(monkeypatch, capsys, ["say", "hi", "-o", str(out), "--timestamps", str(ts)])
+    assert rc == 2 and "the same file" in err and loads == [] and not out.exists()
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_outputs_follow_the_umask(tmp_path, monkeypatch, capsys, mask):
+    old = os.umask(mask)
+    try:
+        rc, _, err, _ = _cli(monkeypatch, capsys, ["say", "hi", "-o", str(tmp_path / "a.wav"),
+                                                   "--timestamps", str(tmp_path / "a.json")])
+    finally:
+        os.umask(old)
+    assert rc == 0, err
+    for name in ("a.wav", "a.json"):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o666 & ~mask
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "a.wav"
+    out.write_bytes(b"old")
+    out.chmod(0o640)
+    rc, _, err, _ = _cli(monkeypatch, capsys, ["say", "hi", "-o", str(out)])
+    assert rc == 0, err
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
+    assert out.read_bytes()[:4] == b"RIFF"
+
+
+@pytest.mark.parametrize("argv_tail, msg", [
+    (["--ids", "50,83", "-o", "/dev/null"], "is a device"),
+    (["--ids", "50,83", "-o", "{tmp}"], "is a directory"),
+    (["--ids", "50,999", "-o", "{tmp}/x.wav"], "outside the Kokoro vocabulary"),
+    (["--ids", "-3", "-o", "{tmp}/x.wav"], "outside the Kokoro vocabulary"),
+    (["--ids", "5a", "-o", "{tmp}/x.wav"], "must be integers"),
+])
+def test_synth_refuses_before_loading_the_model(tmp_path, monkeypatch, capsys, argv_tail, msg):
+    argv = ["synth", *[a.replace("{tmp}", str(tmp_path)) for a in argv_tail]]
+    rc, _, err, loads = _cli(monkeypatch, capsys, argv)
+    assert rc == 2 and msg in err and loads == []
+
+
+def test_export_refuses_a_file_as_its_directory(tmp_path, monkeypatch, capsys):
+    (tmp_path / "f").write_text("x")
+    rc, _, err, loads = _cli(monkeypatch, capsys, ["export", str(tmp_path / "f")])
+    assert rc == 2 and "exists and is not a directory" in err and loads == []
+
+
+# -- streaming, interrupts ------------------------------------------------------------------
+class Stopping(FramedSynth):
+    """Records the size of the output's temporary file at each call; raises `signal` at call n."""
+
+    def __init__(self, directory: Path, stop_at: int | None = None):
+        super().__init__()
+        self.directory, self.stop_at, self.sizes = directory, stop_at, []
+
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0):
+        parts = list(self.directory.glob(".*.part"))
+        self.sizes.append(sum(p.stat().st_size for p in parts))
+        if self.stop_at is not None and len(self.calls) == self.stop_at:
+            raise say_mod.Interrupted(signal.SIGINT)
+        return super().synthesize(ids, ref_s, speed, seed)
+
+
+def test_say_streams_chunks_into_the_output(tmp_path, monkeypatch, capsys):
+    synth = Stopping(tmp_path)
+    out = tmp_path / "long.wav"
+    rc, _, err, _ = _cli(monkeypatch, capsys, ["say", PARAGRAPH * 6, "-o", str(out)], synth)
+    assert rc == 0, err
+    written = np.cumsum([0] + [int(synth.durations(c["ids"]).sum()) * 600 * 2 for c in synth.calls[:-1]])
+    assert len(synth.calls) > 3
+    assert synth.sizes[1:] == [44 + int(n) for n in written[1:]]       # each chunk on disk before the next
+    with wave.open(str(out)) as w:
+        assert w.getnframes() == int(written[-1] / 2) + int(synth.durations(synth.calls[-1]["ids"]).sum()) * 600
+    assert not list(tmp_path.glob(".*.part"))
+
+
+def test_an_interrupt_leaves_no_output(tmp_path, monkeypatch, capsys):
+    out, ts = tmp_path / "a.wav", tmp_path / "a.json"
+    out.write_bytes(b"previous")
+    rc, _, err, _ = _cli(monkeypatch, capsys, ["say", PARAGRAPH * 4, "-o", str(out), "--timestamps", str(ts)],
+                         Stopping(tmp_path, stop_at=2))
+    assert rc == 130 and "interrupted; no output written" in err and "Traceback" not in err
+    assert out.read_bytes() == b"previous" and not ts.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]
+
+
+_SLOW_SAY = r"""
+import ctypes, sys
+sys.path[:0] = [{root!r}, {root!r} + "/tests"]
+from kcc import say
+from test_say import FakeSynth, LetterG2P
+libc = ctypes.CDLL(None)
+class Slow(FakeSynth):
+    def synthesize(self, *a, **k):
+        for _ in range(4):
+            libc.usleep(150000)        # a C call: Python handles a signal only when it returns
+        return super().synthesize(*a, **k)
+say.load_synthesizer = lambda *a, **k: Slow()
+say.G2P = lambda lang, backend: LetterG2P()
+from kcc.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_exits_promptly_without_traceback_or_output(tmp_path, sig, code):
+    out = tmp_path / "a.wav"
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_SAY.format(root=str(ROOT)), "say", PARAGRAPH * 8, "-o", str(out),
+                          "--progress"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(ROOT))
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".*.part")) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.7)
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    waited = time.monotonic() - t0
+    assert p.returncode == code, err.decode()
+    assert waited < 1.5, waited                  # one C call (0.15 s) plus the exit
+    assert b"Traceback" not in err and b"interrupted; no output written" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- the build cache --------------------------------------------------------------------------
+_SRC = "int kcc_probe(void);\nint kcc_probe(void) { return 7; }\n"
+
+
+def test_cache_entry_that_matches_its_sidecar_but_does_not_load_is_rebuilt(tmp_path, monkeypatch):
+    import ctypes
+
+    from kcc.build import build_library
+    from kcc.digest import file_sha256
+    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
+    first = build_library(_SRC, name="probe")
+    first.library.write_bytes(b"\x7fELF garbage that matches its sidecar")
+    (tmp_path / f"probe-{first.key}.so.sha256").write_text(file_sha256(first.library) + "\n")
+    again = build_library(_SRC, name="probe")
+    assert not again.cached and ctypes.CDLL(str(again.library)).kcc_probe() == 7
+
+
+@pytest.mark.parametrize("entry", [".so", ".c", ".so.sha256", ".lock"])
+def test_a_directory_at_a_cache_path_is_a_named_error(tmp_path, monkeypatch, entry):
+    from kcc.build import BuildError, build_library
+    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
+    key = build_library(_SRC, name="probe").key
+    for p in tmp_path.glob("probe-*"):
+        p.unlink()
+    (tmp_path / f"probe-{key}{entry}").mkdir()
+    with pytest.raises(BuildError, match="is not a regular file"):
+        build_library(_SRC, name="probe")
+
+
+def test_a_read_only_cache_serves_what_it_has_and_names_what_it_lacks(tmp_path, monkeypatch):
+    import builtins
+
+    import kcc.build
+    from kcc.build import BuildError, build_library
+    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
+    built = build_library(_SRC, name="probe")
+
+    def read_only(path, mode="r", *a, **k):
+        if any(c in mode for c in "wax+"):
+            raise PermissionError(13, "Read-only file system", str(path))
+        return builtins.open(path, mode, *a, **k)
+    monkeypatch.setattr(kcc.build, "open", read_only, raising=False)
+    again = build_library(_SRC, name="probe")
+    assert again.cached and again.library == built.library
+    with pytest.raises(BuildError, match="not writable.*KCC_CACHE_DIR"):
+        build_library(_SRC + "/* other */\n", name="probe")
+
+
+# -- the exported runner's argument parsing ----------------------------------------------------
+@pytest.fixture(scope="module")
+def runner_args(tmp_path_factory):
+    from kcc.export import runtime_helpers
+    d = tmp_path_factory.mktemp("args")
+    src = "\n".join(runtime_helpers()) + r"""
+int main(int argc, char **argv)
+{
+    struct args a;
+    if (parse_args(argc, argv, &a)) return 2;
+    for (size_t i = 0; i < a.n_ids; ++i) printf("%d ", a.ids[i]);
+    printf("| %g %ld\n", a.speed, a.seed);
+    return 0;
+}
+"""
+    (d / "args.c").write_text(src)
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wno-unused-function",
+                    "-o", str(d / "args"), str(d / "args.c"), "-lm"], check=True)
+    return d / "args"
+
+
+@pytest.mark.parametrize("argv, ok", [
+    (["--ids", "50,83,54"], "50 83 54 | 1 0"),
+    (["--ids", "5, 6 ,7", "--seed", "12", "--speed", "0.5"], "5 6 7 | 0.5 12"),
+    (["--ids", "5a"], None), (["--ids", "4294967346"], None), (["--ids", "178"], None), (["--ids", "-1"], None),
+    (["--ids", "9" * 40], None), (["--ids", ",,"], None), (["--ids", "5", "--speed"], None),
+    (["--ids", "5", "--speed", "1.0x"], None), (["--ids", "5", "--speed", "nan"], None),
+    (["--ids", "5", "--speed", "1e999"], None), (["--ids", "5", "--seed", "9" * 30], None),
+    (["--ids", "5", "--seed", "3z"], None), (["--ids", ",".join(["5"] * 511)], None),
+])
+def test_exported_runner_parses_whole_numbers_only(runner_args, argv, ok):
+    p = subprocess.run([str(runner_args), *argv, "-o", "x.wav"], capture_output=True, text=True)
+    if ok is None:
+        assert p.returncode == 2 and p.stderr.startswith("kokoro: ") and p.stdout == ""
+    else:
+        assert p.returncode == 0 and p.stdout.strip() == ok
