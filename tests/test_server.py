@@ -408,6 +408,17 @@ def test_body_caps(tmp_path):
         conn.close()
 
 
+def test_slow_body_is_a_408(tmp_path):
+    with serving(tmp_path, http=HttpLimits(body_timeout_s=0.5)) as srv:
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"input\": ")
+        resp = http.client.HTTPResponse(sock)
+        resp.begin()
+        status, body = resp.status, resp.read()
+        sock.close()
+    assert status == 408 and "not received within 0.5 s" in json.loads(body)["error"]["message"]
+
+
 def test_busy_server_answers_503_with_retry_after(tmp_path):
     gate = threading.Event()
     with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=0)) as srv:
