@@ -261,8 +261,18 @@ def test_first_chunk_is_short(tmp_path):
     with serving(tmp_path, synth) as srv:
         assert post(srv.port, {"input": sentences(12), "response_format": "pcm"})[0] == 200
     lengths = [len(c["ids"]) for c in synth.calls]
-    assert lengths[0] <= srv.service.limits.first_chunk_phonemes + 2 < max(lengths)
-    assert max(lengths) <= srv.service.limits.chunk_phonemes + 2
+    assert lengths[0] <= srv.service.limits.first_chunk_phonemes < max(lengths)
+    assert max(lengths) <= srv.service.limits.chunk_phonemes
+
+
+def test_chunks_fit_the_synthesizers_frame_plan_at_slow_speed(tmp_path):
+    from kcc.text import chunk_limit
+    synth = FakeSynth()
+    synth.max_frames = 300
+    with serving(tmp_path, synth) as srv:
+        assert post(srv.port, {"input": sentences(6), "response_format": "pcm", "speed": 0.5})[0] == 200
+    fits = chunk_limit(200, 0.5, 300)
+    assert fits < 200 and len(synth.calls) > 2 and max(len(c["ids"]) for c in synth.calls) <= fits
 
 
 def test_models_voices_health_ready(tmp_path):

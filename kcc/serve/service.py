@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kcc.g2p import G2PError, detect_language
+from kcc.pipeline import DEFAULT_MAX_FRAMES
 from kcc.say import SayError, plan, synthesize_chunks
 from kcc.serve.audio_formats import Encoder
 from kcc.serve.request import ApiError, SpeechRequest
@@ -135,8 +136,10 @@ class SpeechService:
             except (G2PError, ValueError) as exc:
                 raise ApiError(422, f"language {lang!r}: {exc}", "lang_code") from None
             pack = self.voices.pack(parts)
-            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes,
-                          first_limit=self.limits.first_chunk_phonemes)
+            # the whole text is planned first: a G2P error anywhere is a JSON error, not a cut
+            # stream; chunk sizes also fit the synthesizer's frame plan at this speed
+            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes, first_limit=self.limits.first_chunk_phonemes,
+                          speed=req.speed, max_frames=getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES))
             encoder = Encoder(req.response_format, streaming=req.stream or req.sse)
             job.emit("plan", chunks)
             produced = synthesize_chunks(chunks, self.synth, pack, req.speed, req.seed)
