@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kcc.build import BuildOptions, build_library
+from kcc.isa import library_level
 from kcc.costs import OpCost, graph_costs
 from kcc.kernels.registry import COMMON_HEADER, get_kernel, with_requires
 from kcc.plan import plan_memory
@@ -61,9 +62,9 @@ class Roofline:
         return max(c.bytes / self.bandwidth, (c.flops or 0) / self.peak)
 
 
-def _roofline_lib(threads: int):
+def _roofline_lib(threads: int, options: BuildOptions | None = None):
     src = (COMMON_HEADER.read_text(encoding="utf-8") + "".join(get_kernel(k).c_source() for k in with_requires(["kcc_linear_f32"])) + _TRIAD)
-    built = build_library(src, BuildOptions(opt="-O3", native=True, openmp=True), name="roofline")
+    built = build_library(src, options or BuildOptions(opt="-O3", native=True, openmp=True), name="roofline")
     lib = ctypes.CDLL(str(built.library))
     lib.kcc_roofline_set_threads.restype = ctypes.c_int
     lib.kcc_roofline_set_threads.argtypes = [ctypes.c_int]
@@ -86,10 +87,13 @@ def _best(fn, reps: int) -> float:
     return best
 
 
-def measure_roofline(threads: int = 1, triad_floats: int = 1 << 24, gemm_n: int = 1024, reps: int = 5) -> Roofline:
-    """~1-3 s. triad_floats per array (64 MiB each by default: past any L3 this machine has)."""
+def measure_roofline(threads: int = 1, triad_floats: int = 1 << 24, gemm_n: int = 1024, reps: int = 5,
+                     options: BuildOptions | None = None) -> Roofline:
+    """~1-3 s. triad_floats per array (64 MiB each by default: past any L3 this machine has).
+    options: the build measured (default -O3 -march=native with OpenMP; bench/bench_gemm.py
+    passes a portable build forced to each dispatch level)."""
     from kcc.ops.dense import pack_panels
-    lib, got = _roofline_lib(threads)
+    lib, got = _roofline_lib(threads, options)
     a, b, c = (np.ones(triad_floats, dtype=np.float32) for _ in range(3))
     t = _best(lambda: lib.kcc_roofline_triad_f32(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, a.size), reps)
     bandwidth = 12.0 * triad_floats / t
@@ -106,7 +110,8 @@ def measure_roofline(threads: int = 1, triad_floats: int = 1 << 24, gemm_n: int 
     peak = 2.0 * gemm_n ** 3 / t
     return Roofline(bandwidth, peak, got,
                     f"measured: triad 3 x {triad_floats * 4 >> 20} MiB, kcc_linear_f32 {gemm_n}^3 "
-                    f"(-O3 -march=native, {got} thread{'s' if got != 1 else ''})")
+                    f"({' '.join(f for f in (options or BuildOptions(opt='-O3', native=True)).flags() if f.startswith(('-O', '-march', '-DKCC_ISA')))}, "
+                    f"{library_level(lib)}, {got} thread{'s' if got != 1 else ''})")
 
 
 # -- the report ----------------------------------------------------------------------------
