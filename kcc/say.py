@@ -91,8 +91,7 @@ FIRST_CHUNK_PHONEMES = 100
 
 
 def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FIRST_CHUNK_PHONEMES,
-              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES,
-              progress: "Progress | None" = None) -> Iterator[Encoded]:
+              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES) -> Iterator[Encoded]:
     """Text (str or UTF-8 bytes) -> encoded chunks, lazily, each <= limit phonemes and sized so
     its frames at `speed` fit `max_frames` (kcc.text.chunk_limit); the first <= first_limit where
     a boundary allows; words in order. G2P runs one paragraph piece ahead of the chunks."""
@@ -101,11 +100,9 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FI
         raise SayError("input text is empty")
     limit = chunk_limit(limit, check_speed(speed), max_frames)
     n = 0
-    if progress is not None:
-        progress.text_chars = len(text)
     for para in iter_paragraphs(text):
         first = first_limit if n == 0 else None
-        for words in iter_chunks(_paragraph_words(para, g2p, progress), limit, first):
+        for words in iter_chunks(_paragraph_words(para, g2p), limit, first):
             enc = encode(words, where=f"chunk {n + 1}")
             if enc.ids:
                 n += 1
@@ -114,13 +111,11 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FI
         raise SayError("the text produced no phonemes to speak")
 
 
-def _paragraph_words(para: str, g2p, progress: "Progress | None") -> Iterator[Word]:
+def _paragraph_words(para: str, g2p) -> Iterator[Word]:
     for piece, spaced in pieces(para):
         words = g2p(piece)
         if words and spaced:
             words[-1].whitespace = True
-        if progress is not None:
-            progress.read(len(piece) + 1)
         yield from words
 
 
@@ -177,6 +172,7 @@ def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed:
         yield Chunk(i, enc, audio, np.concatenate(durations), offset, words)
         offset += audio.size
         if progress is not None:
+            progress.chars += len(enc.text) + 1
             progress.update(i + 1, offset / SAMPLE_RATE)
     if progress is not None:
         progress.close()
@@ -213,8 +209,9 @@ def chunk_summary(c: Chunk, sample_rate: int = SAMPLE_RATE) -> dict:
 
 
 class Progress:
-    """A one-line bar on stderr (on by default only for a tty): how much of the text G2P has
-    read, chunks and audio seconds made, wall time."""
+    """A one-line bar on stderr (on by default only for a tty): how much of the text is spoken
+    (characters of the chunks done, against the text's), chunks and audio made, time spent and
+    an estimate of the time left."""
 
     def __init__(self, text_chars: int = 0, enabled: bool | None = None, stream=None, total_chunks: int = 0):
         self.text_chars, self.chars, self.stream = text_chars, 0, stream or sys.stderr
@@ -224,18 +221,16 @@ class Progress:
         self.t0 = time.perf_counter()
         self.done, self.audio_s = 0, 0.0
 
-    def read(self, chars: int) -> None:
-        self.chars = min(self.text_chars, self.chars + chars) if self.text_chars else self.chars + chars
-
     def update(self, done: int, audio_s: float) -> None:
         self.done, self.audio_s = done, audio_s
         if not self.enabled:
             return
-        frac = (self.chars / self.text_chars if self.text_chars
-                else done / self.total_chunks if self.total_chunks else 1.0)
-        n = int(30 * frac)
+        frac = min(1.0, self.chars / self.text_chars if self.text_chars
+                   else done / self.total_chunks if self.total_chunks else 1.0)
+        n, spent = int(30 * frac), time.perf_counter() - self.t0
+        left = f", ~{spent * (1 - frac) / frac:.0f} s left" if 0 < frac < 1 else ""
         self.stream.write(f"\rkcc say: [{'#' * n}{'.' * (30 - n)}] {100 * frac:3.0f}% of the text, {done} chunks, "
-                          f"{audio_s:.1f} s audio, {time.perf_counter() - self.t0:.1f} s")
+                          f"{audio_s:.1f} s audio, {spent:.1f} s{left}  ")
         self.stream.flush()
 
     def close(self) -> None:
@@ -370,8 +365,8 @@ def _run(args) -> tuple[int, int, int]:
     max_frames = args.max_frames or DEFAULT_MAX_FRAMES
     if max_frames < 1:
         raise SayError(f"--max-frames must be a positive number of frames, got {max_frames}")
-    progress = Progress(enabled=True if args.progress else None)
-    chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames, progress=progress)
+    progress = Progress(len(text), enabled=True if args.progress else None)
+    chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames)
     first = next(chunks)                   # text errors surface before the (slow) compile
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                              native=getattr(args, "native", False), threads=getattr(args, "threads", None))
