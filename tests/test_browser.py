@@ -1,5 +1,6 @@
 """The web page at / in a real headless Chromium (selenium): it loads the voices, streams speech,
-plays it (Web Audio time advances) and highlights the words in order as they are spoken."""
+plays it (Web Audio time advances), highlights the words in order as they are spoken, and
+downloads the same speech as a file."""
 from __future__ import annotations
 
 import shutil
@@ -8,7 +9,8 @@ import time
 import pytest
 
 from test_say import FakeSynth, sentences
-from test_server import serving
+from kcc.wav import pcm16
+from test_server import expected, s16, serving
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -25,6 +27,8 @@ def browser(tmp_path):
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--autoplay-policy=no-user-gesture-required", f"--user-data-dir={tmp_path / 'profile'}"]:
         opts.add_argument(flag)
+    opts.add_experimental_option("prefs", {"download.default_directory": str(tmp_path / "downloads"),
+                                           "download.prompt_for_download": False})
     driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=DRIVER))
     try:
         yield driver
@@ -42,6 +46,7 @@ def _until(cond, timeout=20.0):
 
 def test_page_streams_plays_and_highlights(tmp_path, browser):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
     with serving(tmp_path, FakeSynth(delay=0.05)) as srv:
         browser.get(srv.url + "/")
         _until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#voice option")) == 4)
@@ -64,8 +69,13 @@ def test_page_streams_plays_and_highlights(tmp_path, browser):
         played.append(browser.execute_script("return window.kcc.played()"))
         state = browser.execute_script("return window.kcc.ctx && window.kcc.ctx.state")
         words = browser.execute_script("return window.kcc.words.map(w => w.word)")
+        _until(lambda: browser.find_element(By.ID, "status").text.startswith("done"))
         status = browser.find_element(By.ID, "status").text
+        Select(browser.find_element(By.ID, "format")).select_by_value("flac")
+        browser.find_element(By.ID, "download").click()
+        saved = _until(lambda: [p for p in (tmp_path / "downloads").glob("speech.flac")])
     assert state == "running" and played[1] > played[0] + 2.0          # audio time advanced
     lit = [i for i in seen if i >= 0]
     assert len(set(lit)) >= 5 and lit == sorted(lit)                    # the highlight moved forward
     assert words[:4] == ["Sentence", "number", "0", "has"] and status.startswith("done")
+    assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text))   # the download is the same speech
