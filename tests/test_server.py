@@ -19,10 +19,12 @@ import numpy as np
 import openai
 import pytest
 import uvicorn
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kcc.g2p import G2PError
 from kcc.say import plan, random_voice, say
 from kcc.serve.app import HttpLimits, create_app
+from kcc.serve.request import ApiError, SpeechRequest, parse_speech
 from kcc.serve.service import Limits, SpeechService
 from kcc.serve.voice_set import VoiceSet
 from kcc.voices import VoiceInfo, load_voice
@@ -656,3 +658,38 @@ def test_serve_cli_refuses_bad_settings(tmp_path, monkeypatch, argv, message):
     args = ap.parse_args(["serve", *argv])
     with pytest.raises(ValueError, match=re.escape(message)):
         build_service(args)
+
+
+# -- the request parser alone, property-tested: a SpeechRequest or an ApiError, nothing else ------
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12)
+FIELDS = ["input", "voice", "model", "response_format", "speed", "stream", "stream_format", "seed", "lang_code",
+          "instructions", "volume_multiplier", "normalization_options"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(FIELDS), JSON_VALUES | st.sampled_from(
+    ["mp3", "wav", "sse", "af_alloy", "Hi there.", 1.0, 0.25, 4.0, "\ud800", "j"])))
+def test_parser_answers_every_object_with_a_request_or_an_api_error(doc):
+    try:
+        raw = json.dumps(doc).encode()
+    except UnicodeEncodeError:
+        return
+    try:
+        req = parse_speech(raw)
+    except ApiError as err:
+        assert err.status in (400, 422) and err.message
+        return
+    assert isinstance(req, SpeechRequest) and req.text.strip() and 0.25 <= req.speed <= 4.0
+    assert req.response_format in ("mp3", "opus", "aac", "flac", "wav", "pcm")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300))
+def test_parser_answers_any_bytes_with_a_request_or_an_api_error(raw):
+    try:
+        parse_speech(raw)
+    except ApiError as err:
+        assert err.status in (400, 422)
