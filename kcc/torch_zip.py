@@ -173,6 +173,13 @@ def write_torch_zip(path: str | Path, records: dict[str, bytes], root: str = "ar
     return _atomic(Path(path), lambda fh: _write_records(fh, root, records))
 
 
+def torch_zip_bytes(records: dict[str, bytes], root: str = "archive") -> bytes:
+    """The bytes write_torch_zip would write (for callers that make many small files)."""
+    buf = io.BytesIO()
+    _write_records(buf, root, records)
+    return buf.getvalue()
+
+
 def _collect(obj, storages: dict[str, bytes], where: str, depth: int):
     """obj with every array replaced by a TensorRef to a new storage record."""
     if depth > MAX_DEPTH:

@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
-# Bounded coverage-guided fuzzing (atheris/libFuzzer) of the circuit validator and a generated
-# C entry point. SECONDS_EACH (default 30) per target; any finding exits non-zero.
+# Bounded coverage-guided fuzzing (atheris/libFuzzer) of the circuit validator, a generated C
+# entry point and the checkpoint / voice loaders. SECONDS_EACH (default 30) per target; then
+# the loader fuzzer's corpus is replayed (at most SECONDS_EACH) with every generated library
+# built -fsanitize=address,undefined and the sanitizer runtimes preloaded, as scripts/sanitize.sh
+# runs the tests (preloaded, they take over libFuzzer's coverage hooks, so that pass replays
+# what the guided pass found instead of searching). Any finding exits non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs="${SECONDS_EACH:-30}"
 log="$(mktemp)"
-for target in fuzz/fuzz_circuit_validator.py fuzz/fuzz_c_entry.py; do
-  echo "== $target for ${secs}s =="
-  PYTHONPATH=. .venv/bin/python "$target" -max_total_time="$secs" -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1
-  rc=$?
+work="$(mktemp -d)"
+trap 'rm -rf "$work" "$log"' EXIT
+run_target() {  # target, then extra libFuzzer arguments
+  local target="$1"; shift
+  PYTHONPATH=. .venv/bin/python "$target" "$@" -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1
+  local rc=$?
   grep -E "stat::number_of_executed_units|stat::new_units_added" "$log"
   if [ "$rc" -ne 0 ]; then tail -40 "$log"; echo "finding in $target (exit $rc)"; exit 1; fi
+}
+for target in fuzz/fuzz_circuit_validator.py fuzz/fuzz_c_entry.py fuzz/fuzz_checkpoint.py; do
+  echo "== $target for ${secs}s =="
+  corpus="$work/$(basename "$target" .py)"
+  mkdir -p "$corpus"
+  run_target "$target" "$corpus" -max_total_time="$secs"
 done
+echo "== fuzz/fuzz_checkpoint.py corpus under ASan + UBSan =="
+plain="${KCC_CACHE_DIR:-$HOME/.cache/kcc}"
+mkdir -p "$plain-asan" "$plain/checkpoints"
+[ -e "$plain-asan/checkpoints" ] || ln -s "$plain/checkpoints" "$plain-asan/checkpoints"
+KCC_CACHE_DIR="$plain-asan" KCC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
+  run_target fuzz/fuzz_checkpoint.py "$work/fuzz_checkpoint" -runs=0 -max_total_time="$secs"
 echo "fuzz: no findings"
