@@ -2,6 +2,7 @@
 chunking. Other languages: tests/test_languages.py; text normalisation: tests/test_normalize.py."""
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -19,14 +20,20 @@ LEXICON, WHY_LEX = lexicon_available()
 needs_lexicon = pytest.mark.skipif(not LEXICON, reason=f"lexicon G2P unavailable: {WHY_LEX}")
 
 
+@functools.lru_cache(maxsize=None)
+def made(language: str, backend: str) -> G2P:
+    """One G2P per (language, backend) for the whole module: loading the lexicons takes seconds."""
+    return G2P(language, backend)
+
+
 @pytest.fixture(scope="module")
 def us():
-    return G2P("en-us", "espeak")
+    return made("en-us", "espeak")
 
 
 @pytest.fixture(scope="module")
 def lex():
-    return G2P("en-us", "lexicon")
+    return made("en-us", "lexicon")
 
 
 def test_vocab_copy_matches_the_model_config():
@@ -84,7 +91,7 @@ def test_article_a_is_never_the_letter_name(backend, text):
     ok, why = lexicon_available() if backend == "lexicon" else espeak_available()
     if not ok:
         pytest.skip(why)
-    words = G2P("en-us", backend)(text)
+    words = made("en-us", backend)(text)
     articles = [w for w in words if w.text.lower() == "a"]
     assert len(articles) == text.lower().split().count("a")
     assert all("A" not in w.phonemes for w in articles), [(w.text, w.phonemes) for w in words]
@@ -139,11 +146,19 @@ def test_word_alignment_of_numbers_and_punctuation(us):
     assert [w.whitespace for w in words] == [True, True, False, False]
 
 
-@needs_espeak
-def test_british_differs(us):
-    gb = G2P("en-gb", "espeak")
-    assert encode(us("tomato")).phonemes == "təmˈATO"
-    assert encode(gb("tomato")).phonemes == "təmˈɑːtQ"
+@pytest.mark.parametrize("backend", ["espeak", "lexicon"])
+def test_british_differs(backend):
+    ok, why = espeak_available() if backend == "espeak" else lexicon_available()
+    if not ok:
+        pytest.skip(why)
+    assert encode(made("en-us", backend)("tomato")).phonemes == "təmˈATO"
+    assert encode(made("en-gb", backend)("tomato")).phonemes == "təmˈɑːtQ"
+
+
+@needs_lexicon
+def test_british_dates_are_day_first():
+    assert "fˈɛbɹəɹi fˈɜːst" in encode(made("en-gb", "lexicon")("on 1/2/2025")).phonemes
+    assert "ʤˈænjəwˌɛɹi sˈɛkənd" in encode(made("en-us", "lexicon")("on 1/2/2025")).phonemes
 
 
 def test_unknown_symbols_are_reported_with_positions():

