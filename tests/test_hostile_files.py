@@ -472,3 +472,27 @@ class TestWritersRefuseAndLoseNothing:
         with pytest.raises(OSError, match="disk full"):
             tz.save_torch_zip({"a": np.zeros(2, np.float32)}, dest)
         assert dest.read_bytes() == b"precious" and os.listdir(tmp_path) == ["keep.pth"]
+
+
+@pytest.fixture(scope="module")
+def duration_circuit(small_ckpt):
+    from kcc.runtime import compile_circuit
+    return compile_circuit("kokoro_duration", small_ckpt)
+
+
+class TestAcceptedExtremesInGeneratedC:
+    """The largest style values validate_pack keeps reach the generated C (under ASan + UBSan in
+    the sanitizer run): the duration head stays finite and its integer durations in range."""
+
+    @pytest.mark.parametrize("pattern", ["plus", "minus", "alternating", "one_spike"])
+    def test_duration_head_at_the_bound(self, duration_circuit, pattern):
+        row = {"plus": np.ones(STYLE_DIM), "minus": -np.ones(STYLE_DIM),
+               "alternating": np.resize([1.0, -1.0], STYLE_DIM),
+               "one_spike": np.eye(1, STYLE_DIM, 200)[0]}[pattern] * MAX_STYLE_ABS
+        pack = validate_pack(np.tile(row.astype(np.float32), (PACK_ROWS, 1)), pattern)
+        d_en = np.random.default_rng(3).standard_normal((1, 9, 512)).astype(np.float32)
+        out = duration_circuit.run({"d_en": d_en, "style_pred": pack[8, :, 128:].copy(),
+                                    "lengths": np.array([9], np.int32), "speed": np.array([1.0], np.float32)})
+        assert np.isfinite(out.outputs["d"]).all()
+        durations = out.outputs["durations"]
+        assert durations.shape == (1, 9) and durations.min() >= 1 and durations.max() <= 50
