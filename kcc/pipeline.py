@@ -18,15 +18,16 @@ import numpy as np
 from kcc.build import BuildOptions
 from kcc.checkpoint import Checkpoint, load_checkpoint
 from kcc.circuits import load_circuit
+from kcc.model import kokoro
 from kcc.runtime import CompiledCircuit, aligned_empty, compile_circuit
 
-FRONT = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
-BACK = ["kokoro_prosody", "kokoro_decoder", "kokoro_source_noise", "kokoro_generator"]
-NOISE = "kokoro_source_noise"  # parity runs replace it with upstream's own random draws
-CONTEXT_TOKENS = 512          # ALBERT positions: 510 phonemes + 2 boundary tokens
+FRONT = list(kokoro.FRONT)
+BACK = list(kokoro.BACK)
+NOISE = kokoro.NOISE                  # parity runs replace it with upstream's own random draws
+CONTEXT_TOKENS = kokoro.CONTEXT_TOKENS
 # 51 s of audio per chunk at 40 frames/s (600 samples a frame): a full 510-phoneme chunk of
 # real speech takes ~1,100 frames at speed 1 (measured 986 for 456 phonemes), more when slower.
-DEFAULT_MAX_FRAMES = 2048
+DEFAULT_MAX_FRAMES = kokoro.MAX_FRAMES
 
 
 def frame_dims(frames: int) -> dict[str, int]:
@@ -142,14 +143,14 @@ class Synthesizer:
             raise SynthesisError(f"{len(ids)} phonemes exceed the {CONTEXT_TOKENS - 2}-phoneme context; "
                                  "split the text (kcc.g2p chunks it)")
         ref_s = np.asarray(ref_s, dtype=np.float32).reshape(1, -1)
-        if ref_s.shape != (1, 256) or not np.isfinite(ref_s).all():
-            raise SynthesisError(f"style must be 256 finite floats, got shape {ref_s.shape}")
+        if ref_s.shape != (1, kokoro.REF_S_DIM) or not np.isfinite(ref_s).all():
+            raise SynthesisError(f"style must be {kokoro.REF_S_DIM} finite floats, got shape {ref_s.shape}")
         if not (np.isfinite(speed) and 0 < speed <= 5):
             raise SynthesisError(f"speed must be in (0, 5], got {speed}")
         tokens = np.array([[0, *ids, 0]], dtype=np.int32)
         env = {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
                "lengths": np.array([tokens.shape[1]], dtype=np.int32),
-               "style_dec": ref_s[:, :128].copy(), "style_pred": ref_s[:, 128:].copy(),
+               "style_dec": ref_s[:, kokoro.STYLE_DEC].copy(), "style_pred": ref_s[:, kokoro.STYLE_PRED].copy(),
                "speed": np.array([speed], dtype=np.float32),
                "seed": np.array([seed & 0x7FFFFFFF], dtype=np.int32)}
         checkpoints, seconds = self.run(env, with_checkpoints)

@@ -13,8 +13,7 @@ import numpy as np
 
 from kcc.g2p import Encoded
 
-SAMPLE_RATE = 24000
-SAMPLES_PER_FRAME = 600
+from kcc.model.kokoro import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: F401  (re-exported)
 
 
 class TimestampError(ValueError):

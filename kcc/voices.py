@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kcc.model import kokoro
 from kcc.checkpoint import CheckpointError, load_torch_zip
 
-PACK_ROWS, STYLE_DIM = 510, 256
+PACK_ROWS, STYLE_DIM = kokoro.VOICE_PACK_ROWS, kokoro.REF_S_DIM   # a pack: 510 rows of ref_s
 
 
 class VoiceError(Exception):
