@@ -262,3 +262,20 @@ def test_long_real_text_plans_into_chunks(us):
     assert [w.text for c in chunks for w in c.words] == [w.text for w in us(para) + us("A second paragraph.")]
     assert chunks[-1].text == "A second paragraph."
     assert all(c.words[-1].phonemes == "." for c in chunks)   # every cut at a sentence end
+
+
+# -- the rule tagger standing in for spaCy's model ------------------------------------------------
+@pytest.mark.parametrize("tokens, tags", [
+    ([("He", " "), ("said", " "), ('"', ""), ("no", ""), ('"', ""), (".", "")], ["PRP", "VB", "``", "DT", "''", "."]),
+    ([("well", ""), ("-", ""), ("known", " "), ("-", " "), ("yes", "")], ["XX", "HYPH", "XX", ":", "XX"]),
+    ([("I", " "), ("paid", " "), ("$", ""), ("5", "")], ["PRP", "VB", "$", "CD"]),
+    ([("a", " "), ("dog", " "), ("and", " "), ("vitamin", " "), ("A", ""), (".", "")],
+     ["DT", "NN", "CC", "XX", "NNP", "."]),
+    ([("A", " "), ("cat", " "), ("at", " "), ("10", " "), ("AM", ""), (".", " "), ("A", "")], ["DT", "NN", "IN", "CD", "NN", ".", "NN"]),
+    ([("to", " "), ("record", " "), ("the", " "), ("record", "")], ["TO", "VB", "DT", "NN"]),
+    ([("has", " "), ("read", " "), ("it", " "), ("in", ""), (".", "")], ["XX", "VBN", "PRP", "RP", "."]),
+    ([("cats", " "), ("vs.", " "), ("dogs", " "), ("(", ""), ("NASA", ""), (")", "")], ["XX", "IN", "XX", "-LRB-", "NNP", "-RRB-"]),
+])
+def test_tagger_gives_the_tags_misaki_reads(tokens, tags):
+    from kcc.g2p_tagger import tag
+    assert tag(tokens) == tags
