@@ -27,9 +27,10 @@ def _missing(*modules: tuple[str, str]) -> str:
     return ""
 
 
+# num2words: kcc.normalize spells dates with it (and misaki.en reads numbers with it).
 ESPEAK_MODULES = (("misaki", "misaki==0.9.4"), ("phonemizer", "phonemizer-fork==3.3.2"),
-                  ("espeakng_loader", "espeakng-loader==0.2.4"))
-LEXICON_MODULES = (*ESPEAK_MODULES, ("spacy", "spacy==3.8.18"), ("num2words", "num2words==0.5.14"))
+                  ("espeakng_loader", "espeakng-loader==0.2.4"), ("num2words", "num2words==0.5.14"))
+LEXICON_MODULES = (*ESPEAK_MODULES, ("spacy", "spacy==3.8.18"))
 
 
 def espeak_available() -> tuple[bool, str]:
