@@ -460,6 +460,31 @@ def test_queued_request_gets_504_at_its_deadline(tmp_path):
             s.close()
 
 
+def test_closing_answers_queued_requests_503_and_stops_running_ones(tmp_path):
+    gate = threading.Event()
+    synth = FakeSynth(gate=gate)
+    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=1)) as srv:
+        s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
+        queued = {}
+        asker = threading.Thread(target=lambda: queued.update(r=post(srv.port, {"input": "hi", "stream": False})))
+        try:
+            assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
+            asker.start()
+            _wait(lambda: srv.service.waiting == 1)
+            closer = threading.Thread(target=srv.service.close)
+            closer.start()
+            asker.join(5)
+            status, headers, data = queued["r"]
+            assert status == 503 and "shutting down" in json_error(status, headers, data)["message"]
+            assert closer.is_alive()                       # still waiting for the running synthesis
+            gate.set()
+            closer.join(10)
+            assert not closer.is_alive() and len(synth.calls) == 2   # it stopped after the chunk in flight
+        finally:
+            gate.set()
+            s.close()
+
+
 def test_unreadable_voice_file_is_a_500_that_names_no_path(tmp_path):
     with serving(tmp_path) as srv:
         (srv.voices_dir / "am_echo.npy").write_bytes(b"not a numpy file")

@@ -12,6 +12,7 @@ chunks of at most `chunk_phonemes`, so one chunk's time is bounded too.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 import time
@@ -27,6 +28,12 @@ from kcc.serve.audio_formats import Encoder
 from kcc.serve.request import ApiError, SpeechRequest
 from kcc.serve.voice_set import VoiceRequestError, VoiceSet
 from kcc.voices import VoiceError
+
+log = logging.getLogger("kcc.serve")
+
+
+def shutting_down() -> ApiError:
+    return ApiError(503, "server is shutting down", headers={"Retry-After": "5"})
 
 
 @dataclass
@@ -89,7 +96,7 @@ class SpeechService:
             raise ApiError(422, str(exc), "voice") from None
         with self._lock:
             if self.draining:
-                raise ApiError(503, "server is shutting down", headers={"Retry-After": "5"})
+                raise shutting_down()
             if self.running + self.waiting >= self.limits.workers + self.limits.max_queue:
                 raise ApiError(503, f"server busy: {self.running} syntheses running and {self.waiting} waiting; "
                                     "retry later", headers={"Retry-After": str(self.retry_after())})
@@ -111,11 +118,15 @@ class SpeechService:
                                            "request limit"))
 
     def close(self) -> None:
-        """Stop taking jobs, stop the running ones at their next chunk, wait for the threads."""
+        """Stop taking jobs, stop the running ones at their next chunk, answer the queued ones
+        503, wait for the threads."""
         with self._lock:
             self.draining = True
-            for job in self.jobs:
-                job.cancel.set()
+            jobs = list(self.jobs)
+        for job in jobs:
+            job.cancel.set()
+            if not job.started:
+                job.emit("error", shutting_down())
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     # -- the worker ----------------------------------------------------------------------------
@@ -127,7 +138,7 @@ class SpeechService:
         encoder = None
         try:
             if job.cancel.is_set():
-                return
+                raise shutting_down() if self.draining else ApiError(499, "the client went away")
             if time.monotonic() > job.deadline:
                 raise ApiError(504, "the request waited for a synthesis slot past its deadline")
             lang = req.lang or pick_language(req.text, self.voices.language(parts), self.default_language)
@@ -161,9 +172,11 @@ class SpeechService:
             job.emit("error", exc)
         except (SayError, G2PError) as exc:
             job.emit("error", ApiError(422, str(exc), "input"))
-        except VoiceError:
+        except VoiceError as exc:         # the message names files: for the log, not the client
+            log.error("voice %s: %s", parts, exc)
             job.emit("error", ApiError(500, "the voice could not be loaded; see the server log"))
         except Exception as exc:          # SynthesisError, KccRunError: the message names the stage
+            log.exception("synthesis failed")
             job.emit("error", ApiError(500, f"synthesis failed: {type(exc).__name__}: {exc}"))
         finally:
             if encoder is not None:
