@@ -36,6 +36,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -77,8 +78,9 @@ class Limits:
     max_total_bytes: int                 # all tensors' output arrays together
 
 
-# The real kokoro-v1_0.pth: 327 MB, 694 members, one 86 KB pickle of 21,825 opcodes, 688
-# storage references, largest tensor 25 MB. The caps leave 3x to 20x of headroom.
+# The kokoro-v1_0.pth layout: 327 MB, 694 members, one 86 KB pickle of 21,825 opcodes, 688
+# storage references, 327 MB of tensors, the largest 13.4 MB. The caps leave 3x (file and
+# tensor bytes) to 50x (pickle) of headroom; a float64 copy of the model still fits.
 CHECKPOINT_LIMITS = Limits(max_file_bytes=1024 * MIB, max_members=8192, max_unpacked_bytes=1024 * MIB,
                            max_ratio=100, max_pickle_bytes=4 * MIB, max_pickle_ops=500_000,
                            max_storage_refs=8192, max_tensor_bytes=512 * MIB, max_total_bytes=1024 * MIB)
@@ -113,15 +115,16 @@ def _short(value, limit: int = 80) -> str:
     return r.repr(value)
 
 
-@dataclass(frozen=True)
-class _StorageType:
+class _StorageType(NamedTuple):
+    # A named tuple: the BUILD opcode finds no __dict__, no __setstate__ and no settable field
+    # on it (a frozen dataclass has a __setstate__, which BUILD would call).
     name: str
     dtype: type
 
 
-@dataclass(frozen=True, eq=False)
-class _Storage:
-    """A storage record's bytes; only persistent_load makes these, so a pickle cannot forge one."""
+class _Storage(NamedTuple):
+    """A storage record's bytes. Only persistent_load makes these, so a pickle cannot forge one,
+    and as a named tuple it cannot rewrite one with BUILD either."""
     key: str
     data: bytes
     dtype: type
@@ -210,29 +213,30 @@ def _rebuild_tensor(budget: _Budget, storage, offset, size, stride, *_rest) -> n
     return out
 
 
-def _rebuild_parameter(tensor, *_rest):
-    return tensor
-
-
-class _OrderedDict(dict):
-    """Stands in for collections.OrderedDict; dicts keep insertion order already."""
-
-
 class _RestrictedUnpickler(pickle.Unpickler):
     def __init__(self, file, archive: zipfile.ZipFile, root: str, budget: _Budget):
         super().__init__(file)
         self._archive = archive
-        self._root = root
+        self._prefix = f"{root}/" if root else ""
         self._budget = budget
         self._where = budget.where
         self._storages: dict[str, bytes] = {}
-        rebuild = lambda *a: _rebuild_tensor(budget, *a)  # noqa: E731 - bound to this load's budget
+        # Everything a pickle can name is made for this load alone: the BUILD opcode can set
+        # attributes on what GLOBAL returns, and a shared class or function would carry that
+        # into every later load in the process. Bound methods take no attributes at all.
+        ordered = type("OrderedDict", (dict,), {"__doc__": "collections.OrderedDict: dicts keep order"})
         self._allowed = {
-            ("collections", "OrderedDict"): _OrderedDict,
-            ("torch._utils", "_rebuild_tensor_v2"): rebuild,
-            ("torch._utils", "_rebuild_tensor"): rebuild,
-            ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+            ("collections", "OrderedDict"): ordered,
+            ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor,
+            ("torch._utils", "_rebuild_tensor"): self._rebuild_tensor,
+            ("torch._utils", "_rebuild_parameter"): self._rebuild_parameter,
         }
+
+    def _rebuild_tensor(self, *args):
+        return _rebuild_tensor(self._budget, *args)
+
+    def _rebuild_parameter(self, tensor, *_rest):
+        return tensor
 
     def find_class(self, module, name):
         if (module, name) in self._allowed:
@@ -256,7 +260,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
         numel = _exact_int(numel, f"storage {key} element count", where)
         self._budget.reference()
         if key not in self._storages:
-            self._storages[key] = _read_member(self._archive, f"{self._root}/data/{key}", where)
+            self._storages[key] = _read_member(self._archive, f"{self._prefix}data/{key}", where)
         data = self._storages[key]
         itemsize = np.dtype(storage_type.dtype).itemsize
         if numel < 0 or len(data) != numel * itemsize:
@@ -412,8 +416,9 @@ def load_torch_zip(path: str | Path, what: str = "checkpoint", limits: Limits | 
             raise CheckpointError(f"{path}: expected one data.pkl record, found {len(pkl)}")
         root = pkl[0].rsplit("/", 1)[0] if "/" in pkl[0] else ""
         where = f"{path}: {what} record {pkl[0]}"
-        if f"{root}/byteorder" in archive.namelist():
-            order = _read_member(archive, f"{root}/byteorder", where, limit=16)
+        byteorder = f"{root}/byteorder" if root else "byteorder"
+        if byteorder in archive.namelist():
+            order = _read_member(archive, byteorder, where, limit=16)
             if order != b"little":
                 raise CheckpointError(f"{path}: {what} stores tensors in byte order {_short(order)}; "
                                       "only little-endian files are read")

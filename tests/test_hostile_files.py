@@ -280,6 +280,31 @@ class TestPickleRecord:
         body = (b"ctorch._utils\n_rebuild_tensor_v2\n(C\x04abcdK\x00(K\x01t(K\x01t\x89}tR")
         refused(write_pth(tmp_path / "forge.pth", None, pickle=_raw_pickle(body)), "not a storage record")
 
+    @pytest.mark.parametrize("state", [
+        b"}X\x05\x00\x00\x00dtypeX\x01\x00\x00\x00Os",            # BUILD with a __dict__ update
+        b"N}X\x05\x00\x00\x00dtypeX\x01\x00\x00\x00Os\x86",      # BUILD with slot state
+    ])
+    def test_build_cannot_rewrite_a_storage_type(self, tmp_path, state):
+        body = b"ctorch\nFloatStorage\n" + state + b"b"
+        refused(write_pth(tmp_path / "build.pth", None, pickle=_raw_pickle(body)), "corrupt record")
+
+    def test_build_cannot_rewrite_a_storage_record(self, tmp_path):
+        # BINPERSID's result, then BUILD swapping its bytes and dtype before a tensor uses it.
+        pid = pickle_bytes(("storage", TensorRef("0", "FloatStorage", 6, 0, (), ()), "0", "cpu", 6))
+        pid = pid[2:-1].replace(pickle_bytes(TensorRef("0", "FloatStorage", 6, 0, (), ()))[2:-1],
+                                b"ctorch\nFloatStorage\n")
+        body = (b"ctorch._utils\n_rebuild_tensor_v2\n(" + pid + b"Q}X\x04\x00\x00\x00dataC\x08abcdefghsb"
+                b"K\x00(K\x02t(K\x01t\x89}tR")
+        refused(write_pth(tmp_path / "build.pth", None, pickle=_raw_pickle(body)), "corrupt record")
+
+    def test_build_on_a_global_does_not_reach_the_next_load(self, tmp_path):
+        # Slot state sets attributes on what GLOBAL returned: here the OrderedDict stand-in.
+        body = b"ccollections\nOrderedDict\nN}X\x07\x00\x00\x00__len__K\x05s\x86b"
+        refused(write_pth(tmp_path / "taint.pth", None, pickle=_raw_pickle(body)), "top level is type")
+        clean = load_torch_zip(write_pth(tmp_path / "clean.pth", None,
+                                         pickle=_raw_pickle(b"ccollections\nOrderedDict\n)RX\x01\x00\x00\x00aK\x01s")))
+        assert len(clean) == 1 and dict(clean) == {"a": 1}
+
     @pytest.mark.parametrize("error, cls, match", [
         (MemoryError, CheckpointLimitError, "out of memory while loading"),
         (RecursionError, CheckpointLimitError, "nested too deeply"),
