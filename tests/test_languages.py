@@ -196,3 +196,15 @@ def test_japanese_words_keep_punctuation_for_chunking():
     words = _g2p("ja")("こんにちは。元気ですか？はい、元気です。")
     assert [w.phonemes for w in words if w.phonemes in ".?,"] == [".", "?", ",", "."]
     assert words[-1].whitespace is False
+
+
+def test_words_from_phonemes_keeps_text_where_counts_agree():
+    from kcc.g2p import words_from_phonemes
+    words = words_from_phonemes("Hola, amigo.", "ˈola, amˈiɣo.")
+    assert [(w.text, w.phonemes, w.whitespace) for w in words] == [
+        ("Hola", "ˈola", False), (",", ",", True), ("amigo", "amˈiɣo", False), (".", ".", False)]
+    assert encode(words).phonemes == "ˈola, amˈiɣo."
+    # Japanese has no spaces: the phoneme groups stand in for the text
+    words = words_from_phonemes("今日は良い天気。", "kʲoː βa joi teŋkʲi.")
+    assert [w.text for w in words] == ["kʲoː", "βa", "joi", "teŋkʲi", "."]
+    assert encode(words).phonemes == "kʲoː βa joi teŋkʲi."
