@@ -78,7 +78,7 @@ def cmd_synth(args) -> int:
     from pathlib import Path
 
     from kcc.outputs import check_output
-    from kcc.say import Interrupted, interrupts_raise, load_synthesizer, resolve_voice
+    from kcc.say import Interrupted, interruptible, interrupts_raise, load_synthesizer, resolve_voice
     from kcc.voices import style_for
     from kcc.wav import write_wav
     from kcc.g2p import load_vocab
@@ -90,11 +90,14 @@ def cmd_synth(args) -> int:
         raise ValueError(f"--ids: {bad[:5]} outside the Kokoro vocabulary's ids 0..{top}")
     with interrupts_raise():
         try:
-            pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-            synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
-                                     args.native, getattr(args, "threads", None))
-            out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
-            write_wav(out_path, out.audio)
+            def work():
+                pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
+                synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
+                                         args.native, getattr(args, "threads", None))
+                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
+                write_wav(out_path, out.audio)
+                return out
+            out = interruptible(work)
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code

@@ -285,6 +285,36 @@ def _interrupt(signum, frame):
     raise Interrupted(signum)
 
 
+def interruptible(fn, *args):
+    """fn(*args) in a worker thread while the main thread waits, so a signal is handled at once:
+    Python runs handlers only in the main thread between bytecodes, and one C stage call can
+    take seconds on a loaded machine. Interrupted while fn still runs: its unfinished outputs
+    are removed (kcc.wav.AtomicFile.discard_live) and the process ends there (os._exit: the C
+    call cannot be cancelled). Interrupted raised inside fn comes back as an exception."""
+    import os
+    from kcc.wav import AtomicFile
+    box: dict = {}
+
+    def work():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:    # handed to the main thread as it is
+            box["error"] = exc
+    worker = threading.Thread(target=work, name="kcc-work", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.25)
+    except Interrupted as exc:
+        AtomicFile.discard_live()
+        print("\nkcc: interrupted; no output written", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(exc.exit_code)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 @contextlib.contextmanager
 def interrupts_raise():
     """SIGINT / SIGTERM raise Interrupted in the main thread, between two bytecodes: at the
@@ -338,7 +368,7 @@ def run_cli(args) -> int:
     t0 = time.perf_counter()
     with interrupts_raise():
         try:
-            samples, n_chunks, n_ids = _run(args)
+            samples, n_chunks, n_ids = interruptible(_run, args)
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code

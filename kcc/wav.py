@@ -52,13 +52,26 @@ def target_mode(path: Path) -> int:
 class AtomicFile:
     """A temporary file beside `path`, renamed onto it by commit(); abort() (or an exception
     inside `with`) removes it. Commit is two steps (close, then replace) so that two outputs can
-    be completed before either is renamed."""
+    be completed before either is renamed. Unfinished temporaries are listed in `live`, so a
+    process ending at once on a signal can remove them (discard_live)."""
+
+    live: set[Path] = set()
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.parent)
         self.tmp = Path(tmp)
+        AtomicFile.live.add(self.tmp)
         self.fh = os.fdopen(fd, "wb")
+
+    @staticmethod
+    def discard_live() -> None:
+        for tmp in list(AtomicFile.live):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            AtomicFile.live.discard(tmp)
 
     def close(self) -> None:
         if not self.fh.closed:
@@ -69,6 +82,7 @@ class AtomicFile:
     def commit(self) -> Path:
         self.close()
         os.replace(self.tmp, self.path)
+        AtomicFile.live.discard(self.tmp)
         self.tmp = None
         return self.path
 
@@ -80,6 +94,7 @@ class AtomicFile:
                 os.unlink(self.tmp)
             except FileNotFoundError:
                 pass
+            AtomicFile.live.discard(self.tmp)
             self.tmp = None
 
     def __enter__(self):
