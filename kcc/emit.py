@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 
+from kcc.abi import ABI_VERSION, run_prototype
 from kcc.ir import Graph
 from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I32, OUT_F32, OUT_I32, WEIGHT, get_kernel, with_requires
 from kcc.ops import OPS, BindContext
 from kcc.plan import MemoryPlan
 
-ABI_VERSION = 3
 
 
 class CheckedCallCodegenError(Exception):
@@ -195,9 +195,7 @@ static int kcc_fail(char *err, size_t err_len, int status, const char *what)
     return status;
 }
 """)
-    L.append(f"int {prefix}_run(const void *weights, size_t weights_bytes, void *arena, size_t arena_bytes,")
-    L.append("        const int64_t *dims, const void *const *inputs, void *const *outputs,")
-    L.append("        void *const *checkpoints, const void *const *inject, char *err, size_t err_len)")
+    L.append(run_prototype(prefix))
     L.append("{")
     L.append("    if (!arena) return kcc_fail(err, err_len, KCC_ENULL, \"arena is NULL\");")
     L.append("    if ((uintptr_t)arena % KCC_ALIGN) return kcc_fail(err, err_len, KCC_EARENA, "

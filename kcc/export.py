@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kcc.abi import run_fn_typedef
 from kcc.build import STRICT_FLAGS
 from kcc.emit import numel_expr
 from kcc.g2p import load_vocab
@@ -38,9 +39,7 @@ def runtime_helpers() -> list[str]:
             "#include <errno.h>", "#include <limits.h>", "#include <stdint.h>", "#include <stdio.h>",
             "#include <stdlib.h>", "#include <string.h>", "",
             f"#define KOKORO_MAX_ID {max(load_vocab().values())}  /* the largest id in the Kokoro vocab */",
-            "typedef int (*kcc_run_fn)(const void *, size_t, void *, size_t, const int64_t *,",
-            "                          const void *const *, void *const *, void *const *, const void *const *,",
-            "                          char *, size_t);", _RUNTIME_HELPERS]
+            run_fn_typedef("kcc_run_fn"), _RUNTIME_HELPERS]
 
 
 def _main_c(synth: Synthesizer) -> str:

@@ -18,7 +18,8 @@ import numpy as np
 from kcc.build import BuildOptions, Built, build_library
 from kcc.checkpoint import Checkpoint, load_checkpoint
 from kcc.circuits import CircuitError, load_circuit, validate_circuit
-from kcc.emit import ABI_VERSION, emit_c, symbol_prefix
+from kcc.abi import ABI_VERSION, bind
+from kcc.emit import emit_c, symbol_prefix
 from kcc.ir import Graph, extent_value
 from kcc.lower import lower_circuit
 from kcc.ops import OPS
@@ -74,21 +75,10 @@ class CompiledCircuit:
         self.library_path = str(built.library)
         self.lib = ctypes.CDLL(self.library_path)
         self.prefix = symbol_prefix(graph.name)
-        if getattr(self.lib, f"{self.prefix}_abi_version")() != ABI_VERSION:
+        entry = bind(self.lib, self.prefix)
+        self._run, self._set_threads, self._op_seconds = entry["run"], entry["set_threads"], entry["op_seconds"]
+        if entry["abi_version"]() != ABI_VERSION:
             raise KccRunError(-100, f"{self.library_path}: ABI version differs from {ABI_VERSION}")
-        fn = getattr(self.lib, f"{self.prefix}_run")
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
-                       ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p),
-                       ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
-                       ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]
-        self._run = fn
-        self._set_threads = getattr(self.lib, f"{self.prefix}_set_threads")
-        self._set_threads.restype = ctypes.c_int
-        self._set_threads.argtypes = [ctypes.c_int]
-        self._op_seconds = getattr(self.lib, f"{self.prefix}_op_seconds")
-        self._op_seconds.restype = ctypes.c_size_t
-        self._op_seconds.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 
     @property
     def source(self) -> str:
