@@ -118,11 +118,26 @@ def test_streaming_text_is_spoken_sentence_by_sentence(tmp_path):
     assert SynthesizeStopped.is_type(events[-1].type)
 
 
+def test_streamed_text_without_sentence_ends_stays_bounded(tmp_path):
+    word = "abcdefghi "                                   # 10 characters, never a sentence end
+    synth = FakeSynth()
+    with wyoming_server(tmp_path, synth) as (port, _):
+        events = asyncio.run(exchange(port, [SynthesizeStart(), *(SynthesizeChunk(text=word * 50) for _ in range(10)),
+                                             SynthesizeStop()], until=("synthesize-stopped",)))
+    kinds = [e.type for e in events]
+    assert "error" not in kinds and kinds.count("audio-start") == 2            # 4096 at a space, then the rest
+    from kcc.g2p import load_vocab
+    space = load_vocab()[" "]
+    assert sum(i != space for c in synth.calls for i in c["ids"]) == 500 * 9    # every letter spoken once
+
+
 def test_bad_voice_and_failure_are_error_events(tmp_path):
     with wyoming_server(tmp_path) as (port, _):
         (event,) = asyncio.run(exchange(port, [Synthesize(text="hi", voice=SynthesizeVoice(name="../etc/passwd"))]))
         err = Error.from_event(event)
         assert err.code == "422" and "voice name" in err.text and "/" not in err.text.split("voice name")[0]
+        (event,) = asyncio.run(exchange(port, [Synthesize(text="a " * 2049)]))
+        assert Error.from_event(event).code == "413" and "the limit is 4096" in Error.from_event(event).text
     with wyoming_server(tmp_path, FakeSynth(fail="boom")) as (port, _):
         events = asyncio.run(exchange(port, [Synthesize(text="hi there")]))
         assert [e.type for e in events] == ["error"] and "boom" in Error.from_event(events[0]).text

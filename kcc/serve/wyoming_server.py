@@ -4,7 +4,8 @@ describe -> info (every offered voice with its language; supports_synthesize_str
 synthesize -> audio-start, audio-chunk (16-bit 24 kHz mono, as each text chunk is made),
 audio-stop. Streaming text: synthesize-start, synthesize-chunk..., synthesize-stop; each
 sentence is spoken as soon as its end has arrived (its own audio-start/chunk/stop), the rest at
-synthesize-stop, then synthesize-stopped. The plain `synthesize` Home Assistant also sends
+synthesize-stop, then synthesize-stopped (text that runs past 4096 characters without a sentence
+end is spoken at its last space, so the buffer stays bounded). The plain `synthesize` Home Assistant also sends
 during a streamed request (for servers without streaming) is ignored then. A request that
 cannot be spoken gets a Wyoming `error` event.
 """
@@ -73,6 +74,10 @@ class SpeechHandler(AsyncEventHandler):
             if ends:
                 done, self.pending = self.pending[:ends[-1].end()], self.pending[ends[-1].end():]
                 await self.speak(done, self.voice)
+            while len(self.pending) > MAX_INPUT_CHARS:     # no sentence end in sight: speak at a space
+                cut = self.pending.rfind(" ", 1, MAX_INPUT_CHARS) + 1 or MAX_INPUT_CHARS
+                done, self.pending = self.pending[:cut], self.pending[cut:]
+                await self.speak(done, self.voice)
         elif SynthesizeStop.is_type(event.type) and self.streaming:
             if self.pending.strip():
                 await self.speak(self.pending, self.voice)
@@ -88,7 +93,7 @@ class SpeechHandler(AsyncEventHandler):
             return
         if len(text) > MAX_INPUT_CHARS:
             await self.write_event(Error(text=f"text has {len(text)} characters; the limit is {MAX_INPUT_CHARS}",
-                                         code="too_long").event())
+                                         code="413").event())
             return
         service = self.service
         try:
