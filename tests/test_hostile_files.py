@@ -4,6 +4,7 @@ is allocated. scripts/sanitize.sh repeats this module with ASan + UBSan (the mar
 from __future__ import annotations
 
 import os
+import re
 import resource
 import zipfile
 
@@ -521,3 +522,44 @@ class TestAcceptedExtremesInGeneratedC:
         assert np.isfinite(out.outputs["d"]).all()
         durations = out.outputs["durations"]
         assert durations.shape == (1, 9) and durations.min() >= 1 and durations.max() <= 50
+
+
+def _kcc(tmp_path, *argv):
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out.wav"
+    p = subprocess.run([sys.executable, "-m", "kcc.cli", "synth", "--ids", "50,83,54", *argv, "-o", str(out)],
+                       capture_output=True, text=True, cwd=str(root), timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+    return p, out
+
+
+class TestCommandLine:
+    """The issue's crash: `kcc synth` on a hostile file exited 139. Now: exit 2, the named error
+    and its reason on stderr, no traceback, no output file."""
+
+    @pytest.mark.parametrize("bad, reason", [
+        (ref(stride=(-3, 1)), "negative offset, size or stride"),
+        (ref(offset=-1), "negative offset, size or stride"),
+        (ref(size=(2**20, 2**20), stride=(0, 0)), "elements, more than"),
+        (ref(size=(4, 4), stride=(4, 1)), "past the storage"),
+    ])
+    def test_hostile_checkpoint(self, tmp_path, bad, reason):
+        path = write_pth(tmp_path / "bad.pth", checkpoint_obj(bad))
+        p, out = _kcc(tmp_path, "--checkpoint", str(path))
+        assert p.returncode == 2, p.stderr
+        assert re.search(r"kcc: Checkpoint(Limit)?Error: .*bad.pth", p.stderr), p.stderr
+        assert reason in p.stderr and "Traceback" not in p.stderr
+        assert not out.exists()
+
+    @pytest.mark.parametrize("bad, reason", [
+        (ref(stride=(-3, 1)), "negative offset, size or stride"),
+        ([GOOD] * 17, "more than 16 storage references"),
+    ])
+    def test_hostile_voice(self, tmp_path, small_ckpt_path, bad, reason):
+        p, out = _kcc(tmp_path, "--checkpoint", str(small_ckpt_path), "--voice", str(write_pth(tmp_path / "v.pt", bad)))
+        assert p.returncode == 2, p.stderr
+        assert "VoiceError" in p.stderr and reason in p.stderr and "Traceback" not in p.stderr
+        assert not out.exists()
