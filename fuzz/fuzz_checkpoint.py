@@ -11,7 +11,6 @@ run stays fast). Run: python fuzz/fuzz_checkpoint.py -max_total_time=30
 (scripts/fuzz.sh also runs it with ASan + UBSan in the generated C.)"""
 import math
 import os
-import struct
 import sys
 import tempfile
 import zipfile
@@ -21,9 +20,9 @@ import atheris
 import numpy as np
 
 with atheris.instrument_imports(include=["kcc"]):  # pickletools, instrumented, misreads its own tables
-    from kcc.checkpoint import CheckpointError, Limits, load_checkpoint, load_torch_zip
+    from kcc.checkpoint import CheckpointError, Limits, load_checkpoint
 
-from fuzz.hostile_files import GOOD, STORAGE, checkpoint_obj, npy_bytes  # noqa: E402
+from fuzz.hostile_files import STORAGE, checkpoint_obj, npy_bytes  # noqa: E402
 from kcc.checkpoint import SECTIONS  # noqa: E402
 from kcc.torch_zip import TensorRef, pickle_bytes, torch_zip_bytes  # noqa: E402
 from kcc.voices import PACK_ROWS, STYLE_DIM, VoiceError, load_voice  # noqa: E402
