@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.model import kokoro
-from kcc.checkpoint import CheckpointError, load_torch_zip
+from kcc.checkpoint import CheckpointError, load_torch_zip, read_npy, read_npz
 
 PACK_ROWS, STYLE_DIM = kokoro.VOICE_PACK_ROWS, kokoro.REF_S_DIM   # a pack: 510 rows of ref_s
 
@@ -92,13 +92,11 @@ def _load_one(spec: str, search: list[Path]) -> np.ndarray:
     if path is None:
         raise VoiceError(f"voice '{spec}': no such file (looked in {', '.join(str(d) for d in search) or 'cwd'})")
     try:
+        # The capped readers: np.load sizes its allocation from the file's header first.
         if path.suffix == ".npy":
-            arr = np.load(path, allow_pickle=False)
+            arr = read_npy(path, what="voice")
         elif path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                if member not in z.files:
-                    raise VoiceError(f"voice '{spec}': {path} has no member '{member}' (has {', '.join(z.files)})")
-                arr = z[member]
+            arr = read_npz(path, what="voices", members=[member])[member]
         else:
             arr = load_torch_zip(path, what="voice")
     except (CheckpointError, ValueError, OSError) as exc:
