@@ -436,6 +436,25 @@ class TestVoices:
         with pytest.raises(VoiceError, match="loud.pt.*beyond the 1000"):
             load_voice(str(path))
 
+    @pytest.mark.parametrize("shape, match", [
+        ((10**12,), "1000000000000 elements, more than"),
+        ((2**20, 1, 256), "needs 1073741824 bytes, more than the 8388608-byte cap"),
+        ((PACK_ROWS, 1, STYLE_DIM), "header declares shape .* but 0 bytes follow it"),
+    ])
+    @pytest.mark.parametrize("container", ["npy", "npz"])
+    def test_hostile_npy_headers_in_voice_files(self, tmp_path, shape, match, container):
+        blob = npy_bytes({"descr": "<f4", "fortran_order": False, "shape": shape}, b"")
+        if container == "npy":
+            (tmp_path / "v.npy").write_bytes(blob)
+            spec = str(tmp_path / "v.npy")
+        else:
+            raw_zip(tmp_path / "v.npz", [("af_x.npy", blob)])
+            spec = f"{tmp_path / 'v.npz'}:af_x"
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with pytest.raises(VoiceError, match=match):
+            load_voice(spec)
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 64 * 1024
+
     @pytest.mark.parametrize("bad, match", [
         (ref(stride=(-3, 1)), "negative offset"),
         (ref(size=(2**20, 256), stride=(0, 0)), "cap per tensor"),
