@@ -80,7 +80,11 @@ def decode_text(data: bytes | str, source: str = "input") -> str:
         bad = next((i for i, c in enumerate(data) if 0xD800 <= ord(c) <= 0xDFFF), None)
         if bad is None:
             return data
-        data = data.encode("utf-8", "surrogateescape")
+        try:
+            data = data.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:   # a lone surrogate that is no escaped byte
+            raise G2PError(f"{source} is not valid Unicode: lone surrogate U+{ord(data[exc.start]):04X} "
+                           f"at offset {exc.start}") from None
     try:
         return bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
