@@ -111,13 +111,13 @@ static void kcc_conv_epilogue_f32(float *KCC_RESTRICT ob, int64_t c_out, int64_t
         float *KCC_RESTRICT y = ob + t * c_out;
         const float *KCC_RESTRICT r = has_res ? res + t * c_out : res;
         if (has_bias && has_res)
-            KCC_FOR16(c_out, float v = y[j] + bias[j]; v = v >= 0.0f ? v : v * neg_slope; y[j] = v + r[j];);
+            KCC_FOR16(c_out, y[j] = kcc_leaky_f32(y[j] + bias[j], neg_slope) + r[j];);
         else if (has_bias)
-            KCC_FOR16(c_out, const float v = y[j] + bias[j]; y[j] = v >= 0.0f ? v : v * neg_slope;);
+            KCC_FOR16(c_out, y[j] = kcc_leaky_f32(y[j] + bias[j], neg_slope););
         else if (has_res)
-            KCC_FOR16(c_out, const float v = y[j] >= 0.0f ? y[j] : y[j] * neg_slope; y[j] = v + r[j];);
+            KCC_FOR16(c_out, y[j] = kcc_leaky_f32(y[j], neg_slope) + r[j];);
         else
-            KCC_FOR16(c_out, y[j] = y[j] >= 0.0f ? y[j] : y[j] * neg_slope;);
+            KCC_FOR16(c_out, y[j] = kcc_leaky_f32(y[j], neg_slope););
     }
 }
 
@@ -225,7 +225,7 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
                         for (int64_t c = 0; c < nc; ++c) acc[c] += (double)wk[c] * (double)xr[c];
                     }
                     for (int64_t c = 0; c < nc; ++c) {
-                        const float v = (float)acc[c], u = v >= 0.0f ? v : v * neg_slope;
+                        const float v = (float)acc[c], u = kcc_leaky_f32(v, neg_slope);
                         y[c0 + c] = has_res ? u + rb[t * c_out + c0 + c] : u;   /* rb is res's batch b when has_res */
                     }
                 }
@@ -285,7 +285,7 @@ static int kcc_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t 
                         const float *rr = has_res ? rb + (t0 + r) * c_out + c0 : rb;
                         for (int64_t j = 0; j < nc; ++j) {
                             const float v = (float)(acc[r][j] + (has_bias ? (double)bias[c0 + j] : 0.0));
-                            const float u = v >= 0.0f ? v : v * neg_slope;
+                            const float u = kcc_leaky_f32(v, neg_slope);
                             y[j] = has_res ? u + rr[j] : u;
                         }
                     }

@@ -8,7 +8,7 @@
  * test per element kept portable -O2 builds scalar). */
 #define KCC_SUM_LOOP(SUM)                                                                         \
     KCC_FOR16(i1 - i0, const int64_t k = i0 + j; const float y = (SUM) * mul / div;               \
-              out[k] = y >= 0.0f ? y : y * neg_slope;)
+              out[k] = kcc_leaky_f32(y, neg_slope);)
 
 KCC_VECTOR_CLONES
 static void kcc_eltwise_sum_block_f32(const float *KCC_RESTRICT a, const float *KCC_RESTRICT b,

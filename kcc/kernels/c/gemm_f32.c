@@ -34,10 +34,10 @@ static void kcc_linear_epilogue_f32(float *KCC_RESTRICT y, int64_t ldy, int64_t 
         float *KCC_RESTRICT yr = y + i * ldy;
         switch (act) {
         case 1: KCC_FOR16(nr, yr[j] = kcc_gelu_new_f32(yr[j] + bias[j]);); break;
-        case 2: KCC_FOR16(nr, const float v = yr[j] + bias[j]; yr[j] = v >= 0.0f ? v : v * slope;); break;
+        case 2: KCC_FOR16(nr, yr[j] = kcc_leaky_f32(yr[j] + bias[j], slope);); break;
         case 3: KCC_FOR16(nr, yr[j] = kcc_tanh_f32(yr[j] + bias[j]);); break;
         case 4: KCC_FOR16(nr, yr[j] = kcc_sigmoid_f32(yr[j] + bias[j]);); break;
-        case 5: KCC_FOR16(nr, const float v = yr[j] + bias[j]; yr[j] = v > 0.0f ? v : 0.0f;); break;
+        case 5: KCC_FOR16(nr, const float v = yr[j] + bias[j]; yr[j] = kcc_select_f32(v > 0.0f, v, 0.0f);); break;
         default: KCC_FOR16(nr, yr[j] += bias[j];); break;
         }
     }

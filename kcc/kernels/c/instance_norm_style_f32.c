@@ -107,7 +107,7 @@ static void kcc_in_style_row(const float *KCC_RESTRICT xr, int64_t n, const kcc_
 {
     KCC_FOR16(n, yr[j] = kcc_in_style_y(xr[j], p, j););
     if (act == 1) {
-        KCC_FOR16(n, yr[j] = yr[j] >= 0.0f ? yr[j] : yr[j] * slope;);
+        KCC_FOR16(n, yr[j] = kcc_leaky_f32(yr[j], slope););
     } else if (act == 2) {
         int big = 0;
         KCC_FOR16(n, const float y = yr[j]; const float a = p->alpha[j]; big |= fabsf(a * y) > KCC_SIN2_MAX;

@@ -56,6 +56,47 @@ static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, doubl
     *rstd = 1.0 / sqrt(var / (double)n + (double)eps);
 }
 
+/* A helper the vectoriser must see inside its caller's loop: GCC's -O2 (portable builds) may
+ * leave a larger static inline function as a call, and a call in a loop body stops it. */
+#if defined(__GNUC__)
+#define KCC_FORCE_INLINE static inline __attribute__((always_inline))
+#else
+#define KCC_FORCE_INLINE static inline
+#endif
+
+/* c ? a : b as a bit mask, for loops that must vectorise at every level. Written as a conditional
+ * expression, a float select was if-converted by GCC 12's vectoriser (ISO C's trapping math) only
+ * with AVX-512's masked operations: the AVX2 and SSE2 code of such loops stayed scalar (the conv
+ * epilogue's leaky slope, the sums' activation, exp's clamps). Both operands are evaluated; the
+ * result has the chosen one's exact bits, so every level keeps the same results. */
+KCC_FORCE_INLINE float kcc_select_f32(int c, float a, float b)
+{
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    const uint32_t m = (uint32_t)0 - (uint32_t)(c != 0), r = (ua & m) | (ub & ~m);
+    float out;
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
+
+KCC_FORCE_INLINE double kcc_select_f64(int c, double a, double b)
+{
+    uint64_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    const uint64_t m = (uint64_t)0 - (uint64_t)(c != 0), r = (ua & m) | (ub & ~m);
+    double out;
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
+
+/* Leaky ReLU: v where v >= 0, else v * slope (NaN: v * slope). */
+KCC_FORCE_INLINE float kcc_leaky_f32(float v, float slope)
+{
+    return kcc_select_f32(v >= 0.0f, v, v * slope);
+}
+
 /* (x + KCC_ROUND_SHIFT) - KCC_ROUND_SHIFT is x rounded to an integer (ties to even) for
  * |x| < 2^51, in two additions that vectorise (GCC 12 vectorises neither floor nor rint in ISO C
  * mode). ln 2 = KCC_LN2_HI + KCC_LN2_LO, the high part with 21 trailing zero bits: k * KCC_LN2_HI
@@ -72,7 +113,7 @@ static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, doubl
  * No FMA is contracted in ISO C mode, so every build and clone gives the same bits. */
 static inline double kcc_exp_f64(double z)
 {
-    z = z < -708.0 ? -708.0 : (z > 708.0 ? 708.0 : z);            /* NaN passes */
+    z = kcc_select_f64(z < -708.0, -708.0, kcc_select_f64(z > 708.0, 708.0, z));   /* NaN passes */
     const double k = (z * 1.4426950408889634 + KCC_ROUND_SHIFT) - KCC_ROUND_SHIFT;   /* round(z / ln2) */
     const double r = (z - k * KCC_LN2_HI) - k * KCC_LN2_LO;
     double p = 1.0 / 6227020800.0;                                /* 1/13! */
@@ -89,8 +130,14 @@ static inline double kcc_exp_f64(double z)
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    const double kc = k > -1022.0 ? (k < 1023.0 ? k : 1023.0) : -1022.0;   /* NaN z: r carries it */
-    const uint64_t bits = (uint64_t)((int64_t)kc + 1023) << 52;
+    const double kc = kcc_select_f64(k > -1022.0, kcc_select_f64(k < 1023.0, k, 1023.0), -1022.0);   /* NaN z: r carries it */
+    /* 2^kc: the biased exponent kc + 1023 (1..2046) read from the low bits of (kc + 1023) + 2^52,
+     * exact, instead of a double -> int64 conversion, which has a vector instruction only in
+     * AVX-512 (AVX2 code of the loops around exp stayed scalar). */
+    const double biased = (kc + 1023.0) + 4503599627370496.0;
+    uint64_t bits;
+    memcpy(&bits, &biased, sizeof bits);
+    bits = (bits - UINT64_C(0x4330000000000000)) << 52;
     double scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
@@ -118,7 +165,7 @@ static inline float kcc_tanh_f32(float v)
     s = s * x2 + 2.0 / 15.0;
     s = s * x2 - 1.0 / 3.0;
     const double small = x + x * x2 * s;
-    return (float)(a < 0.0625 ? small : copysign(big, x));
+    return (float)kcc_select_f64(a < 0.0625, small, copysign(big, x));
 }
 
 /* for (j = 0; j < n; ++j) STMT, as blocks of 16 with a constant trip count and a scalar tail:
@@ -138,13 +185,6 @@ static inline float kcc_tanh_f32(float v)
         }                                                                                         \
     } while (0)
 
-/* A helper the vectoriser must see inside its caller's loop: GCC's -O2 (portable builds) may
- * leave a larger static inline function as a call, and a call in a loop body stops it. */
-#if defined(__GNUC__)
-#define KCC_FORCE_INLINE static inline __attribute__((always_inline))
-#else
-#define KCC_FORCE_INLINE static inline
-#endif
 
 /* fmaf is one instruction with FMA hardware but a slow libm call without it. */
 #if defined(__FMA__)
