@@ -360,6 +360,11 @@ def load_checkpoint(path: str | Path, sha256: str | None = None, limits: Limits 
             raise CheckpointError(f"{path}: SHA-256 {digest} differs from the expected {sha256}: "
                                   "wrong or modified file")
     obj = _sections_from_npz(path, limits) if path.suffix == ".npz" else load_torch_zip(path, limits=limits)
+    # float16 / float64 tensors are converted here: a copy, so out of memory is possible too.
+    return Checkpoint(path=path, tensors=guarded(str(path), lambda: _state_tensors(obj, path)))
+
+
+def _state_tensors(obj, path: Path) -> dict[str, np.ndarray]:
     if not isinstance(obj, dict):
         raise CheckpointError(f"{path}: top level is {type(obj).__name__}, expected a dict of state dicts")
     odd = [k for k in obj if type(k) is not str]
@@ -377,7 +382,7 @@ def load_checkpoint(path: str | Path, sha256: str | None = None, limits: Limits 
             raise CheckpointError(f"{path}: section '{section}' is {type(state).__name__}, expected a state dict")
         for name, value in state.items():
             _add_tensor(tensors, path, section, name, value)
-    return Checkpoint(path=path, tensors=tensors)
+    return tensors
 
 
 def checkpoint_digest(ckpt: Checkpoint, prefix: str = "") -> str:

@@ -320,6 +320,15 @@ class TestPickleRecord:
         refused(write_pth(tmp_path / "boom.pth", checkpoint_obj()), match, cls)
 
 
+def test_out_of_memory_while_converting_tensors(tmp_path, monkeypatch):
+    import kcc.checkpoint as ckmod
+
+    def boom(*_a):
+        raise MemoryError
+    monkeypatch.setattr(ckmod, "_add_tensor", boom)
+    refused(write_pth(tmp_path / "oom.pth", checkpoint_obj()), "out of memory while loading", CheckpointLimitError)
+
+
 class TestStructure:
     @pytest.mark.parametrize("obj, match", [
         ([GOOD], "top level is list"),
