@@ -184,17 +184,22 @@ def lag_correlation(got: np.ndarray, want: np.ndarray, max_lag: int = 5000) -> f
 
 # -- the OpenAI API, through the official client ------------------------------------------------
 @pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac", "wav", "pcm"])
-def test_openai_client_every_format_streamed_and_whole(tmp_path, fmt):
+def test_openai_client_every_format_streamed_whole_and_sse(tmp_path, fmt):
     want = expected(TEXT)
     with serving(tmp_path) as srv:
         c = client(srv)
         streamed = c.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format=fmt).content
         whole = c.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format=fmt,
                                       extra_body={"stream": False}).content
+        with c.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input=TEXT,
+                                                           response_format=fmt, stream_format="sse") as resp:
+            events = [json.loads(line[6:]) for line in resp.iter_lines() if line.startswith("data: ")]
+        sse_audio = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+        assert events[-1]["type"] == "speech.audio.done"
         if fmt == "mp3":                           # OpenAI's default format
             default = request(srv.port, body=json.dumps({"model": "tts-1", "voice": "alloy", "input": TEXT}).encode())
             assert default[0] == 200 and default[1]["content-type"] == "audio/mpeg"
-    for data in (streamed, whole):
+    for data in (streamed, whole, sse_audio):
         got = decode(data, fmt)
         if fmt in ("flac", "wav", "pcm"):          # lossless: the very samples `kcc say` writes
             assert s16(data, fmt) == pcm16(want)
