@@ -114,16 +114,21 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2, help="N: the cores to use")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "bench_batch.md"))
+    ap.add_argument("--skip", nargs="*", default=[], help="configurations to leave out (e.g. say-per-item)")
+    ap.add_argument("--sets", nargs="*", default=["short", "long"], choices=["short", "long"])
     args = ap.parse_args()
     n = args.threads
     configs = {"say-per-item": (_SAY, str(n)), f"1x{n}-threads": (_BATCH, f"1x{n}"),
                f"{n}x1-pool": (_BATCH, f"{n}x1"), f"1x{n}-inproc": (_INPROC, str(n))}
+    configs = {k: v for k, v in configs.items() if k not in args.skip}
     subprocess.run([sys.executable, "-c", "from kcc.batch import SynthSpec; SynthSpec()()"], check=True, cwd=ROOT)
     results: dict[tuple[str, str], list[dict]] = {}
     loads = []
     with tempfile.TemporaryDirectory() as tmp:
         sets = {}
         for label, texts in (("short", SHORT), ("long", LONG)):
+            if label not in args.sets:
+                continue
             sets[label] = Path(tmp, f"{label}.txt")
             sets[label].write_text("\n".join(texts) + "\n", encoding="utf-8")
         names = list(configs)

@@ -308,22 +308,23 @@ def test_voices_resolve_in_voice_dirs_and_blend(tmp_path):
     np.testing.assert_array_equal(synth.calls[0]["ref_s"], random_voice(2)[len("hɛlO") - 1])
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_kill_9_loses_only_items_in_flight_and_resume_matches_a_clean_run(tmp_path, workers):
+@pytest.mark.parametrize("workers, processes", [(2, False), (2, True)])
+def test_kill_9_loses_only_items_in_flight_and_resume_matches_a_clean_run(tmp_path, workers, processes):
     items = [{"id": f"k{i:02d}", "phonemes": "hɛlO wɜɹld " * (1 + i % 3), "seed": i} for i in range(12)]
     manifest = write_jsonl(tmp_path / "m.jsonl", items)
     out = tmp_path / "out"
     script = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
               "from test_batch import FakeFactory, letters\nfrom kcc.batch import Batch, Defaults\n"
               "for o in Batch(sys.argv[2], sys.argv[3], synth=FakeFactory(delay=0.15), workers=int(sys.argv[5]),\n"
-              "               g2p=letters, voices_dirs=[sys.argv[4]], defaults=Defaults(voice='va.npy')):\n"
+              "               processes=sys.argv[6] == '1', g2p=letters, voices_dirs=[sys.argv[4]],\n"
+              "               defaults=Defaults(voice='va.npy')):\n"
               "    print(o.id, o.status, flush=True)\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(REPO / "tests"), str(manifest), str(out), str(VOICES),
-                             str(workers)],
+                             str(workers), str(int(processes))],
                             stdout=subprocess.PIPE, text=True, cwd=REPO)
     finished = [proc.stdout.readline().split()[0] for _ in range(4)]
     kids = children(proc.pid)
-    assert len(kids) >= workers - 1
+    assert len(kids) >= (workers if processes else 0)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
@@ -381,12 +382,23 @@ def test_split_cores():
     assert split_cores(2, workers=3, threads=1) == (3, 1)
 
 
-# -- the worker pool --------------------------------------------------------------------------
+# -- the local engine: threads, processes -------------------------------------------------------
+def test_threads_run_items_at_once_on_one_synthesizer(tmp_path):
+    _, serial = run_batch(PHONEME_ITEMS, tmp_path / "serial")
+    synth = FakeFactory(delay=0.2)()
+    job, got = run_batch(PHONEME_ITEMS, tmp_path / "threads", workers=2, synth=synth)
+    assert job.ok and job.summary["engine"] == "local-threads" and job.summary["workers"] == 2
+    assert synth.max_active == 2 and len(synth.calls) == len(PHONEME_ITEMS)
+    assert outputs(tmp_path / "threads") == outputs(tmp_path / "serial")
+    with pytest.raises(BatchError, match="runs in this process only"):
+        Batch(PHONEME_ITEMS, tmp_path / "x", synth=synth, processes=True)
+
+
 def test_pool_matches_in_process_and_survives_a_killed_worker(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     _, serial = run_batch(PHONEME_ITEMS, tmp_path / "serial")
-    job, pooled = run_batch(PHONEME_ITEMS, tmp_path / "pool", workers=2,
+    job, pooled = run_batch(PHONEME_ITEMS, tmp_path / "pool", workers=2, processes=True,
                             synth=FakeFactory(marks=str(marks), kill_seed=12))
     assert job.ok and sorted(o.id for o in pooled) == [r["id"] for r in PHONEME_ITEMS]
     assert (marks / "killed-12").exists()
@@ -397,7 +409,7 @@ def test_pool_matches_in_process_and_survives_a_killed_worker(tmp_path):
 def test_pool_gives_up_on_an_item_that_always_kills_its_worker(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
-    job, got = run_batch(PHONEME_ITEMS[:3], tmp_path / "out", workers=2,
+    job, got = run_batch(PHONEME_ITEMS[:3], tmp_path / "out", workers=2, processes=True,
                          synth=FakeFactory(marks=str(marks), kill_seed=11, always=True))
     status = {o.id: o for o in got}
     assert status["p1"].status == "error" and f"died {MAX_ATTEMPTS} times" in status["p1"].reason
@@ -466,14 +478,16 @@ def _real_model_here() -> bool:
 
 
 @pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.real_model)")
-def test_real_model_pool_of_single_thread_workers_matches_one_two_thread_process(tmp_path):
+def test_real_model_same_bytes_from_one_two_thread_worker_and_two_single_thread_workers(tmp_path):
     from kcc.batch import SynthSpec
-    items = [{"id": f"r{i}", "phonemes": ph, "seed": i} for i, ph in enumerate(["hɛlO wɜɹld.", "ɡʊd mˈɔɹnɪŋ."])]
-    items.append({"id": "r2", "phonemes": "kəkˈɔɹO.", "format": "flac"})
-    one, got1 = run_batch(items, tmp_path / "one", synth=SynthSpec(threads=2), defaults=Defaults())
-    pool, got2 = run_batch(items, tmp_path / "pool", synth=SynthSpec(threads=1), workers=2, defaults=Defaults())
-    assert one.ok and pool.ok and pool.summary["workers"] == 2 and pool.summary["threads_per_worker"] == 1
-    assert outputs(tmp_path / "one") == outputs(tmp_path / "pool")
+    items = [{"id": "r0", "phonemes": "hɛlO wɜɹld.", "seed": 3}, {"id": "r1", "phonemes": "kəkˈɔɹO.", "format": "flac"}]
+    one, _ = run_batch(items, tmp_path / "one", synth=SynthSpec(threads=2), defaults=Defaults())
+    assert one.ok and one.summary["workers"] == 1 and one.summary["threads_per_worker"] == 2
+    for mode in ("threads", "processes"):
+        job, _ = run_batch(items, tmp_path / mode, synth=SynthSpec(threads=1), workers=2, processes=mode == "processes",
+                           defaults=Defaults())
+        assert job.ok and job.summary["workers"] == 2 and job.summary["threads_per_worker"] == 1
+        assert outputs(tmp_path / "one") == outputs(tmp_path / mode), mode
     side = json.loads((tmp_path / "one" / "r0.json").read_text(encoding="utf-8"))
     assert side["voice"] is None and side["model_digest"] not in ("", "unknown")
     assert 0.3 < side["audio"]["seconds"] < 5 and len(side["durations"][0]) == len("hɛlO wɜɹld.") + 2

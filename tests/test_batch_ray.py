@@ -33,7 +33,7 @@ def local_ray():
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     out = tmp_path_factory.mktemp("reference")
-    job, got = run_batch(ITEMS, out, workers=2)            # the local pool
+    job, got = run_batch(ITEMS, out, workers=2, processes=True)            # the local pool
     assert job.ok and len(got) == len(ITEMS)
     return outputs(out)
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator
 
 from kcc import __version__
 from kcc.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_atomic
-from kcc.batch.local_pool import SynthSpec, run_in_process, run_local, split_cores
+from kcc.batch.local_pool import SynthSpec, load, run_processes, run_threads, split_cores
 from kcc.threads import available_cores
 from kcc.batch.manifest import RUN_MANIFEST, Defaults, Item, Rejected, items_from_records, read_manifest
 
@@ -38,17 +38,19 @@ class BatchError(RuntimeError):
 class Batch:
     """manifest: a path (JSONL / CSV / plain text, see manifest.py) or an iterable of dicts with
     the manifest's columns. synth: None (the default model, SynthSpec()), a SynthSpec or any
-    picklable zero-argument factory (run in worker processes / Ray actors), or an already loaded
-    synthesizer object (runs in this process, one item at a time). g2p: a kcc.g2p backend name or
-    a picklable factory(lang) -> G2P."""
+    picklable zero-argument factory (what worker processes and Ray actors load), or an already
+    loaded synthesizer object (local threads only). workers: items at once (default: one per
+    core); threads: kernel threads per worker (default: cores / workers). processes: the local
+    engine runs workers as processes instead of threads (see local_pool.py). g2p: a kcc.g2p
+    backend name or a picklable factory(lang) -> G2P."""
 
     def __init__(self, manifest, outdir: str | Path, *, defaults: Defaults = Defaults(), engine: str = "local",
                  workers: int | None = None, threads: int | None = None, synth=None,
                  voices_dirs: Iterable[str] = (), g2p="auto", max_chars: int = DEFAULT_MAX_CHARS,
-                 address: str | None = None, kind: str | None = None):
+                 address: str | None = None, kind: str | None = None, processes: bool = False):
         if engine not in ENGINES:
             raise BatchError(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
-        self.manifest, self.engine, self.address = manifest, engine, address
+        self.manifest, self.engine, self.address, self.processes = manifest, engine, address, processes
         self.outdir = Path(outdir)
         if isinstance(manifest, (str, Path)):
             self.records = read_manifest(manifest, defaults, kind)
@@ -63,8 +65,9 @@ class Batch:
                 raise BatchError(f"{name} must be a positive integer, got {n!r}")
         self.workers, self.threads = split_cores(available_cores(), workers, threads)
         self.loaded = synth if hasattr(synth, "synthesize") else None
-        if self.loaded is not None:
-            self.workers, self.threads = 1, threads or 1
+        if self.loaded is not None and (engine != "local" or processes):
+            raise BatchError("a loaded synthesizer runs in this process only; pass a SynthSpec or a "
+                             "picklable factory for worker processes or Ray")
         self.factory: Callable = synth if callable(synth) and self.loaded is None else SynthSpec()
         if isinstance(self.factory, SynthSpec):
             self.factory = replace(self.factory, threads=self.threads)
@@ -110,14 +113,20 @@ class Batch:
         finally:
             self._write_summary(outcomes, status, started, time.perf_counter() - t0)
 
+    @property
+    def engine_name(self) -> str:
+        return "ray" if self.engine == "ray" else "local-processes" if self.processes else "local-threads"
+
     def _engine_outcomes(self) -> Iterator[Outcome]:
         items = self.items
-        if self.loaded is not None:
-            return run_in_process(items, self.options, self.loaded)
+        if not items:
+            return iter(())
         if self.engine == "ray":
             from kcc.batch.ray_engine import run_ray
             return run_ray(items, self.options, self.factory, self.workers, self.threads, self.address)
-        return run_local(items, self.options, self.factory, self.workers)
+        if self.processes:
+            return run_processes(items, self.options, self.factory, self.workers)
+        return run_threads(items, self.options, self.loaded or load(self.factory), self.workers)
 
     def _write_summary(self, outcomes: list[Outcome], status: str, started: str, wall: float) -> None:
         by = {s: [o for o in outcomes if o.status == s] for s in ("done", "skipped", "error")}
@@ -125,7 +134,7 @@ class Batch:
         self.summary = {
             "schema": "kcc.batch.run/1", "status": status, "kcc_version": __version__,
             "manifest": str(self.manifest) if isinstance(self.manifest, (str, Path)) else "(records)",
-            "engine": self.engine if self.loaded is None else "in-process",
+            "engine": self.engine_name,
             "workers": self.workers, "threads_per_worker": self.threads, "started": started,
             "counts": {"records": len(self.records), "finished": len(outcomes), "done": len(by["done"]),
                        "skipped": len(by["skipped"]), "failed": len(by["error"])},

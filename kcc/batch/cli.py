@@ -21,7 +21,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--kind", choices=["jsonl", "csv", "text"], help="manifest kind (default: from the suffix)")
     p.add_argument("--engine", default="local", choices=["local", "ray"])
     p.add_argument("--address", help="--engine ray: an existing Ray cluster (default: start a local Ray)")
-    p.add_argument("--workers", type=int, help="worker processes / Ray actors (default: one per core)")
+    p.add_argument("--workers", type=int, help="items at once: threads, processes or Ray actors (default: one per "
+                                               "core, each with cores / workers kernel threads; see --threads)")
+    p.add_argument("--processes", action="store_true",
+                   help="local engine: one process per worker (survives a crashing worker; slower start) "
+                        "instead of threads sharing one model")
     p.add_argument("--voice", help="default voice for items without one (catalog name, path or blend)")
     p.add_argument("--speed", type=float, default=1.0, help="default speed")
     p.add_argument("--seed", type=int, default=0, help="default seed")
@@ -44,8 +48,8 @@ def run_cli(args) -> int:
         spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
         job = Batch(args.manifest, args.out, defaults=defaults, engine=args.engine, workers=args.workers,
                     threads=args.threads, synth=spec, voices_dirs=args.voices_dir, g2p=args.g2p,
-                    max_chars=args.max_chars, address=args.address, kind=args.kind)
-        print(f"kcc batch: {len(job.records)} records, {len(job.items)} items; engine {args.engine}, "
+                    max_chars=args.max_chars, address=args.address, kind=args.kind, processes=args.processes)
+        print(f"kcc batch: {len(job.records)} records, {len(job.items)} items; engine {job.engine_name}, "
               f"{job.workers} worker(s) x {job.threads} thread(s)", file=sys.stderr)
         bar = BatchProgress(len(job.records), enabled=True if args.progress else None)
         try:

@@ -1,19 +1,22 @@
-"""The embedded engine: items run in worker processes on this machine, each worker holding one
-synthesizer loaded from the shared compiled artifact (kcc.build's content-hash cache builds it
-once; every later load is a cache hit).
+"""The embedded engine, two ways to run N items at once on this machine:
 
-Workers are spawned, not forked: a forked child of a process that already ran OpenMP kernels
-(a notebook, the server) can deadlock in libgomp. A worker that dies (killed, crashed) breaks
-the pool; the pool is rebuilt and the items that were in flight are retried, and an item in
-flight at MAX_ATTEMPTS deaths becomes an error record, so a poison item cannot stall the batch.
-A worker whose parent dies exits (kill -9 of the batch leaves no orphans behind). One worker
-runs in this process (no spawn, and a loaded synthesizer object may be passed in).
+- threads (the default): one process, one synthesizer mapped from the compiled artifact, N
+  Python threads each running an item on 1 kernel thread with its own arena (the generated C
+  runs without the GIL). Measured ahead of the process pool on 2 cores, short and long items
+  (bench/bench_batch.py): no worker start-up, one copy of everything.
+- processes: N spawned worker processes, each holding one synthesizer from the same artifact.
+  Slower to start, but a worker that dies (a crash in an item, the OOM killer) costs only its
+  items: the pool is rebuilt and the items in flight are retried; an item in flight at
+  MAX_ATTEMPTS deaths becomes an error record, so a poison item cannot stall the batch.
+  Workers are spawned, not forked (a forked child of a process that already ran OpenMP kernels
+  can deadlock in libgomp), the artifact is built once in the parent before any worker starts,
+  and a worker whose parent dies exits (kill -9 of the batch leaves no orphans behind).
 """
 from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -76,29 +79,43 @@ def _exit_with_parent(parent: int) -> None:
 def _run_in_worker(factory: Callable, options: JobOptions, item: Item) -> Outcome:
     global _WORKER
     if _WORKER is None:
-        try:
-            synth = factory()
-        except Exception as exc:
-            raise WorkerLoadError(f"worker {os.getpid()} cannot load the synthesizer: {type(exc).__name__}: {exc}") from None
-        _WORKER = ItemWorker(synth, options)
+        _WORKER = ItemWorker(load(factory), options)
     return _WORKER.run(item)
 
 
-def run_in_process(items: Iterable[Item], options: JobOptions, synth) -> Iterator[Outcome]:
+def load(factory: Callable):
+    try:
+        return factory()
+    except Exception as exc:
+        raise WorkerLoadError(f"cannot load the synthesizer: {type(exc).__name__}: {exc}") from None
+
+
+def run_threads(items: Iterable[Item], options: JobOptions, synth, workers: int) -> Iterator[Outcome]:
+    """Outcomes in completion order, `workers` items at a time on one shared synthesizer."""
     worker = ItemWorker(synth, options)
-    for item in items:
-        yield worker.run(item)
-
-
-def run_local(items: Iterable[Item], options: JobOptions, factory: Callable, workers: int) -> Iterator[Outcome]:
-    """Outcomes in completion order. workers == 1 runs here, in this process."""
     if workers <= 1:
-        try:
-            synth = factory()
-        except Exception as exc:
-            raise WorkerLoadError(f"cannot load the synthesizer: {type(exc).__name__}: {exc}") from None
-        yield from run_in_process(items, options, synth)
+        for item in items:
+            yield worker.run(item)
         return
+    pending = list(items)[::-1]
+    with ThreadPoolExecutor(workers, thread_name_prefix="kcc-batch") as pool:
+        inflight: set[Future] = set()
+        try:
+            while pending or inflight:
+                while pending and len(inflight) < 2 * workers:
+                    inflight.add(pool.submit(worker.run, pending.pop()))
+                done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    yield fut.result()
+        finally:
+            for fut in inflight:
+                fut.cancel()
+
+
+def run_processes(items: Iterable[Item], options: JobOptions, factory: Callable, workers: int) -> Iterator[Outcome]:
+    """Outcomes in completion order from `workers` spawned processes."""
+    if isinstance(factory, SynthSpec):
+        load(factory)                          # builds the artifact here, once, if it is not built yet
     pending = list(items)[::-1]                # popped from the end: manifest order
     attempts: dict[int, int] = {}
     ctx = get_context("spawn")
