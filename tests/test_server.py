@@ -723,3 +723,13 @@ def test_parser_answers_any_bytes_with_a_request_or_an_api_error(raw):
         parse_speech(raw)
     except ApiError as err:
         assert err.status in (400, 422)
+
+
+def test_server_modules_import_no_torch_or_oracle():
+    import subprocess
+    import sys
+    code = ("import sys, kcc.serve.app, kcc.serve.cli, kcc.serve.wyoming_server; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'oracle', 'transformers', 'kokoro'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
