@@ -19,7 +19,6 @@ import io
 import math
 import os
 import struct
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.checkpoint import MAX_DEPTH, SECTIONS, STORAGE_DTYPES, CheckpointError
+from kcc.wav import AtomicFile
 
 STORAGE_NAMES = {np.dtype(v): k for k, v in STORAGE_DTYPES.items()}
 ALIGNMENT = 64                           # torch aligns record data so it can mmap tensors
@@ -138,20 +138,15 @@ def pickle_bytes(obj) -> bytes:
 
 
 def _atomic(path: Path, write) -> Path:
-    """write(fileobj) into a temporary file beside `path`, then rename it over `path`."""
+    """write(fileobj) into kcc.wav's AtomicFile beside `path` (the umask's mode, removed on
+    failure or on a signal), synced, then renamed over `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with AtomicFile(path) as out:
+        write(out.fh)
+        out.fh.flush()
+        os.fsync(out.fh.fileno())
+        out.commit()
     return path
 
 

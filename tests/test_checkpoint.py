@@ -245,3 +245,20 @@ def test_npz_checkpoint_round_trip(tmp_path):
     from_pth = load_checkpoint(save_torch_zip(state, tmp_path / "m.pth"))
     assert from_npz.names() == from_pth.names()
     assert checkpoint_digest(from_npz) == checkpoint_digest(from_pth)
+
+
+def test_written_checkpoint_gets_the_umask_mode_and_keeps_a_replaced_files_mode(tmp_path):
+    import os
+    import stat
+    from kcc.torch_zip import save_torch_zip
+    old = os.umask(0o027)
+    try:
+        fresh = save_torch_zip({"a": np.zeros(2, np.float32)}, tmp_path / "fresh.pth")
+        assert stat.S_IMODE(os.stat(fresh).st_mode) == 0o640
+        kept = tmp_path / "kept.pth"
+        kept.write_bytes(b"old")
+        os.chmod(kept, 0o604)
+        save_torch_zip({"a": np.zeros(2, np.float32)}, kept)
+        assert stat.S_IMODE(os.stat(kept).st_mode) == 0o604 and kept.read_bytes()[:2] == b"PK"
+    finally:
+        os.umask(old)
