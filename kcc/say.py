@@ -111,9 +111,20 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FI
         raise SayError("the text produced no phonemes to speak")
 
 
+class G2PBackendError(G2PError):
+    """The G2P backend (misaki, espeak-ng, spaCy: third-party code) failed on a piece of text;
+    the message names the piece and the backend's own error."""
+
+
 def _paragraph_words(para: str, g2p) -> Iterator[Word]:
     for piece, spaced in pieces(para):
-        words = g2p(piece)
+        try:
+            words = g2p(piece)
+        except G2PError:
+            raise
+        except Exception as exc:
+            raise G2PBackendError(f"G2P failed on the text {piece[:60]!r}{'...' if len(piece) > 60 else ''}: "
+                                  f"{type(exc).__name__}: {str(exc)[:200]}") from exc
         if words and spaced:
             words[-1].whitespace = True
         yield from words
