@@ -175,7 +175,7 @@ def torch_zip_bytes(records: dict[str, bytes], root: str = "archive") -> bytes:
     return buf.getvalue()
 
 
-def _collect(obj, storages: dict[str, bytes], where: str, depth: int):
+def _collect(obj, storages: dict[str, memoryview], where: str, depth: int):
     """obj with every array replaced by a TensorRef to a new storage record."""
     if depth > MAX_DEPTH:
         raise CheckpointWriteError(f"{where}: nested deeper than {MAX_DEPTH}")
@@ -186,7 +186,7 @@ def _collect(obj, storages: dict[str, bytes], where: str, depth: int):
                                        f"(supported: {', '.join(str(d) for d in STORAGE_NAMES)})")
         arr = np.asarray(obj, dtype=obj.dtype.newbyteorder("<"), order="C")  # keeps 0-d as 0-d
         key = str(len(storages))
-        storages[key] = arr.tobytes()
+        storages[key] = memoryview(arr.reshape(-1).view(np.uint8))   # the array's own bytes, not a copy
         stride = tuple(math.prod(arr.shape[i + 1:]) for i in range(arr.ndim))
         return TensorRef(key, name, arr.size, 0, tuple(arr.shape), stride)
     if isinstance(obj, dict):
@@ -202,7 +202,7 @@ def save_torch_zip(obj, path: str | Path) -> Path:
     """Write `obj` (a numpy array, or dicts of str -> dicts ... -> numpy arrays) as a torch zip
     checkpoint, atomically. Each array gets its own storage record, contiguous, little-endian."""
     path = Path(path)
-    storages: dict[str, bytes] = {}
+    storages: dict[str, memoryview] = {}
     refs = _collect(obj, storages, "", 0)
     records = {"data.pkl": pickle_bytes(refs), ".format_version": b"1", ".storage_alignment": b"64",
                "byteorder": b"little"}
