@@ -22,7 +22,7 @@ from kcc.batch.audio import AudioFormatError, encode_audio
 from kcc.batch.item import ItemWorker, JobOptions, is_done
 from kcc.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cores
 from kcc.batch.manifest import RUN_MANIFEST, read_manifest
-from kcc.g2p import load_vocab
+from kcc.g2p import Word, load_vocab
 from kcc.say import random_voice
 from test_say import FakeSynth, LetterG2P
 
@@ -293,6 +293,19 @@ def test_bad_items_become_error_records_and_the_batch_goes_on(tmp_path):
     assert run["counts"] == {"records": 7, "finished": 7, "done": 2, "skipped": 0, "failed": 5}
     assert {f["id"]: f["line"] for f in run["failures"]} == {"novoice": 2, "long": 3, "odd": 4, "../escape": 5,
                                                             "silent": 6}
+
+
+class _OddG2P(LetterG2P):
+    def __call__(self, text):
+        return [Word("click", "kʘk", True), Word("ok", "ok", False)]
+
+
+def test_g2p_warnings_go_into_the_sidecar(tmp_path):
+    job, got = run_batch([{"id": "odd", "text": "click ok"}], tmp_path, g2p=lambda lang: _OddG2P())
+    assert got[0].status == "done"
+    side = json.loads((tmp_path / "odd.json").read_text(encoding="utf-8"))
+    assert side["phonemes"] == ["kʘk ok"] and len(side["warnings"]) == 1
+    assert "'ʘ' (U+0298) at 1 in word 'click'" in side["warnings"][0]
 
 
 def test_voices_resolve_in_voice_dirs_and_blend(tmp_path):

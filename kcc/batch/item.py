@@ -132,6 +132,9 @@ def phoneme_chunks(phonemes: str) -> list:
     return [encode(ws, vocab, where=f"chunk {i + 1}") for i, ws in enumerate(chunk_words(words))]
 
 
+_WARNINGS_LOCK = threading.Lock()
+
+
 class _PhonemeInput:
     """Stands in for the G2P in say() when the item gives phonemes (nothing to phonemize)."""
     description = "phonemes"
@@ -196,11 +199,13 @@ class ItemWorker:
         if done is not None:
             return Outcome(item.id, item.line, "skipped", audio_s=done["audio"]["seconds"],
                            files=[audio_path.name, sidecar_path.name])
-        with warnings.catch_warnings(record=True) as caught:
+        # catch_warnings swaps process-wide state: one item at a time records its G2P warnings
+        # (the G2P serialises its calls anyway); synthesis runs outside, concurrently.
+        with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             chunks = plan(item.text, g2p) if g2p is not None else phoneme_chunks(item.phonemes)
-            result = say(content, self.synth, pack, item.speed, item.seed, g2p or _PhonemeInput(),
-                         chunks=chunks, progress=False)
+        result = say(content, self.synth, pack, item.speed, item.seed, g2p or _PhonemeInput(),
+                     chunks=chunks, progress=False)
         data = encode_audio(result.audio, item.format)
         seconds = result.audio.size / result.sample_rate
         write_atomic(audio_path, data)
