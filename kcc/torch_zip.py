@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.checkpoint import MAX_DEPTH, SECTIONS, STORAGE_DTYPES, CheckpointError
+from kcc.checkpoint import CHECKPOINT_LIMITS, MAX_DEPTH, SECTIONS, STORAGE_DTYPES, CheckpointError
 from kcc.wav import AtomicFile
 
 STORAGE_NAMES = {np.dtype(v): k for k, v in STORAGE_DTYPES.items()}
@@ -198,11 +198,36 @@ def _collect(obj, storages: dict[str, memoryview], where: str, depth: int):
                                "nor a dict of them")
 
 
+def _arrays(obj, depth: int = 0):
+    if isinstance(obj, np.ndarray):
+        yield obj
+    elif isinstance(obj, dict) and depth <= MAX_DEPTH:      # deeper: _collect names the error
+        for v in obj.values():
+            yield from _arrays(v, depth + 1)
+
+
+def _check_caps(arrays, path: Path) -> None:
+    """Refuse to write what load_checkpoint would refuse to read (CHECKPOINT_LIMITS)."""
+    caps = CHECKPOINT_LIMITS
+    arrays = list(arrays)
+    if len(arrays) > min(caps.max_storage_refs, caps.max_members - 8):
+        raise CheckpointWriteError(f"{path}: {len(arrays)} tensors, more than a checkpoint may hold")
+    big = next((a for a in arrays if a.nbytes > caps.max_tensor_bytes), None)
+    if big is not None:
+        raise CheckpointWriteError(f"{path}: a {big.nbytes}-byte tensor, more than the "
+                                   f"{caps.max_tensor_bytes}-byte cap per tensor")
+    total = sum(a.nbytes for a in arrays)
+    if total > min(caps.max_total_bytes, caps.max_unpacked_bytes):
+        raise CheckpointWriteError(f"{path}: {total} bytes of tensors, more than the "
+                                   f"{caps.max_total_bytes}-byte cap")
+
+
 def save_torch_zip(obj, path: str | Path) -> Path:
     """Write `obj` (a numpy array, or dicts of str -> dicts ... -> numpy arrays) as a torch zip
     checkpoint, atomically. Each array gets its own storage record, contiguous, little-endian."""
     path = Path(path)
     storages: dict[str, memoryview] = {}
+    _check_caps(_arrays(obj), path)            # before any array is made contiguous (a copy)
     refs = _collect(obj, storages, "", 0)
     records = {"data.pkl": pickle_bytes(refs), ".format_version": b"1", ".storage_alignment": b"64",
                "byteorder": b"little"}
@@ -229,4 +254,5 @@ def save_npz_checkpoint(tensors: dict[str, np.ndarray], path: str | Path) -> Pat
     missing = [s for s in SECTIONS if not any(k.startswith(f"{s}.") for k in tensors)]
     if missing:
         raise CheckpointWriteError(f"{path}: no tensors for section(s) {', '.join(missing)}")
+    _check_caps(tensors.values(), path)
     return _atomic(path, lambda fh: np.savez(fh, **tensors))

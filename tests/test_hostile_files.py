@@ -490,6 +490,21 @@ class TestWritersRefuseAndLoseNothing:
             save_torch_zip(obj, dest)
         assert dest.read_bytes() == b"precious" and os.listdir(tmp_path) == ["keep.pth"]
 
+    @pytest.mark.parametrize("obj, match", [
+        ({"a": np.broadcast_to(np.float32(0), (2**28 + 1,))}, "cap per tensor"),
+        ({f"t{i}": np.broadcast_to(np.float32(0), (2**27,)) for i in range(3)}, "bytes of tensors, more than"),
+        ({f"t{i}": np.zeros(1, np.float32) for i in range(8193)}, r"\d{4} tensors, more than"),
+    ])
+    def test_writers_refuse_what_the_reader_would(self, tmp_path, obj, match):
+        from kcc.torch_zip import CheckpointWriteError, save_npz_checkpoint, save_torch_zip
+        with pytest.raises(CheckpointWriteError, match=match):
+            save_torch_zip(obj, tmp_path / "big.pth")
+        flat = {f"{s}.{k}": v for s in SECTIONS for k, v in list(obj.items())[:1]}
+        flat.update({f"bert.{k}": v for k, v in obj.items()})
+        with pytest.raises(CheckpointWriteError, match=match):
+            save_npz_checkpoint(flat, tmp_path / "big.npz")
+        assert os.listdir(tmp_path) == []
+
     def test_save_torch_zip_depth(self, tmp_path):
         from kcc.torch_zip import CheckpointWriteError, save_torch_zip
         obj = np.zeros(1, np.float32)
