@@ -31,6 +31,7 @@ _OPEN = {"(": "-LRB-", "[": "-LRB-", "{": "-LRB-", ")": "-RRB-", "]": "-RRB-", "
          "“": "``", "”": "''", "‘": "``", "’": "''"}
 _CLAUSE = frozenset([":", ";", "…", "...", "--", "–", "—"])
 _CURRENCY = frozenset("$£€")
+_SPOKEN_SYMBOLS = {"%": "NN", "&": "CC", "+": "CC", "@": "IN"}
 
 
 def _word_like(text: str | None) -> bool:
@@ -54,6 +55,8 @@ def _punct_tag(text: str, space_before: bool, space_after: bool, next_text: str 
         return ":" if space_before or space_after else "HYPH"
     if text == "#":
         return "#"
+    if text in _SPOKEN_SYMBOLS:                 # misaki reads these ("percent"); a punctuation tag drops them
+        return _SPOKEN_SYMBOLS[text]
     if not _word_like(text):
         return "NFP"
     return None
