@@ -272,10 +272,12 @@ def test_long_real_text_plans_into_chunks(us):
     ([("I", " "), ("paid", " "), ("$", ""), ("5", "")], ["PRP", "VB", "$", "CD"]),
     ([("a", " "), ("dog", " "), ("and", " "), ("vitamin", " "), ("A", ""), (".", "")],
      ["DT", "NN", "CC", "XX", "NNP", "."]),
-    ([("A", " "), ("cat", " "), ("at", " "), ("10", " "), ("AM", ""), (".", " "), ("A", "")], ["DT", "NN", "IN", "CD", "NN", ".", "NN"]),
+    ([("A", " "), ("cat", " "), ("at", " "), ("10", " "), ("AM", ""), (".", " "), ("A", "")],
+     ["DT", "NN", "IN", "CD", "NN", ".", "NN"]),
     ([("to", " "), ("record", " "), ("the", " "), ("record", "")], ["TO", "VB", "DT", "NN"]),
     ([("has", " "), ("read", " "), ("it", " "), ("in", ""), (".", "")], ["XX", "VBN", "PRP", "RP", "."]),
-    ([("cats", " "), ("vs.", " "), ("dogs", " "), ("(", ""), ("NASA", ""), (")", "")], ["XX", "IN", "XX", "-LRB-", "NNP", "-RRB-"]),
+    ([("cats", " "), ("vs.", " "), ("dogs", " "), ("(", ""), ("NASA", ""), (")", "")],
+     ["XX", "IN", "XX", "-LRB-", "NNP", "-RRB-"]),
 ])
 def test_tagger_gives_the_tags_misaki_reads(tokens, tags):
     from kcc.g2p_tagger import tag

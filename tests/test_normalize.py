@@ -60,7 +60,8 @@ def test_times(text, spoken):
 @pytest.mark.parametrize("text, spoken", [
     ("It is 3.14.", "It is 3 point 1 4."), ("Meet at 3:30 p.m.", "Meet at 3 30 PM."),
     ("Meet at 3:30 p.m. Bring tea.", "Meet at 3 30 PM. Bring tea."), ("Pay $5.", "Pay 5 dollars."),
-    ("On 12/25/2024.", "On December twenty-fifth, twenty twenty-four."), ("Some 1,234.", "Some one thousand two hundred thirty-four."),
+    ("On 12/25/2024.", "On December twenty-fifth, twenty twenty-four."),
+    ("Some 1,234.", "Some one thousand two hundred thirty-four."),
 ])
 def test_sentence_final_period_is_kept(text, spoken):
     assert normalize(text) == spoken
