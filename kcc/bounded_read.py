@@ -256,6 +256,13 @@ def read_npz(path: str | Path, what: str = "checkpoint", limits: Limits | None =
     return out
 
 
+def npz_members(path: str | Path, what: str = "voices", limits: Limits | None = None) -> list[str]:
+    """The array names of a .npz (its central directory read under the caps, no data read)."""
+    path = Path(path)
+    with open_zip(path, what, limits or LIMITS.get(what, CHECKPOINT_LIMITS)) as archive:
+        return sorted(i.filename[:-4] for i in archive.infolist() if i.filename.endswith(".npy"))
+
+
 def read_npy(path: str | Path, what: str = "voice", limits: Limits | None = None) -> np.ndarray:
     """One .npy file under the caps (the header is checked before any data is read)."""
     path = Path(path)

@@ -154,5 +154,10 @@ class Synthesizer:
                "speed": np.array([speed], dtype=np.float32),
                "seed": np.array([seed & 0x7FFFFFFF], dtype=np.int32)}
         checkpoints, seconds = self.run(env, with_checkpoints)
-        return Synthesis(env["waveform"].reshape(-1), env["durations"].reshape(-1).astype(np.int32),
-                         checkpoints, seconds)
+        audio = env["waveform"].reshape(-1)
+        if not np.isfinite(audio).all():
+            # The kernels are finite for finite inputs of the model's range; a style far outside
+            # real voices' (|x| <= ~2) drives the decoder to inf. Refuse rather than write noise.
+            raise SynthesisError(f"the synthesis produced {int((~np.isfinite(audio)).sum())} non-finite samples "
+                                 "(a voice style far outside real voices' range?)")
+        return Synthesis(audio, env["durations"].reshape(-1).astype(np.int32), checkpoints, seconds)

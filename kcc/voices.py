@@ -7,6 +7,7 @@ reader, no code runs), a .npy, or one member of a .npz ('voices.npz:name'); blen
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,9 +54,8 @@ def voice_catalog(search: list[Path] | tuple = (), real: bool = True) -> dict[st
     if real:
         from kcc.real_model import fetch
         voices = fetch()["voices"]
-        with np.load(voices, allow_pickle=False) as z:
-            for member in sorted(z.files):
-                out[member] = _info(member, f"{voices}:{member}", "real model")
+        for member in npz_members(voices):
+            out[member] = _info(member, f"{voices}:{member}", "real model")
     for d in search:
         d = Path(d)
         if not d.is_dir():
@@ -65,9 +65,9 @@ def voice_catalog(search: list[Path] | tuple = (), real: bool = True) -> dict[st
                 out[f.stem] = _info(f.stem, str(f), str(d))
             elif f.suffix == ".npz" and f.is_file():
                 try:
-                    with np.load(f, allow_pickle=False) as z:
-                        members = list(z.files)
-                except (OSError, ValueError):
+                    members = npz_members(f)
+                except CheckpointError as exc:   # listed, not fatal: the other voices still work
+                    warnings.warn(f"voices: skipping {f}: {exc}", stacklevel=2)
                     continue
                 for m in members:
                     out[m] = _info(m, f"{f}:{m}", str(d))

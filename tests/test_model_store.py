@@ -140,3 +140,13 @@ def test_a_missing_checkpoint_is_a_named_error(cache, tmp_path):
         model_store.load_model(tmp_path / "nope.pth", log=None)
     with pytest.raises(CheckpointError, match="not a regular file"):
         model_store.load_model(tmp_path, log=None)
+
+
+def test_non_finite_audio_is_a_synthesis_error_not_a_wav(small_ckpt_path):
+    """A style far outside real voices' range drives the decoder to inf (measured: |x| 1e3 on the
+    seeded small model, 20 on the real one): synthesize refuses instead of returning it."""
+    from kcc.pipeline import SynthesisError
+    synth = Synthesizer(small_ckpt_path, max_frames=200)
+    style = np.full((1, 256), 1e3, np.float32)
+    with pytest.raises(SynthesisError, match="non-finite samples"):
+        synth.synthesize(IDS, style)
