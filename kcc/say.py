@@ -268,12 +268,23 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
     return synth
 
 
+# The longest text `kcc say` reads: about 10 million words, ~1,000 hours of speech (speaking is
+# streamed, but the text itself is held); a cap so that --text-file /dev/zero ends, by name.
+MAX_TEXT_BYTES = 64 << 20
+
+
 def read_input(args) -> str:
     if args.text_file:
         try:
-            data = sys.stdin.buffer.read() if args.text_file == "-" else Path(args.text_file).read_bytes()
+            if args.text_file == "-":
+                data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+            else:
+                with open(args.text_file, "rb") as fh:
+                    data = fh.read(MAX_TEXT_BYTES + 1)
         except OSError as exc:
             raise SayError(f"text file {args.text_file}: {exc.strerror or exc}") from None
+        if len(data) > MAX_TEXT_BYTES:
+            raise SayError(f"text file {args.text_file} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
         return decode_text(data, f"text file {args.text_file}")
     if args.text is None:
         raise SayError("no text: pass it as an argument or with --text-file PATH (- for stdin)")

@@ -5,7 +5,6 @@ control characters in text, SIGINT, streamed output, the build cache, the export
 argument parsing. Fast: the fake synthesizer and letter G2P of tests/test_say.py, no model."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import stat
@@ -20,11 +19,10 @@ import numpy as np
 import pytest
 
 from kcc import say as say_mod
-from kcc.g2p import Word, espeak_available
+from kcc.g2p import espeak_available
 from kcc.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError
 from kcc.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
-from kcc.text import (MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, iter_chunks,
-                      pieces)
+from kcc.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -529,3 +527,11 @@ def test_a_g2p_backend_crash_is_a_named_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(say_mod, "load_synthesizer", lambda *a, **k: pytest.fail("loaded the model"))
     assert cli.main(["say", "hello there", "-o", str(tmp_path / "x.wav")]) == 2
     assert "G2PBackendError" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("source, msg", [("/dev/zero", "is over 64 MiB"), ("{tmp}", "Is a directory"),
+                                         ("{tmp}/missing.txt", "No such file")])
+def test_text_files_that_cannot_be_read_whole_are_refused(tmp_path, monkeypatch, capsys, source, msg):
+    rc, _, err, loads = _cli(monkeypatch, capsys, ["say", "--text-file", source.replace("{tmp}", str(tmp_path)),
+                                                   "-o", str(tmp_path / "x.wav")])
+    assert rc == 2 and "SayError" in err and msg in err and loads == [] and not (tmp_path / "x.wav").exists()
