@@ -99,7 +99,10 @@ def _decimal(m: re.Match) -> str:
 
 def _abbreviation(m: re.Match) -> str:
     word, expansion, ends = _ABBREV[m[1]]
-    if ends and (m.end() == len(m.string) or re.match(r"\s+[A-Z]", m.string[m.end():])):
+    after = m.string[m.end():]
+    if word == "St." and re.search(r"[A-Z]\w*\s+$", m.string[:m.start()]) and not re.match(r"\s+[A-Z]", after):
+        return "Street" + ("" if after else ".")    # "Main St." (a name before, none after); else "St. Louis"
+    if ends and (not after or re.match(r"\s+[A-Z]", after)):
         return expansion + "."
     return expansion
 

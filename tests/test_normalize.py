@@ -75,7 +75,8 @@ def test_sentence_final_period_is_kept(text, spoken):
     ("apples, pears, etc. are fruit", "apples, pears, et cetera are fruit"),
     ("apples, pears, etc.", "apples, pears, et cetera."),                   # also ends the sentence
     ("apples, etc. Then more", "apples, et cetera. Then more"),
-    ("St. Louis on Jan. 3rd", "Saint Louis on January 3rd"),
+    ("St. Louis on Jan. 3rd", "Saint Louis on January 3rd"), ("at 5 Main St. in town", "at 5 Main Street in town"),
+    ("Visit St. Paul", "Visit Saint Paul"), ("on Main St.", "on Main Street."),
 ])
 def test_abbreviations(text, spoken):
     assert normalize(text) == spoken
