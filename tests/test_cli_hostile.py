@@ -5,6 +5,7 @@ control characters in text, SIGINT, streamed output, the build cache, the export
 argument parsing. Fast: the fake synthesizer and letter G2P of tests/test_say.py, no model."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -535,3 +536,26 @@ def test_text_files_that_cannot_be_read_whole_are_refused(tmp_path, monkeypatch,
     rc, _, err, loads = _cli(monkeypatch, capsys, ["say", "--text-file", source.replace("{tmp}", str(tmp_path)),
                                                    "-o", str(tmp_path / "x.wav")])
     assert rc == 2 and "SayError" in err and msg in err and loads == [] and not (tmp_path / "x.wav").exists()
+
+
+# -- the server shares the planner and the retry ---------------------------------------------------
+@pytest.mark.parametrize("stream", [False, True])
+def test_server_speaks_slow_speech_whole_when_the_estimate_is_beaten(tmp_path, stream):
+    """Speed 0.25 with 8 frames a token (2.5x the planning rate): chunks overflow and are split;
+    the answer is 200 with every sample, not a 500 or a stream cut before its last chunk."""
+    import http.client
+
+    from test_server import serving
+    synth = FramedSynth(per_token=8.0)
+    with serving(tmp_path, synth=synth) as srv:
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        conn.request("POST", "/v1/audio/speech", json.dumps(
+            {"model": "tts-1", "input": PARAGRAPH, "voice": "af_alloy", "response_format": "pcm",
+             "speed": 0.25, "stream": stream}), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+    assert resp.status == 200, body[:300]
+    assert synth.overflows > 0
+    expect = sum(int(synth.durations(c["ids"], 0.25).sum()) * 600 for c in synth.calls)
+    assert len(body) == 2 * expect
