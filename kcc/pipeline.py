@@ -8,6 +8,7 @@ planned for a max frame count F and run with F = sum(durations) (checked again i
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +38,15 @@ def frame_dims(frames: int) -> dict[str, int]:
 
 class SynthesisError(Exception):
     """Synthesis cannot proceed; the message names the stage and the problem."""
+
+
+class SynthesisCancelled(SynthesisError):
+    """The caller's cancel event was set: the synthesis stopped between two stages."""
+
+
+# A server or batch job sets this (in the thread that synthesises) to an Event; every stage
+# boundary checks it, so a cancelled request stops within one stage, not one whole chunk.
+CANCEL: contextvars.ContextVar = contextvars.ContextVar("kcc_cancel", default=None)
 
 
 class FrameOverflow(SynthesisError):
@@ -114,6 +124,9 @@ class Synthesizer:
         for name, c in self.circuits.items():
             if name in skip:
                 continue
+            cancel = CANCEL.get()
+            if cancel is not None and cancel.is_set():
+                raise SynthesisCancelled(f"cancelled before stage {name}")
             missing = [i for i in c.graph.inputs if i not in env]
             if missing:
                 raise SynthesisError(f"stage {name}: input(s) {missing} are produced by no earlier stage")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kcc.g2p import G2PError, detect_language
-from kcc.pipeline import DEFAULT_MAX_FRAMES
+from kcc.pipeline import CANCEL, DEFAULT_MAX_FRAMES, SynthesisCancelled
 from kcc.say import SayError, plan, synthesize_chunks
 from kcc.serve.audio_formats import Encoder
 from kcc.serve.request import ApiError, SpeechRequest
@@ -136,6 +136,7 @@ class SpeechService:
             self.running += 1
         job.started = True
         encoder = None
+        cancel_token = CANCEL.set(job.cancel)      # the pipeline checks it between stages
         try:
             if job.cancel.is_set():
                 raise shutting_down() if self.draining else ApiError(499, "the client went away")
@@ -175,10 +176,13 @@ class SpeechService:
         except VoiceError as exc:         # the message names files: for the log, not the client
             log.error("voice %s: %s", parts, exc)
             job.emit("error", ApiError(500, "the voice could not be loaded; see the server log"))
+        except SynthesisCancelled:        # the client went away during a chunk: stopped between stages
+            return
         except Exception as exc:          # SynthesisError, KccRunError: the message names the stage
             log.exception("synthesis failed")
             job.emit("error", ApiError(500, f"synthesis failed: {type(exc).__name__}: {exc}"))
         finally:
+            CANCEL.reset(cancel_token)
             if encoder is not None:
                 encoder.close()
             with self._lock:
