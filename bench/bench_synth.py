@@ -1,6 +1,12 @@
 """Full synthesis, one run: kcc (portable -O2 and -O3 -march=native, OpenMP) vs torch eager vs onnxruntime.
 
 Usage: python bench/bench_synth.py [--lengths 16,64,160] [--threads 2] [--budget-s 150] [--no-ttfa]
+                                  [--isa avx2fma,avx512] [--engines torch,ort,kcc-O2,kcc-native,kcc-native-1t]
+
+--isa runs the portable build once per forced x86-64 dispatch level (kcc/isa.py: what a CPU of
+that level takes from the portable build) in the sequential runs and in the round robin, and
+measures the GEMM's GFLOP/s and the synthesis's roofline bound at each level; every kcc result
+names the level its libraries ran (kcc_isa_level()). --engines picks the sequential runs.
 
 Every engine runs in its own child process (a clean peak RSS each), on the same seeded full-config
 checkpoint (oracle.checkpoints.test_checkpoint('full', 0)), the same seeded phoneme ids and the
@@ -171,9 +177,16 @@ def _kcc_synth(a, max_frames: int, checkpoint=None):
     from kcc.build import BuildOptions
     from kcc.pipeline import Synthesizer
     from oracle.checkpoints import test_checkpoint
-    opts = BuildOptions(opt="-O3", native=True, openmp=True) if a.build == "native" else BuildOptions(openmp=True)
+    opts = (BuildOptions(opt="-O3", native=True, openmp=True) if a.build == "native"
+            else BuildOptions(openmp=True, isa=a.isa or None))
     synth = Synthesizer(checkpoint or test_checkpoint("full", 0), opts, max_frames=max_frames)
     return synth, synth.set_threads(a.threads)
+
+
+def _kcc_level(synth) -> str:
+    """The dispatch level the stage libraries run at (one build: the same for every stage)."""
+    from kcc.isa import library_level
+    return ",".join(sorted({library_level(c.lib) for c in synth.circuits.values()}))
 
 
 def kcc_runner(a, inp):
@@ -195,8 +208,9 @@ def child_kcc(a, inp) -> None:
     base = vm_rss_kb()
     run = kcc_runner(a, inp)
     synth, got, stage_s, ref_s = run.synth, run.threads, run.stage_s, inp["ref_s"]
-    result = {"engine": f"kcc-{a.build}", "threads": got, **time_lengths(run, a.lengths, a.budget_s, a.long_s),
-              "stage_s": stage_s}
+    result = {"engine": f"kcc-{a.build}" + (f"-{a.isa}" if a.isa and a.build != "native" else ""),
+              "isa": _kcc_level(synth), "threads": got,
+              **time_lengths(run, a.lengths, a.budget_s, a.long_s), "stage_s": stage_s}
     parity = {}
     for n in a.parity:
         f = Path(a.work) / f"torch_parity{n}.npz"
@@ -231,12 +245,14 @@ def child_serve(a, inp) -> None:
     os.dup2(2, 1)                         # anything else the engine prints goes to stderr
     run = RUNNERS[a.engine](a, inp)
     run(a.lengths[0])
+    isa = _kcc_level(run.synth) if a.engine == "kcc" else ""
     print("ready", file=reply, flush=True)
     for line in sys.stdin:
         n = int(line)
         t0 = time.perf_counter()
         _, frames = run(n)
-        print(json.dumps({"n": n, "ms": (time.perf_counter() - t0) * 1e3, "frames": frames}), file=reply, flush=True)
+        print(json.dumps({"n": n, "ms": (time.perf_counter() - t0) * 1e3, "frames": frames, "isa": isa}),
+              file=reply, flush=True)
 
 
 TTFA_PARAGRAPH = (
@@ -388,6 +404,7 @@ def round_robin(a, work: Path, engines: dict[str, list[str]], lengths: list[int]
             if p.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"round robin: engine {key} did not start (see {logs[key].name})")
         ms = {key: {n: [] for n in lengths} for key in procs}
+        frames, isa = {}, {}
         order = list(procs)
         for r in range(rounds):
             for n in lengths:
@@ -398,7 +415,9 @@ def round_robin(a, work: Path, engines: dict[str, list[str]], lengths: list[int]
                     line = procs[key].stdout.readline()
                     if not line:
                         raise RuntimeError(f"round robin: engine {key} died at {n} ids (see {logs[key].name})")
-                    ms[key][n].append(json.loads(line)["ms"])
+                    got = json.loads(line)
+                    ms[key][n].append(got["ms"])
+                    frames[n], isa[key] = got["frames"], got.get("isa", "")
     finally:
         for p in procs.values():
             if p.stdin:
@@ -407,11 +426,12 @@ def round_robin(a, work: Path, engines: dict[str, list[str]], lengths: list[int]
         for f in logs.values():
             f.close()
     print(f"  round robin: {rounds} rounds x {lengths} ids", file=sys.stderr)
-    return {"rounds": rounds, "lengths": lengths, "engines": list(engines), "ms": ms}
+    return {"rounds": rounds, "lengths": lengths, "engines": list(engines), "ms": ms, "frames": frames, "isa": isa}
 
 
-def stage_roofline(lengths_frames: dict, threads: int) -> dict:
-    """kcc.report bound per stage at the dims of each measured utterance."""
+def stage_roofline(lengths_frames: dict, threads: int, levels: list[str] = ()) -> dict:
+    """kcc.report bound per stage at the dims of each measured utterance; per forced dispatch
+    level, the GEMM peak of that level's portable build and the synthesis's bound with it."""
     from kcc.pipeline import BACK, FRONT, frame_dims
     from kcc.report import build_report, measure_roofline
     from oracle.checkpoints import test_checkpoint
@@ -429,6 +449,14 @@ def stage_roofline(lengths_frames: dict, threads: int) -> dict:
             r = build_report(stage, ck, d, roofline=rf)
             per[stage] = {"flops": r.flops, "bytes": r.bytes, "bound_s": r.bound_s(), "arena_bytes": r.arena_bytes_at}
         out["stages"][n] = per
+    from kcc.build import BuildOptions
+    out["levels"] = {}
+    for lv in levels:
+        peak = max(measure_roofline(threads, triad_floats=1 << 10, reps=3, options=BuildOptions(openmp=True, isa=lv)).peak
+                   for _ in range(3))
+        out["levels"][lv] = {"peak_GFLOPs": peak / 1e9, "bound_s": {
+            n: sum(max(c["bytes"] / rf.bandwidth, (c["flops"] or 0) / peak) for c in per.values())
+            for n, per in out["stages"].items()}}
     return out
 
 
@@ -461,6 +489,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ttfa-voice", default="")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "bench_synth"))
     ap.add_argument("--rerender", action="store_true", help="only re-measure the roofline of an existing result")
+    ap.add_argument("--isa", default="", help="forced dispatch levels for the portable build, e.g. avx2fma,avx512 "
+                    "(default: none, the CPU dispatches); in a child: the one level")
+    ap.add_argument("--engines", default="torch,ort,kcc-O2,kcc-native,kcc-native-1t",
+                    help="sequential runs (kcc-O2 runs once per --isa level)")
     # child-only
     ap.add_argument("--child", choices=sorted(CHILDREN))
     ap.add_argument("--work")
@@ -503,26 +535,40 @@ def parent(a) -> int:
         np.savez(work / "inputs.npz", **inputs)
         onnx, export_s = onnx_model(work)
         par = ["--parity", ",".join(map(str, a.parity))]
-        runs = {}
-        runs["torch"] = spawn("torch", a, work, par, a.threads)
-        frames = {n: r["frames"] for n, r in runs["torch"].get("lengths", {}).items() if "frames" in r}
-        mf = ["--max-frames", str(max([int(f) for f in frames.values()] + [600]) + 64)]
-        runs["ort"] = spawn("ort", a, work, ["--onnx", str(onnx)], a.threads)
-        runs["kcc-O2"] = spawn("kcc", a, work, ["--build", "O2", *mf, *par], a.threads)
-        runs["kcc-native"] = spawn("kcc", a, work, ["--build", "native", *mf, *par], a.threads)
-        short = argparse.Namespace(**{**vars(a), "lengths": a.lengths[:2]})
-        runs["kcc-native-1t"] = spawn("kcc", short, work, ["--build", "native", *mf, "--parity", ""], 1)
+        runs, engines = {}, a.engines.split(",")
+        levels = [lv for lv in a.isa.split(",") if lv]
+        frames, mf = {}, []
+        if "torch" in engines:
+            runs["torch"] = spawn("torch", a, work, par, a.threads)
+            frames = {n: r["frames"] for n, r in runs["torch"].get("lengths", {}).items() if "frames" in r}
+            mf = ["--max-frames", str(max([int(f) for f in frames.values()] + [600]) + 64)]
+        if "ort" in engines:
+            runs["ort"] = spawn("ort", a, work, ["--onnx", str(onnx)], a.threads)
+        if "kcc-O2" in engines:
+            for lv in levels or [""]:
+                runs["kcc-O2" + (f"-{lv}" if lv else "")] = spawn("kcc", a, work, ["--build", "O2", "--isa", lv, *mf, *par],
+                                                                  a.threads)
+        if "kcc-native" in engines:
+            runs["kcc-native"] = spawn("kcc", a, work, ["--build", "native", *mf, *par], a.threads)
+        if "kcc-native-1t" in engines:
+            short = argparse.Namespace(**{**vars(a), "lengths": a.lengths[:2]})
+            runs["kcc-native-1t"] = spawn("kcc", short, work, ["--build", "native", *mf, "--parity", ""], 1)
         rr = None
         if a.rr_rounds > 0:
-            rr = round_robin(a, work, {"torch": [], "ort": ["--onnx", str(onnx)], "kcc-native": ["--build", "native", *mf]},
-                             [n for n in a.rr_lengths if n in a.lengths], a.rr_rounds)
+            rr_engines = {"torch": [], "ort": ["--onnx", str(onnx)], "kcc-native": ["--build", "native", *mf]}
+            rr_engines.update({f"kcc-{lv}": ["--build", "O2", "--isa", lv, *mf] for lv in levels})
+            rr = round_robin(a, work, rr_engines, [n for n in a.rr_lengths if n in a.lengths], a.rr_rounds)
         ttfa = None
         if not a.no_ttfa:
             ttfa = spawn("ttfa", a, work, ["--build", "native", "--ttfa-repeat", str(a.ttfa_repeat),
                                            "--ttfa-budget-s", str(a.ttfa_budget_s),
                                            "--ttfa-checkpoint", a.ttfa_checkpoint, "--ttfa-voice", a.ttfa_voice,
                                            "--max-frames", "3000"], a.threads)
-    roof = stage_roofline({int(n): int(f) for n, f in frames.items()}, a.threads)
+    if not frames:      # no torch run: the frames kcc measured
+        any_kcc = next((r for k, r in runs.items() if k.startswith("kcc") and "lengths" in r), {})
+        frames = {n: r["frames"] for n, r in any_kcc.get("lengths", {}).items() if "frames" in r}
+        frames = frames or (rr or {}).get("frames", {})
+    roof = stage_roofline({int(n): int(f) for n, f in frames.items()}, a.threads, levels)
     result = {"machine": info, "threads": a.threads, "lengths": a.lengths, "onnx_export_s": export_s,
               "runs": runs, "round_robin": rr, "ttfa": ttfa, "roofline": roof, "perturbation": PERTURB,
               "loadavg_end": Path("/proc/loadavg").read_text().split()[:3],
@@ -542,19 +588,21 @@ def _get(run: dict, n) -> dict:
 
 def render_round_robin(rr: dict) -> list[str]:
     ms = {k: {int(n): v for n, v in d.items()} for k, d in rr["ms"].items()}
-    mine, rest = "kcc-native", [k for k in rr["engines"] if k != "kcc-native"]
+    mine_all = [k for k in rr["engines"] if k.startswith("kcc")]
+    rest = [k for k in rr["engines"] if not k.startswith("kcc")]
     L = [f"## Round robin ({rr['rounds']} rounds, engines loaded side by side)", "",
          "Each round runs every length on every engine, one after another, the order rotated round by "
          "round; a ratio is taken within a round (the same few seconds of machine), then the median "
          "over rounds, with the range.", "",
          "| ids | " + " | ".join(f"{k} ms (median)" for k in rr["engines"]) + " | "
-         + " | ".join(f"{mine} / {k} (min - max)" for k in rest) + " |",
-         "|---|" + "---|" * (len(rr["engines"]) + len(rest))]
+         + " | ".join(f"{mine} / {k} (min - max)" for mine in mine_all for k in rest) + " |",
+         "|---|" + "---|" * (len(rr["engines"]) + len(rest) * len(mine_all))]
     for n in rr["lengths"]:
         cells = [f"{statistics.median(ms[k][n]):.0f}" for k in rr["engines"]]
-        for k in rest:
-            q = [x / y for x, y in zip(ms[mine][n], ms[k][n])]
-            cells.append(f"{statistics.median(q):.2f} ({min(q):.2f} - {max(q):.2f})")
+        for mine in mine_all:
+            for k in rest:
+                q = [x / y for x, y in zip(ms[mine][n], ms[k][n])]
+                cells.append(f"{statistics.median(q):.2f} ({min(q):.2f} - {max(q):.2f})")
         L.append(f"| {n} | " + " | ".join(cells) + " |")
     L.append("")
     return L
@@ -593,7 +641,7 @@ def render_md(r: dict) -> str:
             snr_s = "" if not p else (f"{snr:.1f}" if snr is not None else "durations differ")
             if "self_snr_db_f0_1e-7" in p:
                 snr_s = f"self, F0 x(1+1e-7): {p['self_snr_db_f0_1e-7']:.1f}"
-            L.append(f"| {key} | {run['threads']} | {n} | {x['frames']} | {x['audio_s']:.2f} | {x['median_ms']:.0f} | "
+            L.append(f"| {key}{' (' + run['isa'] + ')' if run.get('isa') else ''} | {run['threads']} | {n} | {x['frames']} | {x['audio_s']:.2f} | {x['median_ms']:.0f} | "
                      f"{x['reps']} | {x['audio_s'] / (x['median_ms'] / 1e3):.2f} | "
                      f"{x['median_ms'] / t if t else float('nan'):.2f} | {x['median_ms'] / o if o else float('nan'):.2f} | "
                      f"{run['peak_rss_mb']:.0f} ({run['rss_growth_mb']:.0f}) | {snr_s} |")
@@ -646,6 +694,21 @@ def render_md(r: dict) -> str:
                          f"{ms * 1e3 if ms else float('nan'):.0f} | {ms / c['bound_s'] if ms else float('nan'):.1f} |")
             L.append(f"| {n} | **total** | | | {tot_b * 1e3:.0f} | {tot_m * 1e3:.0f} | {tot_m / tot_b if tot_b else 0:.1f} |")
         L.append("")
+        rr = r.get("round_robin") or {}
+        for lv, x in (roof.get("levels") or {}).items():
+            run, rr_ms = runs.get(f"kcc-O2-{lv}", {}), (rr.get("ms") or {}).get(f"kcc-{lv}", {})
+            cells = []
+            for n, b in x["bound_s"].items():
+                got = _get(run, n).get("median_ms")
+                how = "sequential"
+                if got is None and (rr_ms.get(str(n)) or rr_ms.get(n)):
+                    got, how = statistics.median(rr_ms.get(str(n)) or rr_ms.get(n)), "round-robin median"
+                cells.append(f"{n} ids bound {b * 1e3:.0f} ms" + (f", {how} {got:.0f} ms ({got / 1e3 / b:.1f}x)" if got else ""))
+            ran = run.get("isa") or (rr.get("isa") or {}).get(f"kcc-{lv}", "?")
+            L.append(f"- level {lv} (portable build forced; its libraries ran {ran}): GEMM {x['peak_GFLOPs']:.1f} GFLOP/s; "
+                     + "; ".join(cells))
+        if roof.get("levels"):
+            L.append("")
     t = r.get("ttfa")
     if t and "error" not in t:
         L.append("## Time to first audio (kcc native, chunked through kcc.say)")

@@ -36,17 +36,28 @@ static inline void kcc_gemm_store(float *const *rows, int64_t mr, int64_t nr, in
     for (int64_t r = 0; r < mr; ++r) kcc_gemm_store_row(rows[r], nr, first, c + r * ldc);
 }
 
-/* The same for rows kept as two half-panel accumulators (lanes 0..NH-1 in lo[r], the rest in hi[r]). */
+/* The same for rows kept as two half-panel accumulators (lanes 0..NH-1 in lo[r], the rest in hi[r]):
+ * a full panel's row straight from its halves, one constant-width loop per half and case. */
 static inline void kcc_gemm_store_halves(float *const *lo, float *const *hi, int64_t mr, int64_t nr, int first,
                                          float *KCC_RESTRICT c, int64_t ldc)
 {
     for (int64_t r = 0; r < mr; ++r) {
-        float row[KCC_GEMM_NR];
-        for (int j = 0; j < KCC_GEMM_NH; ++j) {
-            row[j] = lo[r][j];
-            row[KCC_GEMM_NH + j] = hi[r][j];
+        float *KCC_RESTRICT cr = c + r * ldc;
+        const float *KCC_RESTRICT l = lo[r], *KCC_RESTRICT h = hi[r];
+        if (nr == KCC_GEMM_NR && first) {
+            for (int j = 0; j < KCC_GEMM_NH; ++j) cr[j] = l[j];
+            for (int j = 0; j < KCC_GEMM_NH; ++j) cr[KCC_GEMM_NH + j] = h[j];
+        } else if (nr == KCC_GEMM_NR) {
+            for (int j = 0; j < KCC_GEMM_NH; ++j) cr[j] += l[j];
+            for (int j = 0; j < KCC_GEMM_NH; ++j) cr[KCC_GEMM_NH + j] += h[j];
+        } else {
+            float row[KCC_GEMM_NR];
+            for (int j = 0; j < KCC_GEMM_NH; ++j) {
+                row[j] = l[j];
+                row[KCC_GEMM_NH + j] = h[j];
+            }
+            kcc_gemm_store_row(row, nr, first, cr);
         }
-        kcc_gemm_store_row(row, nr, first, c + r * ldc);
     }
 }
 
