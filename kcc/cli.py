@@ -74,15 +74,19 @@ def cmd_say(args) -> int:
 
 def cmd_synth(args) -> int:
     """Phoneme ids (or a phoneme string) + a voice -> WAV, entirely in generated C (no G2P)."""
+    import math
     import os
     from pathlib import Path
 
     from kcc.outputs import check_output
-    from kcc.say import Interrupted, interruptible, interrupts_raise, load_synthesizer, resolve_voice
+    from kcc.say import Interrupted, check_max_frames, interruptible, interrupts_raise, load_synthesizer, resolve_voice
     from kcc.voices import style_for
     from kcc.wav import write_wav
     from kcc.g2p import load_vocab
     out_path = check_output(args.out, "-o")
+    max_frames = check_max_frames(args.max_frames)
+    if not (math.isfinite(args.speed) and 0 < args.speed <= 5):
+        raise ValueError(f"--speed must be in (0, 5], got {args.speed}")
     ids = _synth_ids(args)
     top = max(load_vocab().values())
     bad = [i for i in ids if not 0 <= i <= top]
@@ -92,7 +96,7 @@ def cmd_synth(args) -> int:
         try:
             def work():
                 pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-                synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames,
+                synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                                          args.native, getattr(args, "threads", None))
                 out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
                 write_wav(out_path, out.audio)
@@ -138,10 +142,11 @@ def cmd_export(args) -> int:
 
     from kcc.export import export
     from kcc.outputs import check_output_dir
-    from kcc.say import load_synthesizer, resolve_voice
+    from kcc.say import check_max_frames, load_synthesizer, resolve_voice
     check_output_dir(args.dir, "export directory")
+    max_frames = check_max_frames(args.max_frames)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
+    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames, args.native)
     out = export(synth, args.dir, pack)
     print(f"{out}: {len(synth.circuits)} stage circuits, main.c, Makefile, voice.f32; build with: make -C {out}")
     return 0

@@ -84,6 +84,20 @@ def check_speed(speed) -> float:
     return s
 
 
+# --max-frames: the back stages' arena grows with it. 8192 frames (3.4 min) hold a full
+# 510-phoneme chunk even at speed 0.25; below 64 a single slow token may not fit.
+MIN_MAX_FRAMES, MAX_MAX_FRAMES = 64, 8192
+
+
+def check_max_frames(value) -> int:
+    """None: the default plan (kcc.pipeline.DEFAULT_MAX_FRAMES); else a whole number in range."""
+    if value is None:
+        return DEFAULT_MAX_FRAMES
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_MAX_FRAMES <= value <= MAX_MAX_FRAMES:
+        raise SayError(f"--max-frames must be a whole number from {MIN_MAX_FRAMES} to {MAX_MAX_FRAMES}, got {value!r}")
+    return value
+
+
 # The first chunk is cut short (at a phrase boundary) so the first audio comes early:
 # measured on a 996-word text, 11.8 s to first audio with a full 456-phoneme first chunk,
 # 3.2 s with a 91-phoneme one (bench/results/bench_synth.md).
@@ -411,12 +425,10 @@ def _run(args) -> tuple[int, int, int]:
     outs = check_outputs(**{"-o": args.out, "--timestamps": args.timestamps})
     text = read_input(args)
     speed = check_speed(args.speed)
+    max_frames = check_max_frames(args.max_frames)
     g2p = G2P(args.lang, args.g2p)
     print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    max_frames = args.max_frames or DEFAULT_MAX_FRAMES
-    if max_frames < 1:
-        raise SayError(f"--max-frames must be a positive number of frames, got {max_frames}")
     progress = Progress(len(text), enabled=True if args.progress else None)
     chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames)
     first = next(chunks)                   # text errors surface before the (slow) compile

@@ -309,6 +309,22 @@ def test_synth_refuses_before_loading_the_model(tmp_path, monkeypatch, capsys, a
     assert rc == 2 and msg in err and loads == []
 
 
+@pytest.mark.parametrize("command", [["say", "hi"], ["synth", "--ids", "50"], ["export", "{tmp}/runner"]])
+@pytest.mark.parametrize("frames", ["0", "-5", "63", "8193", "1000000000"])
+def test_max_frames_out_of_range_is_refused_before_loading(tmp_path, monkeypatch, capsys, command, frames):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in command] + ["--max-frames", frames]
+    if command[0] != "export":
+        argv += ["-o", str(tmp_path / "x.wav")]
+    rc, _, err, loads = _cli(monkeypatch, capsys, argv)
+    assert rc == 2 and "--max-frames must be a whole number from 64 to 8192" in err and loads == []
+
+
+@pytest.mark.parametrize("speed", ["0", "-1", "nan", "inf", "5.5"])
+def test_synth_refuses_a_bad_speed_before_loading(tmp_path, monkeypatch, capsys, speed):
+    rc, _, err, loads = _cli(monkeypatch, capsys, ["synth", "--ids", "50", "--speed", speed, "-o", str(tmp_path / "x.wav")])
+    assert rc == 2 and "--speed must be in (0, 5]" in err and loads == []
+
+
 def test_export_refuses_a_file_as_its_directory(tmp_path, monkeypatch, capsys):
     (tmp_path / "f").write_text("x")
     rc, _, err, loads = _cli(monkeypatch, capsys, ["export", str(tmp_path / "f")])
@@ -559,3 +575,50 @@ def test_server_speaks_slow_speech_whole_when_the_estimate_is_beaten(tmp_path, s
     assert synth.overflows > 0
     expect = sum(int(synth.durations(c["ids"], 0.25).sum()) * 600 for c in synth.calls)
     assert len(body) == 2 * expect
+
+
+# -- the planning bound against the real model ---------------------------------------------------
+@pytest.fixture(scope="module")
+def real_frames():
+    """frames(encoded, speed): real Kokoro-82M's durations for a chunk. The probe shares the
+    compiled stages but plans 0 frames, so every run stops with FrameOverflow right after the
+    front stages (the duration predictor) and reports the frames it needed."""
+    if not espeak_available()[0]:
+        pytest.skip(f"espeak G2P unavailable: {espeak_available()[1]}")
+    from kcc.pipeline import Synthesizer
+    from kcc.voices import style_for
+    try:
+        synth = say_mod.load_synthesizer(None)
+    except Exception as exc:                    # no network for the wheels, no compiler, ...
+        pytest.skip(f"the real model is not available here: {type(exc).__name__}: {exc}")
+    probe = Synthesizer.from_circuits(synth.circuits, 0, "probe")
+    pack = say_mod.resolve_voice(None)
+
+    def frames(enc, speed):
+        with pytest.raises(FrameOverflow) as info:
+            probe.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed)
+        return info.value.frames
+    return frames
+
+
+REAL_TEXTS = [PARAGRAPH, "1234567890 " * 40, "a" * 1000, "Wait... what?! No!!! Really?.. " * 12,
+              "Dr. Smith paid $1,250.75 on 3/14/2025 at 10:30 a.m., e.g. for the U.S.A. trip (and more)."]
+
+
+@pytest.mark.parametrize("speed", [0.25, 1.0, 4.0])
+def test_real_model_chunks_fit_the_frame_plan(real_frames, speed):
+    """Measured on the default voice: every planned chunk needs at most its frame estimate, so
+    at most the 2,048 planned frames; the split retry stays a fallback."""
+    from kcc.g2p import G2P
+    g2p = G2P("en-us")
+    worst = 0.0
+    for text in REAL_TEXTS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            chunks = plan(text, g2p, speed=speed)
+        for c in chunks:
+            need = real_frames(c, speed)
+            assert need <= DEFAULT_MAX_FRAMES, (speed, len(c.ids), need, c.phonemes[:60])
+            worst = max(worst, need / frame_estimate(len(c.ids), speed))
+    print(f"speed {speed}: worst frames / estimate {worst:.2f}")
+    assert worst <= 1.0
