@@ -11,6 +11,7 @@ year to misaki, a count to espeak) and "%", which both backends read acceptably,
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Callable
 
 from num2words import num2words
@@ -119,9 +120,22 @@ _SLASH_DATE_RE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/
 _ISO_DATE_RE = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
 
 
+def fold_rare_diacritics(text: str) -> str:
+    """Latin letters past Latin Extended-A ("ễ" in "Nguyễn") as their base letters: espeak-ng's
+    English voice reads an unknown one as "letter" plus its code point in digits. Latin-1 and
+    Extended-A letters ("café", "Dvořák", "Gdańsk") it reads as letters, so they stay."""
+    out = []
+    for c in text:
+        if ord(c) > 0x17F and c.isalpha() and unicodedata.name(c, "").startswith("LATIN"):
+            c = "".join(b for b in unicodedata.normalize("NFKD", c) if not unicodedata.combining(b))
+        out.append(c)
+    return "".join(out)
+
+
 def normalize(text: str, british: bool = False) -> str:
     """English text with dates, times, money, decimals, thousands separators and common
     abbreviations spelled the way they are spoken (see the module doc)."""
+    text = fold_rare_diacritics(text)
     text = _SLASH_DATE_RE.sub(_slash_date(british), text)
     text = _ISO_DATE_RE.sub(_iso_date, text)
     text = _TIME_RE.sub(_time, text)

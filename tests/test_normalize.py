@@ -82,8 +82,16 @@ def test_abbreviations(text, spoken):
     assert normalize(text) == spoken
 
 
+@pytest.mark.parametrize("text, folded", [
+    ("Nguyễn Văn", "Nguyen Văn"), ("Phở", "Pho"), ("ǅemal", "Dzemal"), ("Ḥasan", "Hasan"),
+])
+def test_rare_diacritics_fold_to_base_letters(text, folded):
+    """espeak-ng's English voice reads "ễ" as "letter one e c five"."""
+    assert normalize(text) == folded
+
+
 @pytest.mark.parametrize("text", [
-    "version 1.2.3", "13/13/2024", "2024-13-40", "25:99", "1,23", "12345", "3rd", "50%", "the etcetera",
+    "café naïve façade", "Dvořák in Gdańsk", "Zürich, Ōsaka", "version 1.2.3", "13/13/2024", "2024-13-40", "25:99", "1,23", "12345", "3rd", "50%", "the etcetera",
     "Drs. Who", "plain words only.", "ip 10.0.0.1", "Mr", "e.g",
 ])
 def test_leaves_other_text_alone(text):
