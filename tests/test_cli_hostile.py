@@ -71,7 +71,8 @@ def _texts():
 @pytest.mark.parametrize("speed", SPEEDS)
 def test_planned_chunks_fit_the_frame_plan_at_every_speed(speed):
     limit = chunk_limit(MAX_PHONEMES, speed, DEFAULT_MAX_FRAMES)
-    assert limit == min(MAX_PHONEMES, int((DEFAULT_MAX_FRAMES * speed - 40) / 3.2))
+    assert frame_estimate(limit, speed) <= DEFAULT_MAX_FRAMES
+    assert limit == MAX_PHONEMES or frame_estimate(limit + 1, speed) > DEFAULT_MAX_FRAMES
     for name, text in _texts().items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -134,7 +135,7 @@ def test_a_word_longer_than_the_limit_is_really_cut():
     with pytest.warns(UserWarning, match=r"1000 phonemes, over the 510-phoneme chunk limit; it is cut into 2 pieces"):
         chunks = plan("a" * 1000, LetterG2P())
     assert [len(c.phonemes) for c in chunks] == [510, 490]
-    with pytest.warns(UserWarning, match="cut into 7 pieces"):
+    with pytest.warns(UserWarning, match="over the 141-phoneme chunk limit; it is cut into 8 pieces"):
         chunks = plan("a" * 1000, LetterG2P(), speed=0.25)
     assert max(len(c.phonemes) for c in chunks) <= chunk_limit(MAX_PHONEMES, 0.25, DEFAULT_MAX_FRAMES)
 
