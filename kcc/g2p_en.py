@@ -66,7 +66,17 @@ def pick_backend(backend: str) -> str:
 
 
 def _from_mtokens(tokens) -> list[Word]:
-    return [Word(t.text, t.phonemes or "", bool(t.whitespace)) for t in tokens]
+    """misaki's tokens as Words. A token misaki does not speak ("=", "😀") keeps its space only
+    where the word before has none: two spaces in a row would be two pause tokens."""
+    words: list[Word] = []
+    spaced = False                                   # a space is already due before the next phoneme
+    for t in tokens:
+        w = Word(t.text, t.phonemes or "", bool(t.whitespace))
+        if not w.phonemes and spaced:
+            w.whitespace = False
+        spaced = w.whitespace or (spaced and not w.phonemes)
+        words.append(w)
+    return words
 
 
 class _TaggedTokenizer:

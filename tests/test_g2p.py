@@ -56,6 +56,7 @@ def test_auto_backend_prefers_the_lexicons():
     ("I paid $5 for 3 apples in 1999.", "ˌI pˈAd fˈIv dˈɑləɹz fɔɹ θɹˈi ˈæpᵊlz ɪn nˌIntˈin nˈIndi nˈIn."),
     ("NASA and the FBI met at 10 AM.", "nˈæsə ænd ði ˌɛfbˌiˈI mˈɛt æt tˈɛn ˌAˈɛm."),
     ("Tom & Jerry grew 2.5% + 1%.", "tˈɑm ænd ʤˈɛɹi ɡɹˈu tˈu pˈYnt fˈIv pəɹsˈɛnt plˈʌs wˈʌn pəɹsˈɛnt."),
+    ("Smile 😀 = joy", "smˈIl ʤˈY"),                                    # unspoken symbols leave one space
 ])
 def test_lexicon_sentences(lex, text, phonemes):
     """misaki's gold/silver lexicons (upstream's readings), numbers by misaki's rules."""
