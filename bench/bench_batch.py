@@ -52,11 +52,11 @@ LONG = [
 _BATCH = r"""
 import json, sys, time
 t0 = float(sys.argv[4])
-from kcc.batch import Batch, SynthSpec
+from kcc.batch import Batch, Defaults, SynthSpec
 mode, shape = sys.argv[3].split(":")
 workers, threads = map(int, shape.split("x"))
 job = Batch(sys.argv[1], sys.argv[2], workers=workers, threads=threads, synth=SynthSpec(threads=threads),
-            processes=mode == "processes")
+            processes=mode == "processes", defaults=Defaults(voice=sys.argv[6]))
 outs = list(job)
 assert job.ok, job.summary["failures"]
 print(json.dumps({"wall_s": time.time() - t0, "audio_s": sum(o.audio_s for o in outs)}))
@@ -69,11 +69,15 @@ kcc, lines, out, threads = sys.argv[5], open(sys.argv[1], encoding="utf-8").read
 audio = 0.0
 for i, text in enumerate(lines):
     path = f"{out}/{i}.wav"
-    subprocess.run([kcc, "say", text, "-o", path, "--threads", threads], check=True, capture_output=True)
+    subprocess.run([kcc, "say", text, "-o", path, "--threads", threads, "--voice", sys.argv[6]], check=True,
+                   capture_output=True)
     with wave.open(path) as w:
         audio += w.getnframes() / w.getframerate()
 print(json.dumps({"wall_s": time.time() - t0, "audio_s": audio}))
 """
+
+
+VOICE = ""      # the real model's default voice by file (main() fills it in): no catalog scan per run
 
 
 def cpu_name() -> str:
@@ -89,7 +93,7 @@ def cpu_name() -> str:
 def run_config(name: str, script: str, manifest: Path, arg: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_batch_") as out:
         p = subprocess.run([sys.executable, "-c", script, str(manifest), out, arg, repr(time.time()),
-                            str(ROOT / ".venv" / "bin" / "kcc")], capture_output=True, text=True, cwd=ROOT)
+                            str(ROOT / ".venv" / "bin" / "kcc"), VOICE], capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
         raise SystemExit(f"{name} failed:\n{p.stderr[-3000:]}")
     got = json.loads(p.stdout.strip().splitlines()[-1])
@@ -110,6 +114,10 @@ def main() -> int:
                f"{n}x1-threads": (_BATCH, f"threads:{n}x1"), f"{n}x1-processes": (_BATCH, f"processes:{n}x1")}
     configs = {k: v for k, v in configs.items() if k not in args.skip}
     subprocess.run([sys.executable, "-c", "from kcc.batch import SynthSpec; SynthSpec()()"], check=True, cwd=ROOT)
+    global VOICE
+    from kcc.real_model import fetch
+    from kcc.voices import DEFAULT_VOICE
+    VOICE = f"{fetch()['voices']}:{DEFAULT_VOICE}"
     results: dict[tuple[str, str], list[dict]] = {}
     loads = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,7 +141,7 @@ def main() -> int:
                           f"{'  (recompiled!)' if got['recompiled'] else ''}", flush=True)
     lines = [f"# bench_batch: audio seconds per wall second ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})",
              "", f"CPU: {cpu_name()}, {os.cpu_count()} cores visible, {n} used; load average during the run "
-             f"{min(loads):.1f}-{max(loads):.1f} (a machine shared with other jobs). Real Kokoro-82M, default voice, "
+             f"{min(loads):.1f}-{max(loads):.1f} (a machine shared with other jobs). Real Kokoro-82M, voice jf_alpha, "
              f"{args.rounds} round(s), median shown. Short: {len(SHORT)} one-sentence items; long: {len(LONG)} "
              "paragraphs. Wall time includes process start, model load and worker spawn.", "",
              "| items | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
