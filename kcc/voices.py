@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.model import kokoro
+from kcc.bounded_read import npz_members
 from kcc.checkpoint import CheckpointError, load_torch_zip, read_npy, read_npz
 
 PACK_ROWS, STYLE_DIM = kokoro.VOICE_PACK_ROWS, kokoro.REF_S_DIM   # a pack: 510 rows of ref_s
