@@ -602,7 +602,7 @@ def real_frames():
     return frames
 
 
-REAL_TEXTS = [PARAGRAPH, "1234567890 " * 40, "a" * 1000, "Wait... what?! No!!! Really?.. " * 12,
+REAL_TEXTS = [PARAGRAPH, "1234567890 " * 20, "a" * 600, "Wait... what?! No!!! Really?.. " * 6,
               "Dr. Smith paid $1,250.75 on 3/14/2025 at 10:30 a.m., e.g. for the U.S.A. trip (and more)."]
 
 
