@@ -26,7 +26,7 @@ LEVELS = ("baseline", "avx2", "avx2fma", "avx512")
 # resolver and __builtin_cpu_supports test); 'abm' is how Linux spells LZCNT on AMD and Intel.
 _NEEDS = {
     "baseline": ("sse2",),
-    "avx2": ("avx2",),
+    "avx2": ("avx2", "bmi1", "bmi2", "f16c", "abm", "movbe", "xsave"),   # compiled for x86-64-v3: all but FMA
     "avx2fma": ("avx2", "fma", "bmi1", "bmi2", "f16c", "abm", "movbe", "xsave"),
     "avx512": ("avx2", "fma", "bmi1", "bmi2", "f16c", "abm", "movbe", "xsave",
                "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
