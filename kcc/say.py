@@ -368,30 +368,59 @@ def interrupts_raise():
             signal.signal(sig, handler)
 
 
+class TimestampStream:
+    """The timestamps JSON written as chunks come: words streamed to a temporary file, the chunk
+    list (one small entry per chunk) and the totals at the end. The same document as
+    SayResult.timestamps_json, keys in another order, so memory does not grow with the words."""
+
+    def __init__(self, path: Path, g2p: str):
+        from kcc.wav import AtomicFile
+        self.file, self.spans, self.words = AtomicFile(path), [], 0
+        self._put('{"sample_rate": %d, "g2p": %s, "words": [' % (SAMPLE_RATE, self._json(g2p)))
+
+    @staticmethod
+    def _json(value) -> str:
+        import json
+        return json.dumps(value, ensure_ascii=False)
+
+    def _put(self, text: str) -> None:
+        self.file.fh.write(text.encode("utf-8"))
+
+    def add(self, chunk: Chunk) -> None:
+        for w in chunk.words:
+            self._put(("\n " if self.words == 0 else ",\n ") + self._json(w))
+            self.words += 1
+        self.spans.append(chunk_summary(chunk))
+
+    def finish(self, samples: int) -> None:
+        self._put("\n], \"chunks\": [" + ",\n ".join(self._json(c) for c in self.spans)
+                  + f'], "audio_seconds": {round(samples / SAMPLE_RATE, 6)}}}\n')
+        self.file.close()
+
+
 def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: Path, timestamps: Path | None,
                   speed: float, seed: int, g2p: str, progress: Progress) -> tuple[int, int, int]:
-    """Chunks -> a WAV written as they come (memory: one chunk of audio), renamed into place at
-    the end with the timestamps; an error or interrupt leaves neither. -> (samples, chunks, ids)."""
-    import json
-    from kcc.wav import AtomicFile, WavWriter
-    words, spans, n_chunks, n_ids = [], [], 0, 0
-    with WavWriter(out) as wav:
+    """Chunks -> a WAV (and the timestamps) written as they come, memory one chunk of audio;
+    both renamed into place at the end, an error or interrupt leaves neither.
+    -> (samples, chunks, phoneme ids)."""
+    from kcc.wav import WavWriter
+    n_chunks = n_ids = 0
+    with contextlib.ExitStack() as stack:
+        wav = stack.enter_context(WavWriter(out))
+        ts = TimestampStream(timestamps, g2p) if timestamps is not None else None
+        if ts is not None:
+            stack.enter_context(ts.file)
         for c in synthesize_chunks(chunks, synth, pack, speed, seed, progress):
             wav.write(c.audio)
             n_chunks, n_ids = n_chunks + 1, n_ids + len(c.encoded.ids)
-            if timestamps is not None:
-                words += c.words
-                spans.append(chunk_summary(c))
+            if ts is not None:
+                ts.add(c)
         wav.close()
-        if timestamps is None:
-            wav.commit()
-        else:
-            with AtomicFile(timestamps) as ts:
-                doc = timestamps_document(wav.samples, g2p, words, spans)
-                ts.fh.write(json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8"))
-                ts.close()
-                wav.commit()
-                ts.commit()
+        if ts is not None:
+            ts.finish(wav.samples)
+        wav.commit()
+        if ts is not None:
+            ts.file.commit()
     return wav.samples, n_chunks, n_ids
 
 

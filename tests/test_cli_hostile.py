@@ -361,6 +361,18 @@ def test_say_streams_chunks_into_the_output(tmp_path, monkeypatch, capsys):
     assert not list(tmp_path.glob(".*.part"))
 
 
+def test_streamed_timestamps_are_the_in_memory_document(tmp_path, monkeypatch, capsys):
+    text = PARAGRAPH * 3 + "\nA second paragraph, \"quoted\" and odd: ünïcode."
+    expect = say(text, FramedSynth(), random_voice(0), seed=3, g2p=LetterG2P()).timestamps_json()
+    np.save(tmp_path / "v.npy", random_voice(0))
+    rc, _, err, _ = _cli(monkeypatch, capsys, ["say", text, "-o", str(tmp_path / "a.wav"), "--seed", "3",
+                                               "--voice", str(tmp_path / "v.npy"), "--timestamps", str(tmp_path / "a.json")])
+    assert rc == 0, err
+    got = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    assert got == expect and len(got["chunks"]) > 2
+    assert expect["g2p"] == LetterG2P.description
+
+
 def test_an_interrupt_leaves_no_output(tmp_path, monkeypatch, capsys):
     out, ts = tmp_path / "a.wav", tmp_path / "a.json"
     out.write_bytes(b"previous")
