@@ -493,14 +493,16 @@ def _real_model_here() -> bool:
 @pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.real_model)")
 def test_real_model_same_bytes_from_one_two_thread_worker_and_two_single_thread_workers(tmp_path):
     from kcc.batch import SynthSpec
+    from kcc.real_model import fetch
+    voice = Defaults(voice=f"{fetch(offline=True)['voices']}:jf_alpha")      # a real voice, by file
     items = [{"id": "r0", "phonemes": "hɛlO wɜɹld.", "seed": 3}, {"id": "r1", "phonemes": "kəkˈɔɹO.", "format": "flac"}]
-    one, _ = run_batch(items, tmp_path / "one", synth=SynthSpec(threads=2), defaults=Defaults())
+    one, _ = run_batch(items, tmp_path / "one", synth=SynthSpec(threads=2), defaults=voice)
     assert one.ok and one.summary["workers"] == 1 and one.summary["threads_per_worker"] == 2
     for mode in ("threads", "processes"):
         job, _ = run_batch(items, tmp_path / mode, synth=SynthSpec(threads=1), workers=2, processes=mode == "processes",
-                           defaults=Defaults())
+                           defaults=voice)
         assert job.ok and job.summary["workers"] == 2 and job.summary["threads_per_worker"] == 1
         assert outputs(tmp_path / "one") == outputs(tmp_path / mode), mode
     side = json.loads((tmp_path / "one" / "r0.json").read_text(encoding="utf-8"))
-    assert side["voice"] is None and side["model_digest"] not in ("", "unknown")
+    assert side["voice"] == voice.voice and side["model_digest"].startswith("kokoro-82m")
     assert 0.3 < side["audio"]["seconds"] < 5 and len(side["durations"][0]) == len("hɛlO wɜɹld.") + 2
