@@ -10,6 +10,7 @@
 #define KCC_GEMM_KC 128    /* K chunk: each chunk sums from zero, then adds to the stored partial */
 #define KCC_GEMM_NP 2      /* panels per call: the 8 x 2 tile */
 #define KCC_GEMM_NH 8      /* lanes per half panel: one AVX2 register (the tile4h rows) */
+#define KCC_GEMM_NQ 4      /* lanes per quarter panel: one SSE2 register (the tile2q rows) */
 
 /* Register tiles: named accumulator rows (not an [MR][NR] array: compilers keep them in vector
  * registers); rows past mr alias row 0 (no branch in the loop, results discarded). Every output
@@ -34,6 +35,18 @@ static inline void kcc_gemm_store(float *const *rows, int64_t mr, int64_t nr, in
                                   int64_t ldc)
 {
     for (int64_t r = 0; r < mr; ++r) kcc_gemm_store_row(rows[r], nr, first, c + r * ldc);
+}
+
+/* The same for rows kept as four quarter-panel accumulators (row r's lanes 4s.. in q[4r + s]). */
+static inline void kcc_gemm_store_quarters(float *const *q, int64_t mr, int64_t nr, int first, float *KCC_RESTRICT c,
+                                           int64_t ldc)
+{
+    for (int64_t r = 0; r < mr; ++r) {
+        float row[KCC_GEMM_NR];
+        for (int s = 0; s < KCC_GEMM_NR / KCC_GEMM_NQ; ++s)
+            for (int j = 0; j < KCC_GEMM_NQ; ++j) row[s * KCC_GEMM_NQ + j] = q[4 * r + s][j];
+        kcc_gemm_store_row(row, nr, first, c + r * ldc);
+    }
 }
 
 /* The same for rows kept as two half-panel accumulators (lanes 0..NH-1 in lo[r], the rest in hi[r]):
@@ -71,6 +84,8 @@ static inline void kcc_gemm_store_halves(float *const *lo, float *const *hi, int
  * GCC keeps a 16-lane row array in memory (its loop runs twice: load, FMA, store per step: 31
  * GFLOP/s on one Zen 4 core, forced avx2fma), each half is one register for the whole K loop:
  * eight accumulators, two B loads and four broadcasts per eight FMAs.
+ * tile2q (baseline x86-64, SSE2: 16 registers of 4 lanes): two rows, each as four 4-lane quarters:
+ * eight accumulators, four B loads and two broadcasts per eight multiply-adds.
  * tile8: eight independent accumulator chains hide the multiply-add latency and each B load
  * feeds eight of them. With AVX2's 16 vector registers its 16 accumulators would spill: only
  * AVX-512 targets take it.
@@ -126,6 +141,37 @@ static void kcc_gemm_tile4h##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, in
     }                                                                                            \
     float *lo[4] = {c0, c1, c2, c3}, *hi[4] = {e0, e1, e2, e3};                                  \
     kcc_gemm_store_halves(lo, hi, mr, nr, first, c, ldc);                                        \
+}                                                                                                \
+                                                                                                 \
+static void kcc_gemm_tile2q##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, int64_t mr,        \
+                                const float *KCC_RESTRICT b, int64_t kc,                         \
+                                float *KCC_RESTRICT c, int64_t ldc, int64_t nr, int first)       \
+{                                                                                                \
+    float c0[KCC_GEMM_NQ] = {0}, c1[KCC_GEMM_NQ] = {0}, c2[KCC_GEMM_NQ] = {0}, c3[KCC_GEMM_NQ] = {0}; \
+    float d0[KCC_GEMM_NQ] = {0}, d1[KCC_GEMM_NQ] = {0}, d2[KCC_GEMM_NQ] = {0}, d3[KCC_GEMM_NQ] = {0}; \
+    KCC_GEMM_ROW_PTR(0); KCC_GEMM_ROW_PTR(1);                                                    \
+    for (int64_t p = 0; p < kc; ++p) {                                                           \
+        const float *bp = b + p * KCC_GEMM_NR;                                                   \
+        const float v0 = a0[p], v1 = a1[p];                                                      \
+        for (int j = 0; j < KCC_GEMM_NQ; ++j) {                                                  \
+            c0[j] = MADD(v0, bp[j], c0[j]);                                                      \
+            d0[j] = MADD(v1, bp[j], d0[j]);                                                      \
+        }                                                                                        \
+        for (int j = 0; j < KCC_GEMM_NQ; ++j) {                                                  \
+            c1[j] = MADD(v0, bp[KCC_GEMM_NQ + j], c1[j]);                                        \
+            d1[j] = MADD(v1, bp[KCC_GEMM_NQ + j], d1[j]);                                        \
+        }                                                                                        \
+        for (int j = 0; j < KCC_GEMM_NQ; ++j) {                                                  \
+            c2[j] = MADD(v0, bp[2 * KCC_GEMM_NQ + j], c2[j]);                                    \
+            d2[j] = MADD(v1, bp[2 * KCC_GEMM_NQ + j], d2[j]);                                    \
+        }                                                                                        \
+        for (int j = 0; j < KCC_GEMM_NQ; ++j) {                                                  \
+            c3[j] = MADD(v0, bp[3 * KCC_GEMM_NQ + j], c3[j]);                                    \
+            d3[j] = MADD(v1, bp[3 * KCC_GEMM_NQ + j], d3[j]);                                    \
+        }                                                                                        \
+    }                                                                                            \
+    float *q[8] = {c0, c1, c2, c3, d0, d1, d2, d3};                                              \
+    kcc_gemm_store_quarters(q, mr, nr, first, c, ldc);                                           \
 }                                                                                                \
                                                                                                  \
 KCC_VECTOR_CLONES                                                                                \
@@ -219,6 +265,7 @@ static void kcc_gemm_dispatch##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, 
                                       float *KCC_RESTRICT c, int64_t ldc, int64_t nr, int first)  \
 {                                                                                                 \
     const int wide = mr > 4 && kcc_gemm_has_avx512(), halves = kcc_gemm_has_avx2();               \
+    const int quarters = kcc_isa_level_now() == 0;                                                \
     if (wide && nr > KCC_GEMM_NR) {                                                               \
         kcc_gemm_tile8x2##SUFFIX(a, lda, mr, b, b + b_step, kc, c, ldc, nr, first);               \
         return;                                                                                   \
@@ -229,7 +276,9 @@ static void kcc_gemm_dispatch##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, 
             kcc_gemm_tile8##SUFFIX(a, lda, mr, b, kc, c, ldc, nj, first);                         \
             continue;                                                                             \
         }                                                                                         \
-        for (int64_t i = 0; i < mr; i += 4) {                                                     \
+        for (int64_t i = 0; quarters && i < mr; i += 2)                                           \
+            kcc_gemm_tile2q##SUFFIX(a + i * lda, lda, mr - i < 2 ? mr - i : 2, b, kc, c + i * ldc, ldc, nj, first); \
+        for (int64_t i = 0; !quarters && i < mr; i += 4) {                                        \
             const int64_t m4 = mr - i < 4 ? mr - i : 4;                                           \
             if (halves) kcc_gemm_tile4h##SUFFIX(a + i * lda, lda, m4, b, kc, c + i * ldc, ldc, nj, first); \
             else kcc_gemm_tile4##SUFFIX(a + i * lda, lda, m4, b, kc, c + i * ldc, ldc, nj, first); \
