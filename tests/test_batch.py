@@ -242,6 +242,9 @@ def test_item_outputs_and_sidecar(tmp_path):
     assert side["audio"]["seconds"] == pytest.approx(got[0].audio_s) and side["wall_s"] > 0
     run = json.loads((out / RUN_MANIFEST).read_text())
     assert run["status"] == "complete" and run["counts"]["done"] == 2 and run["failures"] == []
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {(out / n).stat().st_mode & 0o777 for n in ("hello.wav", "hello.json", RUN_MANIFEST)} == {0o666 & ~umask}
     assert run["throughput"]["audio_s"] == pytest.approx(sum(o.audio_s for o in got), abs=1e-3)
 
 

@@ -78,10 +78,17 @@ def output_paths(outdir: Path, item_id: str, fmt: str) -> tuple[Path, Path]:
     return audio, sidecar
 
 
+# mkstemp makes 0600 files; outputs get the mode a plain open() would give (0666 less the umask).
+# Read once, at import: os.umask can only be read by setting it, which is not thread-safe.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """A complete file at `path` or none: temp file in the same directory, fsync, rename."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
