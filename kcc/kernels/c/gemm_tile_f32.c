@@ -84,8 +84,9 @@ static inline void kcc_gemm_store_halves(float *const *lo, float *const *hi, int
  * GCC keeps a 16-lane row array in memory (its loop runs twice: load, FMA, store per step: 31
  * GFLOP/s on one Zen 4 core, forced avx2fma), each half is one register for the whole K loop:
  * eight accumulators, two B loads and four broadcasts per eight FMAs.
- * tile2q (baseline x86-64, SSE2: 16 registers of 4 lanes): two rows, each as four 4-lane quarters:
- * eight accumulators, four B loads and two broadcasts per eight multiply-adds.
+ * tile2q (baseline x86-64, SSE2: 16 registers of 4 lanes; also off x86, e.g. aarch64's NEON): two
+ * rows, each as four 4-lane quarters: eight accumulators, four B loads and two broadcasts per eight
+ * multiply-adds.
  * tile8: eight independent accumulator chains hide the multiply-add latency and each B load
  * feeds eight of them. With AVX2's 16 vector registers its 16 accumulators would spill: only
  * AVX-512 targets take it.
@@ -265,7 +266,7 @@ static void kcc_gemm_dispatch##SUFFIX(const float *KCC_RESTRICT a, int64_t lda, 
                                       float *KCC_RESTRICT c, int64_t ldc, int64_t nr, int first)  \
 {                                                                                                 \
     const int wide = mr > 4 && kcc_gemm_has_avx512(), halves = kcc_gemm_has_avx2();               \
-    const int quarters = kcc_isa_level_now() == 0;                                                \
+    const int quarters = kcc_isa_level_now() < 1;   /* SSE2, and off x86 (NEON: 4-lane registers) */ \
     if (wide && nr > KCC_GEMM_NR) {                                                               \
         kcc_gemm_tile8x2##SUFFIX(a, lda, mr, b, b + b_step, kc, c, ldc, nr, first);               \
         return;                                                                                   \
