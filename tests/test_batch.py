@@ -379,6 +379,7 @@ def test_one_job_per_outdir(tmp_path):
     ({"workers": 0}, "workers must be a positive integer, got 0"),
     ({"threads": -2}, "threads must be a positive integer, got -2"),
     ({"workers": 1.5}, "workers must be a positive integer"),
+    ({"max_chars": 0}, "max_chars must be a positive integer, got 0"),
 ])
 def test_bad_job_options_raise(tmp_path, kwargs, msg):
     with pytest.raises(BatchError, match=msg):

@@ -60,7 +60,7 @@ class Batch:
                  for n, r in enumerate(manifest, 1)), defaults)
         if isinstance(synth, SynthSpec) and threads is None:
             threads = synth.threads
-        for name, n in (("workers", workers), ("threads", threads)):
+        for name, n in (("workers", workers), ("threads", threads), ("max_chars", max_chars)):
             if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
                 raise BatchError(f"{name} must be a positive integer, got {n!r}")
         self.workers, self.threads = split_cores(available_cores(), workers, threads)
