@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc.batch import Batch, BatchError, Defaults, Item, ManifestError, Rejected
+from kcc.batch import Batch, BatchError, Defaults, Item, ManifestError, Rejected, synthesize
 from kcc.batch.audio import AudioFormatError, encode_audio
 from kcc.batch.item import ItemWorker, JobOptions, is_done
 from kcc.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cores
@@ -250,8 +250,8 @@ def test_item_outputs_and_sidecar(tmp_path):
 
 def test_rerun_skips_done_items_and_redoes_changed_or_damaged_ones(tmp_path):
     out = tmp_path / "out"
-    _, first = run_batch(PHONEME_ITEMS, out)
-    assert {o.status for o in first} == {"done"}
+    first = list(synthesize(PHONEME_ITEMS, out, **job_kwargs()))          # the notebook shorthand
+    assert {o.status for o in first} == {"done"} and len(first) == 5
     before = outputs(out)
     _, again = run_batch(PHONEME_ITEMS, out, synth=FakeFactory(marks=str(tmp_path)))
     assert [o.status for o in again] == ["skipped"] * 5 and outputs(out) == before

@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from kcc.batch.item import ItemWorker, JobOptions, Outcome
+from kcc.batch.local_pool import SynthSpec, load
 from kcc.batch.manifest import Item, item_from_dict
 
 
@@ -51,6 +52,8 @@ def run_ray(items: Iterable[Item], options: JobOptions, factory: Callable, worke
     rows = [{"item": json.dumps(i.to_dict(), ensure_ascii=False)} for i in items]
     if not rows:
         return
+    if isinstance(factory, SynthSpec) and not address:
+        load(factory)          # a local Ray's actors share this node: build the artifact once, here
     started = not ray.is_initialized()
     if started:
         try:
