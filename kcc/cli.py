@@ -177,7 +177,9 @@ def _speech_args(p) -> None:
     from kcc.g2p import LANGUAGE_CHOICES
     p.add_argument("--lang", default="auto", choices=LANGUAGE_CHOICES,
                    help="language of the text (default: auto, from its script: kana / kanji -> ja, else en-us)")
-    p.add_argument("--g2p", default="auto", choices=["auto", "misaki", "espeak"])
+    from kcc.g2p import G2P_BACKENDS
+    p.add_argument("--g2p", default="auto", choices=G2P_BACKENDS,
+                   help="English G2P backend (default auto: misaki's lexicons, espeak-ng for unknown words)")
     p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
     p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
                    "use, or $OMP_NUM_THREADS)")

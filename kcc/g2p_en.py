@@ -23,7 +23,7 @@ _SPACY_MODEL = "en_core_web_sm"
 def _missing(*modules: tuple[str, str]) -> str:
     for mod, pkg in modules:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (pip install 'kcc[g2p]')"
+            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
     return ""
 
 

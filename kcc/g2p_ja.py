@@ -21,7 +21,7 @@ DESCRIPTION = "misaki cutlet romaniser over pyopenjtalk-plus readings (ja; no di
 def missing() -> str:
     for mod, pkg in MODULES:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (pip install 'kcc[ja]')"
+            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
     return ""
 
 
