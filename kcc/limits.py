@@ -16,7 +16,6 @@ def _table() -> list[tuple[str, str, str]]:
     from kcc.serve.app import HttpLimits
     from kcc.serve.service import Limits as ServiceLimits
     from kcc.serve.voice_set import CACHE_PACKS, MAX_BLEND_PARTS
-    from kcc.threads import available_cores
     from kcc.voices import MAX_STYLE_ABS
     app, svc = HttpLimits(), ServiceLimits()
     rows = []
@@ -32,7 +31,7 @@ def _table() -> list[tuple[str, str, str]]:
         ("text", "`--text-file` size", _mib(MAX_TEXT_BYTES)),
         ("text", "phonemes per chunk (fewer at slow speeds; longer words are cut)", str(MAX_PHONEMES)),
         ("say / synth", "speed; `--max-frames`; `--threads`",
-         f"{MIN_SPEED:g}-{MAX_SPEED:g}; {MIN_MAX_FRAMES}-{MAX_MAX_FRAMES}; 1-cores ({available_cores()} here)"),
+         f"{MIN_SPEED:g}-{MAX_SPEED:g}; {MIN_MAX_FRAMES}-{MAX_MAX_FRAMES}; 1 to the cores available"),
         ("server", "input characters / body bytes / requests in flight",
          f"{app.max_input_chars} / {_mib(app.max_body_bytes)} / {app.max_connections}"),
         ("server", "synthesis workers / queue (503 past it) / request deadline",

@@ -5,7 +5,7 @@ Usage: python scripts/update_readme.py [--check]
 
   LIMITS  from the constants the code enforces (kcc.limits)
   STATUS  from bench/results/xray.json (python scripts/xray_all.py writes it)
-  BENCH   from bench/results/bench_synth.json and bench/results/bench_say_warm.json
+  BENCH   from bench/results/bench_synth_levels.json and bench/results/bench_say_warm.json
 --check exits 1 when the README differs from what this script would write (a test runs it).
 """
 from __future__ import annotations
@@ -60,34 +60,39 @@ def status_section() -> str:
 
 
 def bench_section() -> str:
-    synth = json.loads((RESULTS / "bench_synth.json").read_text())
-    m, runs = synth["machine"], synth["runs"]
-    lengths = [str(n) for n in synth["lengths"]]
-    engines = [e for e in ("torch", "ort", "kcc-O2", "kcc-native") if e in runs]
-    names = {"torch": "torch 2.13 eager", "ort": "onnxruntime", "kcc-O2": "kcc (default build)",
-             "kcc-native": "kcc -march=native"}
-    isa = synth.get("isa_level") or ("AVX-512" if m.get("avx512f") else "AVX2")
+    """Today's round robin (bench_synth.py --isa ..., engines side by side, a ratio per round,
+    median of rounds): the one current table, with the CPU and the dispatch level of each row."""
+    synth = json.loads((RESULTS / "bench_synth_levels.json").read_text())
+    m, rr = synth["machine"], synth["round_robin"]
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    names = {"torch": "torch 2.13 eager", "ort": "onnxruntime 1.31 (torch.onnx export, FP32)",
+             "kcc-native": "kcc -march=native",
+             "kcc-avx2fma": "kcc forced to the AVX2 + FMA level", "kcc-avx512": "kcc forced to the AVX-512 level"}
     lines = ["## Speed", "",
-             f"`bench/bench_synth.py`, {m['date']} (commit {m['git_commit'][:7]}): {m['cpu']}, {m['cores']} cores, "
-             f"{isa}; {synth['threads']} threads per engine; the same weights, phoneme ids and voice row; "
-             "median ms of a full synthesis (ratio to torch / to onnxruntime).", "",
-             "| engine | " + " | ".join(f"{n} ids" for n in lengths) + " |", "| --- |" + " --- |" * len(lengths)]
-    for e in engines:
+             f"`bench/bench_synth.py` round robin, {m['date']} (commit {m['git_commit'][:7]}): {m['cpu']} "
+             f"(Zen 4, family 25 model 17), {m['cores']} cores, AVX-512, shared (load {' '.join(m['loadavg_start'])}); "
+             f"{synth['threads']} threads per engine; the same seeded full-config weights, phoneme ids and voice row; "
+             f"median ms of a full synthesis over {rr['rounds']} rounds (ratio to torch / to onnxruntime, taken "
+             "within each round). AVX2 rows are this CPU forced to that level (`KCC_ISA`), a proxy for an AVX2 CPU.", "",
+             "| engine | " + " | ".join(f"{n} ids" for n in rr["lengths"]) + " |", "| --- |" + " --- |" * len(rr["lengths"])]
+    for e in rr["engines"]:
         cells = []
-        for n in lengths:
-            ms = runs[e]["lengths"].get(n, {}).get("median_ms")
-            if ms is None:
-                cells.append("-")
+        for n in map(str, rr["lengths"]):
+            ms = med(rr["ms"][e][n])
+            if e in ("torch", "ort"):
+                cells.append(f"{ms:.0f}")
                 continue
-            ratio = "" if e in ("torch", "ort") else \
-                f" ({ms / runs['torch']['lengths'][n]['median_ms']:.2f} / {ms / runs['ort']['lengths'][n]['median_ms']:.2f})"
-            cells.append(f"{ms:.0f}{ratio}")
-        lines.append(f"| {names[e]} | " + " | ".join(cells) + " |")
+            rt = med([a / b for a, b in zip(rr["ms"][e][n], rr["ms"]["torch"][n])])
+            ro = med([a / b for a, b in zip(rr["ms"][e][n], rr["ms"]["ort"][n])])
+            cells.append(f"{ms:.0f} ({rt:.2f} / {ro:.2f})")
+        lines.append(f"| {names.get(e, e)} | " + " | ".join(cells) + " |")
     warm = RESULTS / "bench_say_warm.json"
     if warm.exists():
         w = json.loads(warm.read_text())
         ph = w["phases_median"]
-        lines += ["", f"Warm `kcc say` of one sentence (`bench/bench_say_warm.py`, {w['cpu']}): "
+        lines += ["", f"Warm `kcc say` of one sentence (`bench/bench_say_warm.py`, {w['cpu']}; the kcc process "
+                  "includes English G2P, the onnxruntime (int8 ONNX export) and torch processes get the same "
+                  "phoneme ids): "
                   + ", ".join(f"{k} {v['wall_s']:.2f} s wall / {v['peak_rss_mb']:.0f} MB peak RSS"
                               for k, v in w["rows"].items())
                   + f"; inside kcc: imports {ph['imports_s']:.2f} s, model load {ph['model_load_s']:.2f} s, "
