@@ -132,10 +132,20 @@ def fold_rare_diacritics(text: str) -> str:
     return "".join(out)
 
 
+# A number past the quadrillions is read digit by digit: nobody says it as a cardinal, and
+# num2words (inside misaki) overflows on a few hundred digits (found by fuzz/fuzz_text.py).
+_LONG_NUMBER_RE = re.compile(r"(?<![\d,])\d{1,3}(?:,\d{3}){5,}(?![\d,])|(?<!\d)\d{16,}(?!\d)")
+
+
+def _digit_by_digit(m: re.Match) -> str:
+    return " ".join(c for c in m[0] if c.isdigit())
+
+
 def normalize(text: str, british: bool = False) -> str:
     """English text with dates, times, money, decimals, thousands separators and common
     abbreviations spelled the way they are spoken (see the module doc)."""
     text = fold_rare_diacritics(text)
+    text = _LONG_NUMBER_RE.sub(_digit_by_digit, text)
     text = _SLASH_DATE_RE.sub(_slash_date(british), text)
     text = _ISO_DATE_RE.sub(_iso_date, text)
     text = _TIME_RE.sub(_time, text)
