@@ -9,6 +9,7 @@ weight packing, no C compiler.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -65,19 +66,38 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
     stages = stages or FRONT + BACK
     model_id, label, make_checkpoint = _source(checkpoint, log)
     where = artifact.artifact_dir(model_id, options, max_frames, stages)
-    if where.exists():
-        try:
-            circuits, _ = artifact.load(where, verify=verify)
-            return Synthesizer.from_circuits(circuits, max_frames, model_id, label)
-        except artifact.ArtifactError as exc:
-            if log is not None:
-                print(f"kcc: rebuilding the compiled model: {exc}", file=log)
-            shutil.rmtree(where, ignore_errors=True)
+    found = _load_existing(where, verify, log)
+    if found is not None:
+        return Synthesizer.from_circuits(found, max_frames, model_id, label)
+    where.parent.mkdir(parents=True, exist_ok=True)
+    # One compiler per artifact: a second cold process waits, then maps what the first built.
+    with open(where.parent / f".{where.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _load_existing(where, verify, log)
+        if found is not None:
+            return Synthesizer.from_circuits(found, max_frames, model_id, label)
+        return _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log)
+
+
+def _load_existing(where: Path, verify: bool, log):
+    if not where.exists():
+        return None
+    try:
+        return artifact.load(where, verify=verify)[0]
+    except artifact.ArtifactError as exc:
+        if log is not None:
+            print(f"kcc: rebuilding the compiled model: {exc}", file=log)
+        shutil.rmtree(where, ignore_errors=True)
+        return None
+
+
+def _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log) -> Synthesizer:
     t0 = time.perf_counter()
     if log is not None:
         print(f"kcc: compiling {label} into generated C (once per model and build options; cached in "
               f"{where.parent})",
               file=log, flush=True)
+
     def progress(i, n, stage):
         if log is not None:
             print(f"kcc: [{i + 1}/{n}] compiling {stage} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)

@@ -150,3 +150,15 @@ def test_non_finite_audio_is_a_synthesis_error_not_a_wav(small_ckpt_path):
     style = np.full((1, 256), 1e3, np.float32)
     with pytest.raises(SynthesisError, match="non-finite samples"):
         synth.synthesize(IDS, style)
+
+
+def test_two_cold_processes_compile_once(cache, small_ckpt_path):
+    """Two processes that find no artifact: one compiles, the other waits on the lock and maps it."""
+    import subprocess
+    import sys
+    code = ("import sys; from kcc import model_store; "
+            f"model_store.load_model({str(small_ckpt_path)!r}, max_frames=100, stages={STAGES[:1]!r})")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errs = [p.communicate(timeout=600)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert sum("compiling" in e and "into generated C" in e for e in errs) == 1, errs
