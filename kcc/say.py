@@ -75,6 +75,8 @@ def resolve_voice(voice, search: list[Path] | None = None) -> np.ndarray:
 
 
 def check_speed(speed) -> float:
+    if isinstance(speed, bool):          # float(True) is 1.0: a JSON or CSV true is no speed
+        raise SayError(f"speed must be a number, got {speed!r}")
     try:
         s = float(speed)
     except (TypeError, ValueError):

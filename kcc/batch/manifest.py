@@ -13,14 +13,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
 from kcc.batch.audio import FORMATS
 from kcc.g2p import G2PError, canonical_language, decode_text
-from kcc.say import MAX_SPEED, MIN_SPEED
+from kcc.say import check_speed
 
 COLUMNS = ("id", "text", "phonemes", "voice", "lang", "speed", "seed", "format")
 OPTIONS = ("voice", "lang", "speed", "seed", "format")
@@ -109,15 +108,7 @@ def check_option(name: str, value, defaults: Defaults):
             raise ValueError(f"format {value!r} is not one of {', '.join(FORMATS)}")
         return value
     if name == "speed":
-        if isinstance(value, bool):
-            raise ValueError(f"speed must be a number, got {value!r}")
-        try:
-            s = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"speed must be a number, got {value!r}") from None
-        if not (math.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
-            raise ValueError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {value!r}")
-        return s
+        return check_speed(value)            # a SayError is a ValueError
     if name == "seed":
         if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
             raise ValueError(f"seed must be an integer, got {value!r}")
