@@ -147,7 +147,7 @@ def test_unmapped_tensor_fails_loudly(real, graph, targets):
 @pytest.fixture(scope="module")
 def runs(real, imported):
     import json
-    from kcc.importers import ort_check as oc
+    from oracle import ort_check as oc
     from oracle.onnx_float import float_model
     vocab = json.loads(Path(real["vocab"]).read_text(encoding="utf-8"))["vocab"]
     ids = oc.phoneme_ids(oc.PHRASE, vocab)
