@@ -1,15 +1,14 @@
 """Seeded test checkpoints, built once per (config, seed) into the cache and reused."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from kcc.build import cache_dir
 from oracle.build_checkpoint import BUILDER_VERSION, build_checkpoint
 
 
 def checkpoint_cache() -> Path:
-    root = os.environ.get("KCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kcc")
-    p = Path(root) / "checkpoints"
+    p = cache_dir() / "checkpoints"
     p.mkdir(parents=True, exist_ok=True)
     return p
 
