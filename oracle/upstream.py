@@ -25,6 +25,8 @@ def kokoro_modules():
             raise ImportError("kokoro==0.9.4 is not installed (pip install --no-deps kokoro==0.9.4)")
         pkg = types.ModuleType("kokoro")
         pkg.__path__ = list(spec.submodule_search_locations)
+        pkg.__spec__ = spec          # importlib.util.find_spec("kokoro") must still answer
+        pkg.__file__ = spec.origin
         pkg.__version__ = KOKORO_VERSION
         sys.modules["kokoro"] = pkg
     return (importlib.import_module("kokoro.model"), importlib.import_module("kokoro.modules"),
