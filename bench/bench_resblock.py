@@ -22,12 +22,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kcc.build import BuildOptions  # noqa: E402
-from kcc.checkpoint import load_checkpoint  # noqa: E402
+from kcc.compiler.build import BuildOptions  # noqa: E402
+from kcc.weights.checkpoint import load_checkpoint  # noqa: E402
 from kcc.circuits import load_circuit  # noqa: E402
-from kcc.passes import DEFAULT_PASSES, FUSION_PASSES  # noqa: E402
-from kcc.runtime import compile_circuit  # noqa: E402
-from kcc.xray import compare_arrays  # noqa: E402
+from kcc.compiler.passes import DEFAULT_PASSES, FUSION_PASSES  # noqa: E402
+from kcc.compiler.runtime import compile_circuit  # noqa: E402
+from kcc.compiler.xray import compare_arrays  # noqa: E402
 
 C = 128
 KERNEL = {3: 3, 4: 7, 5: 11}          # resblocks.3 .. .5: kernel sizes 3, 7, 11

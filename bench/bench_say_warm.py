@@ -30,9 +30,9 @@ TEXT = "Hello from generated C."
 _PHASES = r"""
 import time, json, sys
 t0 = time.perf_counter()
-from kcc.say import load_synthesizer, plan, say, resolve_voice
-from kcc.g2p import G2P
-from kcc.wav import write_wav
+from kcc.speech.say import load_synthesizer, plan, say, resolve_voice
+from kcc.speech.g2p import G2P
+from kcc.speech.wav import write_wav
 t1 = time.perf_counter()
 synth = load_synthesizer(None, log=None)
 t2 = time.perf_counter()
@@ -120,8 +120,8 @@ def main(argv=None) -> int:
         if not args.no_peers:
             import numpy as np
 
-            from kcc import real_model
-            from kcc.voices import DEFAULT_VOICE, load_voice
+            from kcc.weights import real_model
+            from kcc.speech.voices import DEFAULT_VOICE, load_voice
             files = real_model.fetch()
             style = Path(tmp) / "style.npy"
             np.save(style, load_voice(DEFAULT_VOICE)[len(phases[0]["phonemes"]) - 1].reshape(1, 256))

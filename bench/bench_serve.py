@@ -6,7 +6,7 @@ two bounded phases of streamed requests (response_format pcm, stream_format audi
 TTFA is from sending the request to the first audio byte; xRT is audio seconds per wall second
 of one request; throughput is audio seconds per wall second over a whole phase; peak RSS is the
 server's VmHWM. Every phase stops issuing requests after --time-limit seconds.
-    python bench/bench_serve.py                       # the real model (kcc.say.load_synthesizer(None))
+    python bench/bench_serve.py                       # the real model (kcc.speech.say.load_synthesizer(None))
     python bench/bench_serve.py --fake                # tests' FakeSynth / LetterG2P: the server alone
 """
 from __future__ import annotations
@@ -32,14 +32,14 @@ from pathlib import Path
 sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]) / "tests")]
 if sys.argv[2] == "fake":
     import tempfile
-    import kcc.g2p, kcc.say, kcc.voices
+    import kcc.speech.g2p, kcc.speech.say, kcc.speech.voices
     from test_say import FakeSynth, LetterG2P
     from test_server import make_catalog
-    kcc.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.02)
-    kcc.voices.voice_catalog = lambda dirs: make_catalog(Path(tempfile.mkdtemp()))
-    kcc.g2p.G2P = lambda lang, backend: LetterG2P()
+    kcc.speech.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.02)
+    kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(tempfile.mkdtemp()))
+    kcc.speech.g2p.G2P = lambda lang, backend: LetterG2P()
 import argparse
-from kcc.serve.cli import add_parsers
+from kcc.speech.serve.cli import add_parsers
 ap = argparse.ArgumentParser()
 add_parsers(ap.add_subparsers())
 args = ap.parse_args(sys.argv[3:])

@@ -3,7 +3,7 @@
 Usage: python bench/bench_synth.py [--lengths 16,64,160] [--threads 2] [--budget-s 150] [--no-ttfa]
                                   [--isa avx2fma,avx512] [--engines torch,ort,kcc-O2,kcc-native,kcc-native-1t]
 
---isa runs the portable build once per forced x86-64 dispatch level (kcc/isa.py: what a CPU of
+--isa runs the portable build once per forced x86-64 dispatch level (kcc/compiler/isa.py: what a CPU of
 that level takes from the portable build) in the sequential runs and in the round robin, and
 measures the GEMM's GFLOP/s and the synthesis's roofline bound at each level; every kcc result
 names the level its libraries ran (kcc_isa_level()). --engines picks the sequential runs.
@@ -20,7 +20,7 @@ chaotic in F0, so the bench also measures upstream against itself with F0 scaled
 Then a round robin (--rr-rounds, --rr-lengths): torch, ORT and kcc native loaded side by side,
 each length run on each engine in turn, the order rotated by round, the ratios taken within a
 round (a noisy neighbour then slows all three alike). Then time to first audio for ~1,000 words
-through kcc.say's chunking, and the roofline of each stage (kcc.report) at the measured dims. Writes bench/results/bench_synth.{json,md}.
+through kcc.speech.say's chunking, and the roofline of each stage (kcc.compiler.report) at the measured dims. Writes bench/results/bench_synth.{json,md}.
 """
 from __future__ import annotations
 
@@ -174,8 +174,8 @@ def child_ort(a, inp) -> None:
 
 
 def _kcc_synth(a, max_frames: int, checkpoint=None):
-    from kcc.build import BuildOptions
-    from kcc.pipeline import Synthesizer
+    from kcc.compiler.build import BuildOptions
+    from kcc.model.pipeline import Synthesizer
     from oracle.checkpoints import test_checkpoint
     opts = (BuildOptions(opt="-O3", native=True, openmp=True) if a.build == "native"
             else BuildOptions(openmp=True, isa=a.isa or None))
@@ -185,7 +185,7 @@ def _kcc_synth(a, max_frames: int, checkpoint=None):
 
 def _kcc_level(synth) -> str:
     """The dispatch level the stage libraries run at (one build: the same for every stage)."""
-    from kcc.isa import library_level
+    from kcc.compiler.isa import library_level
     return ",".join(sorted({library_level(c.lib) for c in synth.circuits.values()}))
 
 
@@ -204,7 +204,7 @@ def kcc_runner(a, inp):
 
 
 def child_kcc(a, inp) -> None:
-    from kcc.pipeline import NOISE
+    from kcc.model.pipeline import NOISE
     base = vm_rss_kb()
     run = kcc_runner(a, inp)
     synth, got, stage_s, ref_s = run.synth, run.threads, run.stage_s, inp["ref_s"]
@@ -269,13 +269,13 @@ TTFA_PARAGRAPH = (
 
 
 def child_ttfa(a, inp) -> None:
-    """~1,000 words through kcc.say's planning and chunked synthesis; the first chunk's audio
+    """~1,000 words through kcc.speech.say's planning and chunked synthesis; the first chunk's audio
     time vs the whole. Chunks after the first `a.ttfa_chunks` are costed from their frame
     counts (front stages run for every chunk) when the time budget runs out."""
-    from kcc.g2p import G2P
-    from kcc.pipeline import BACK
-    from kcc.say import plan, resolve_voice, synthesize_chunks
-    from kcc.voices import style_for
+    from kcc.speech.g2p import G2P
+    from kcc.model.pipeline import BACK
+    from kcc.speech.say import plan, resolve_voice, synthesize_chunks
+    from kcc.speech.voices import style_for
     base = vm_rss_kb()
     paras = [TTFA_PARAGRAPH] * a.ttfa_repeat
     text = "\n".join(paras)
@@ -353,7 +353,7 @@ def machine() -> dict:
 
 
 def onnx_model(work: Path) -> tuple[Path, float]:
-    from kcc.checkpoint import checkpoint_digest, load_checkpoint
+    from kcc.weights.checkpoint import checkpoint_digest, load_checkpoint
     from oracle.checkpoints import test_checkpoint
     digest = checkpoint_digest(load_checkpoint(test_checkpoint("full", 0)))[:16]
     path = Path.home() / ".cache" / "kcc" / "onnx" / f"kokoro-full-seed0-{digest}.onnx"
@@ -430,15 +430,15 @@ def round_robin(a, work: Path, engines: dict[str, list[str]], lengths: list[int]
 
 
 def stage_roofline(lengths_frames: dict, threads: int, levels: list[str] = ()) -> dict:
-    """kcc.report bound per stage at the dims of each measured utterance; per forced dispatch
+    """kcc.compiler.report bound per stage at the dims of each measured utterance; per forced dispatch
     level, the GEMM peak of that level's portable build and the synthesis's bound with it."""
-    from kcc.pipeline import BACK, FRONT, frame_dims
-    from kcc.report import build_report, measure_roofline
+    from kcc.model.pipeline import BACK, FRONT, frame_dims
+    from kcc.compiler.report import build_report, measure_roofline
     from oracle.checkpoints import test_checkpoint
     rf = max((measure_roofline(threads) for _ in range(3)), key=lambda r: r.peak)  # best of 3: least disturbed
     out = {"bandwidth_GBps": rf.bandwidth / 1e9, "peak_GFLOPs": rf.peak / 1e9, "threads": rf.threads,
            "how": rf.how, "stages": {}}
-    from kcc.checkpoint import load_checkpoint
+    from kcc.weights.checkpoint import load_checkpoint
     ck = load_checkpoint(test_checkpoint("full", 0))
     for n, frames in lengths_frames.items():
         dims = {"B": 1, "T": n + 2, **frame_dims(frames)}
@@ -449,7 +449,7 @@ def stage_roofline(lengths_frames: dict, threads: int, levels: list[str] = ()) -
             r = build_report(stage, ck, d, roofline=rf)
             per[stage] = {"flops": r.flops, "bytes": r.bytes, "bound_s": r.bound_s(), "arena_bytes": r.arena_bytes_at}
         out["stages"][n] = per
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     out["levels"] = {}
     for lv in levels:
         peak = max(measure_roofline(threads, triad_floats=1 << 10, reps=3, options=BuildOptions(openmp=True, isa=lv)).peak
@@ -520,7 +520,7 @@ def parent(a) -> int:
     t_all = time.perf_counter()
     info = machine()
     print(f"bench_synth: {info['cpu']}, {info['cores']} cores, load {' '.join(info['loadavg_start'])}", file=sys.stderr)
-    from kcc.g2p import load_vocab
+    from kcc.speech.g2p import load_vocab
     vocab_ids = sorted({int(v) for v in load_vocab().values() if int(v) != 0})
     rng = np.random.default_rng(2026)
     inputs = {f"ids{n}": rng.choice(vocab_ids, size=n).astype(np.int64) for n in a.lengths}
@@ -711,7 +711,7 @@ def render_md(r: dict) -> str:
             L.append("")
     t = r.get("ttfa")
     if t and "error" not in t:
-        L.append("## Time to first audio (kcc native, chunked through kcc.say)")
+        L.append("## Time to first audio (kcc native, chunked through kcc.speech.say)")
         L.append("")
         L.append(f"- text: {t['words']} words ({t['paragraphs']} paragraphs), {t['chunks']} chunks "
                  f"(phonemes {t['chunk_phonemes']}), {t['audio_total_s']:.0f} s of audio; checkpoint {t['checkpoint']}, "
@@ -723,7 +723,7 @@ def render_md(r: dict) -> str:
         L.append(f"- **time to first audio {t['ttfa_s']:.2f} s** (G2P of the whole text first, as kcc say / serve "
                  f"plan today); {t['ttfa_streamed_g2p_s']:.2f} s if G2P ran per paragraph")
         sf = t["short_first_chunk"]
-        L.append(f"- with a short first chunk (kcc.say.plan limit 100 phonemes: {sf['phonemes']} phonemes) the "
+        L.append(f"- with a short first chunk (kcc.speech.say.plan limit 100 phonemes: {sf['phonemes']} phonemes) the "
                  f"first audio would come after {t['g2p_first_paragraph_s'] + sf['synth_s']:.2f} s")
         L.append(f"- total {t['total_s']:.1f} s" + (f" ({t['chunks_synthesized']} of {t['chunks']} chunks measured, "
                  f"the rest estimated from their frame counts at the measured s/frame)" if t["total_is_estimate"] else ""))

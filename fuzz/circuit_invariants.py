@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from kcc.checkpoint import CheckpointError
+from kcc.weights.checkpoint import CheckpointError
 from kcc.circuits import CircuitError, validate_circuit
 from kcc.ops import OPS, LoweringError
 

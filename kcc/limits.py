@@ -8,15 +8,15 @@ def _mib(n: int) -> str:
 
 
 def _table() -> list[tuple[str, str, str]]:
-    from kcc.batch.item import DEFAULT_MAX_CHARS
-    from kcc.batch.manifest import MAX_ID_BYTES
-    from kcc.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
+    from kcc.speech.batch.item import DEFAULT_MAX_CHARS
+    from kcc.speech.batch.manifest import MAX_ID_BYTES
+    from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
     from kcc.model.kokoro import MAX_PHONEMES
-    from kcc.say import MAX_MAX_FRAMES, MAX_SPEED, MAX_TEXT_BYTES, MIN_MAX_FRAMES, MIN_SPEED
-    from kcc.serve.app import HttpLimits
-    from kcc.serve.service import Limits as ServiceLimits
-    from kcc.serve.voice_set import CACHE_PACKS, MAX_BLEND_PARTS
-    from kcc.voices import MAX_STYLE_ABS
+    from kcc.speech.say import MAX_MAX_FRAMES, MAX_SPEED, MAX_TEXT_BYTES, MIN_MAX_FRAMES, MIN_SPEED
+    from kcc.speech.serve.app import HttpLimits
+    from kcc.speech.serve.service import Limits as ServiceLimits
+    from kcc.speech.serve.voice_set import CACHE_PACKS, MAX_BLEND_PARTS
+    from kcc.speech.voices import MAX_STYLE_ABS
     app, svc = HttpLimits(), ServiceLimits()
     rows = []
     for what, lim in (("checkpoint (.pth / .npz)", CHECKPOINT_LIMITS), ("voice file (.pt / .npy)", VOICE_LIMITS),

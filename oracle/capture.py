@@ -51,7 +51,7 @@ def write_capture(name: str, config: str, seed: int, data: dict, ckpt_path: Path
 
 
 def _record(name, config, seed, raw, out, data, ckpt_path) -> None:
-    from kcc.checkpoint import checkpoint_digest, load_checkpoint
+    from kcc.weights.checkpoint import checkpoint_digest, load_checkpoint
     manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
     manifest[out.name] = {
         "sha256": hashlib.sha256(raw).hexdigest(),

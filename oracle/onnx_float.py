@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcc.importers.onnx_graph import GraphIndex, OnnxImportError
+from kcc.weights.importers.onnx_graph import GraphIndex, OnnxImportError
 
 
 def _chain_end(g: GraphIndex, node):
@@ -53,7 +53,7 @@ def float_model(onnx_path):
     """Return an onnx.ModelProto computing the export in float with the dequantised weights."""
     import onnx
     from onnx import helper, numpy_helper
-    from kcc.importers.onnx_graph import dequant_conv_integer, dequant_gather, dequant_matmul_integer
+    from kcc.weights.importers.onnx_graph import dequant_conv_integer, dequant_gather, dequant_matmul_integer
 
     g = GraphIndex.load(onnx_path)
     model = onnx.load(str(onnx_path))

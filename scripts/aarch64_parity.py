@@ -26,9 +26,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kcc.build import STRICT_FLAGS, Built  # noqa: E402
-from kcc.emit import symbol_prefix  # noqa: E402
-from kcc.runtime import CompiledCircuit  # noqa: E402
+from kcc.compiler.build import STRICT_FLAGS, Built  # noqa: E402
+from kcc.compiler.emit import symbol_prefix  # noqa: E402
+from kcc.compiler.runtime import CompiledCircuit  # noqa: E402
 
 HARNESS = Path(__file__).resolve().with_name("aarch64_harness.c")
 CROSS_CC = os.environ.get("KCC_CROSS_CC", "aarch64-linux-gnu-gcc")
@@ -107,9 +107,9 @@ class QemuCircuit(CompiledCircuit):
 def parity_reports(workdir: Path):
     """X-Ray reports of the aarch64 build: phoneme encoder, generator (resblocks, conv_post and
     the iSTFT's waveform, teacher-forced at the STFT as on x86), and the polar iSTFT alone."""
-    from kcc.checkpoint import load_checkpoint
-    from kcc.runtime import compile_circuit
-    from kcc.xray import compare, load_pinned, xray_compiled
+    from kcc.weights.checkpoint import load_checkpoint
+    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.xray import compare, load_pinned, xray_compiled
     from oracle.checkpoints import test_checkpoint
     ckpt = load_checkpoint(test_checkpoint("small", 0))
     reports = {}
@@ -135,7 +135,7 @@ def istft_circuit() -> dict:
 
 
 def main() -> int:
-    from kcc.xray import render
+    from kcc.compiler.xray import render
     if missing_tools():
         print(f"aarch64 parity: NOT_TESTED ({', '.join(missing_tools())} not installed: "
               "apt-get install gcc-aarch64-linux-gnu qemu-user)")

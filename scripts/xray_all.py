@@ -11,10 +11,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kcc.checkpoint import load_checkpoint  # noqa: E402
+from kcc.weights.checkpoint import load_checkpoint  # noqa: E402
 from kcc.circuits import load_circuit, shipped_circuits  # noqa: E402
-from kcc.runtime import compile_circuit  # noqa: E402
-from kcc.xray import FIXTURES, load_pinned, xray_compiled  # noqa: E402
+from kcc.compiler.runtime import compile_circuit  # noqa: E402
+from kcc.compiler.xray import FIXTURES, load_pinned, xray_compiled  # noqa: E402
 from oracle.checkpoints import test_checkpoint  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         keys = ("circuit", "config", "passed", "checkpoints", "worst", "worst_max_abs", "min_snr_db")
         Path(args.json).write_text(json.dumps([dict(zip(keys, r)) for r in rows], indent=1) + "\n")
     if args.plot:
-        from kcc.plot import plot_results
+        from kcc.compiler.plot import plot_results
         print(plot_results(all_results, args.plot, "X-Ray per checkpoint, every stage circuit vs pinned upstream captures"))
     return 0
 

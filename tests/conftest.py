@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcc.checkpoint import load_checkpoint
+from kcc.weights.checkpoint import load_checkpoint
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ def reports(tmp_path_factory):
 def test_aarch64_build_holds_the_gate(reports, name, checkpoints):
     """Every checkpoint at its gate (the circuit's documented one, else FP32); the generator
     teacher-forced at the STFT as on x86 (tests/test_generator.py), its waveform included."""
-    from kcc.xray import render
+    from kcc.compiler.xray import render
     report = reports[name]
     assert len(report.results) == checkpoints
     for r in report.results:
@@ -39,7 +39,7 @@ def test_aarch64_build_holds_the_gate(reports, name, checkpoints):
 
 
 def _run_aarch64(tmp_path, body: str, *defines: str) -> subprocess.CompletedProcess:
-    from kcc.emit import COMMON_HEADER
+    from kcc.compiler.emit import COMMON_HEADER
     src = tmp_path / "t.c"
     src.write_text(COMMON_HEADER.read_text() + "#include <stdio.h>\n" + body)
     exe = tmp_path / "t"
@@ -61,7 +61,7 @@ def test_aarch64_has_no_x86_dispatch(tmp_path):
 def test_neon_vectorises_the_gemm_tile(tmp_path):
     """GCC's -O2 vectorises the GEMM micro-kernel for NEON (16-byte vectors) from the same source."""
     from kcc.kernels.registry import get_kernel
-    from kcc.emit import COMMON_HEADER
+    from kcc.compiler.emit import COMMON_HEADER
     src = tmp_path / "gemm.c"
     src.write_text(COMMON_HEADER.read_text() + get_kernel("kcc_gemm_tile_f32").c_source()
                    + "void t(const float *a, const float *b, float *c) { kcc_gemm_packed_f32(a, 64, 8, b, 64, 32, c, 32, 1); }\n")

@@ -26,7 +26,7 @@ def asr():
     for mod, pkg in NEEDS:
         if importlib.util.find_spec(mod) is None:
             pytest.skip(f"{pkg} is not installed (pip install -e .[dev])")
-    from kcc.g2p_en import lexicon_available
+    from kcc.speech.g2p_en import lexicon_available
     ok, why = lexicon_available()
     if not ok:
         pytest.skip(why)
@@ -35,7 +35,7 @@ def asr():
         import asr_wer
     finally:
         sys.path.pop(0)
-    from kcc.real_model import FetchError
+    from kcc.weights.real_model import FetchError
     try:
         engines = asr_wer.Engines()
     except FetchError as exc:
@@ -79,8 +79,8 @@ OTHER_LANGUAGES = [
 
 @pytest.mark.parametrize("language, text", OTHER_LANGUAGES)
 def test_durations_match_upstream_per_language(asr, language, text):
-    from kcc.g2p import G2P, encode
-    from kcc.g2p_intl import available
+    from kcc.speech.g2p import G2P, encode
+    from kcc.speech.g2p_intl import available
     ok, why = available(language)
     if not ok:
         pytest.skip(why)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kcc.build import BuildOptions
+from kcc.compiler.build import BuildOptions
 from kcc.ops.core import LoweringError
-from kcc.runtime import compile_circuit
+from kcc.compiler.runtime import compile_circuit
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 

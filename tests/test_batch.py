@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc.batch import Batch, BatchError, Defaults, Item, ManifestError, Rejected, synthesize
-from kcc.batch.audio import AudioFormatError, encode_audio
-from kcc.batch.item import ItemWorker, JobOptions, is_done
-from kcc.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cores
-from kcc.batch.manifest import RUN_MANIFEST, read_manifest
-from kcc.g2p import Word, load_vocab
-from kcc.say import random_voice
+from kcc.speech.batch import Batch, BatchError, Defaults, Item, ManifestError, Rejected, synthesize
+from kcc.speech.batch.audio import AudioFormatError, encode_audio
+from kcc.speech.batch.item import ItemWorker, JobOptions, is_done
+from kcc.speech.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cores
+from kcc.speech.batch.manifest import RUN_MANIFEST, read_manifest
+from kcc.speech.g2p import Word, load_vocab
+from kcc.speech.say import random_voice
 from test_say import FakeSynth, LetterG2P
 
 REPO = Path(__file__).resolve().parents[1]
@@ -330,7 +330,7 @@ def test_kill_9_loses_only_items_in_flight_and_resume_matches_a_clean_run(tmp_pa
     manifest = write_jsonl(tmp_path / "m.jsonl", items)
     out = tmp_path / "out"
     script = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
-              "from test_batch import FakeFactory, letters\nfrom kcc.batch import Batch, Defaults\n"
+              "from test_batch import FakeFactory, letters\nfrom kcc.speech.batch import Batch, Defaults\n"
               "for o in Batch(sys.argv[2], sys.argv[3], synth=FakeFactory(delay=0.15), workers=int(sys.argv[5]),\n"
               "               processes=sys.argv[6] == '1', g2p=letters, voices_dirs=[sys.argv[4]],\n"
               "               defaults=Defaults(voice='va.npy')):\n"
@@ -456,10 +456,10 @@ def test_compressed_formats_are_deterministic_and_decode():
 
 # -- command line -----------------------------------------------------------------------------
 def _cli(argv, monkeypatch):
-    from kcc.batch import cli as batch_cli
-    from kcc.batch import local_pool
+    from kcc.speech.batch import cli as batch_cli
+    from kcc.speech.batch import local_pool
     monkeypatch.setattr(local_pool.SynthSpec, "__call__", lambda self: FakeSynth())
-    monkeypatch.setattr("kcc.batch.item.G2P", lambda lang, backend: LetterG2P())
+    monkeypatch.setattr("kcc.speech.batch.item.G2P", lambda lang, backend: LetterG2P())
     ap = argparse.ArgumentParser(prog="kcc")
     batch_cli.add_parser(ap.add_subparsers(dest="cmd"))
     args = ap.parse_args(["batch", *argv])
@@ -487,17 +487,17 @@ def test_cli_batch_exit_status_and_progress(tmp_path, monkeypatch, capsys):
 # -- the real model -------------------------------------------------------------------------
 def _real_model_here() -> bool:
     try:
-        from kcc.real_model import fetch
+        from kcc.weights.real_model import fetch
         fetch(offline=True)
         return True
     except Exception:
         return False
 
 
-@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.real_model)")
+@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.weights.real_model)")
 def test_real_model_same_bytes_from_one_two_thread_worker_and_two_single_thread_workers(tmp_path):
-    from kcc.batch import SynthSpec
-    from kcc.real_model import fetch
+    from kcc.speech.batch import SynthSpec
+    from kcc.weights.real_model import fetch
     voice = Defaults(voice=f"{fetch(offline=True)['voices']}:jf_alpha")      # a real voice, by file
     items = [{"id": "r0", "phonemes": "hɛlO wɜɹld.", "seed": 3}, {"id": "r1", "phonemes": "kəkˈɔɹO.", "format": "flac"}]
     one, _ = run_batch(items, tmp_path / "one", synth=SynthSpec(threads=2), defaults=voice)

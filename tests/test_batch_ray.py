@@ -12,7 +12,7 @@ if os.environ.get("KCC_SKIP_RAY") == "1":
     pytest.skip("KCC_SKIP_RAY=1", allow_module_level=True)
 ray = pytest.importorskip("ray")
 
-from kcc.batch import Batch                                            # noqa: E402
+from kcc.speech.batch import Batch                                            # noqa: E402
 from test_batch import PHONEME_ITEMS, FakeFactory, job_kwargs, outputs, run_batch, voice_dir  # noqa: E402,F401
 
 TESTS = Path(__file__).resolve().parent

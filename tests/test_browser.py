@@ -9,7 +9,7 @@ import time
 import pytest
 
 from test_say import FakeSynth, sentences
-from kcc.wav import pcm16
+from kcc.speech.wav import pcm16
 from test_server import expected, s16, serving
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

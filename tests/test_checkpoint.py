@@ -7,7 +7,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from kcc.checkpoint import SECTIONS, CheckpointError, checkpoint_digest, load_checkpoint, tensor_sha256
+from kcc.weights.checkpoint import SECTIONS, CheckpointError, checkpoint_digest, load_checkpoint, tensor_sha256
 
 
 def test_reads_the_five_sections_with_module_prefix_stripped(small_ckpt):
@@ -165,7 +165,7 @@ def test_non_tensor_entry_is_refused(tmp_path):
 
 
 def test_sha_mismatched_checkpoint_is_refused(small_ckpt_path, tmp_path):
-    from kcc.checkpoint import file_sha256
+    from kcc.weights.checkpoint import file_sha256
     good = file_sha256(small_ckpt_path)
     assert load_checkpoint(small_ckpt_path, sha256=good).names()
     with pytest.raises(CheckpointError, match="differs from the expected"):
@@ -183,7 +183,7 @@ def _mixed_state():
 
 def test_torch_free_writer_is_read_exactly_by_torch_weights_only(tmp_path):
     import torch
-    from kcc.torch_zip import save_torch_zip
+    from kcc.weights.torch_zip import save_torch_zip
     state = _mixed_state()
     path = save_torch_zip(state, tmp_path / "written.pth")
     back = torch.load(path, map_location="cpu", weights_only=True)
@@ -197,8 +197,8 @@ def test_torch_free_writer_is_read_exactly_by_torch_weights_only(tmp_path):
 
 
 def test_torch_free_writer_round_trips_through_kcc(tmp_path):
-    from kcc.checkpoint import load_torch_zip
-    from kcc.torch_zip import save_torch_zip
+    from kcc.weights.checkpoint import load_torch_zip
+    from kcc.weights.torch_zip import save_torch_zip
     state = _mixed_state()
     back = load_torch_zip(save_torch_zip(state, tmp_path / "rt.pth"))
     for section, params in state.items():
@@ -211,7 +211,7 @@ def test_torch_free_writer_round_trips_through_kcc(tmp_path):
 
 
 def test_written_bytes_are_deterministic_and_data_is_aligned(tmp_path):
-    from kcc.torch_zip import ALIGNMENT, save_torch_zip
+    from kcc.weights.torch_zip import ALIGNMENT, save_torch_zip
     a = save_torch_zip(_mixed_state(), tmp_path / "a" / "m.pth")
     b = save_torch_zip(_mixed_state(), tmp_path / "b" / "m.pth")
     assert a.read_bytes() == b.read_bytes()
@@ -222,7 +222,7 @@ def test_written_bytes_are_deterministic_and_data_is_aligned(tmp_path):
 
 def test_a_real_layout_section_survives_the_writer_and_torch(small_ckpt, tmp_path):
     import torch
-    from kcc.torch_zip import save_torch_zip
+    from kcc.weights.torch_zip import save_torch_zip
     state = {s: {n.split(".", 1)[1]: small_ckpt.get(n) for n in small_ckpt.names() if n.startswith(f"{s}.")}
              for s in SECTIONS}
     state = {s: (params if s == "text_encoder" else dict(list(params.items())[:3])) for s, params in state.items()}
@@ -235,7 +235,7 @@ def test_a_real_layout_section_survives_the_writer_and_torch(small_ckpt, tmp_pat
 
 
 def test_npz_checkpoint_round_trip(tmp_path):
-    from kcc.torch_zip import save_npz_checkpoint, save_torch_zip
+    from kcc.weights.torch_zip import save_npz_checkpoint, save_torch_zip
     state = _mixed_state()
     flat = {f"{s}.{k}": v for s, params in state.items() for k, v in params.items()}
     path = save_npz_checkpoint(flat, tmp_path / "m.npz")
@@ -250,7 +250,7 @@ def test_npz_checkpoint_round_trip(tmp_path):
 def test_written_checkpoint_gets_the_umask_mode_and_keeps_a_replaced_files_mode(tmp_path):
     import os
     import stat
-    from kcc.torch_zip import save_torch_zip
+    from kcc.weights.torch_zip import save_torch_zip
     old = os.umask(0o027)
     try:
         fresh = save_torch_zip({"a": np.zeros(2, np.float32)}, tmp_path / "fresh.pth")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kcc.build import BuildError, BuildOptions, build_library
+from kcc.compiler.build import BuildError, BuildOptions, build_library
 from kcc.circuits import CircuitError, load_circuit, shipped_circuits, validate_circuit
 from kcc.ops import OPS
 
@@ -101,7 +101,7 @@ def test_malformed_json_file(tmp_path):
 
 
 def test_unknown_op_is_never_compiled(tmp_path, doc):
-    from kcc.runtime import compile_circuit
+    from kcc.compiler.runtime import compile_circuit
     doc["blocks"][0]["ops"][0]["op"] = "mystery"
     with pytest.raises(CircuitError, match="unknown op 'mystery'"):
         compile_circuit(doc, tmp_path / "unused.pth")
@@ -140,7 +140,7 @@ def test_compiler_diagnostics_surface(tmp_path, monkeypatch):
 
 
 def test_concurrent_builds_share_one_entry(tmp_path):
-    code = ("import sys; from kcc.build import build_library; "
+    code = ("import sys; from kcc.compiler.build import build_library; "
             f"b = build_library({_SRC!r}, name='race'); print(b.sha256)")
     env = {"KCC_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env,
@@ -208,8 +208,8 @@ def test_compiled_stages_release_the_checkpoint_and_run(small_ckpt_path):
 
     import numpy as np
 
-    from kcc.checkpoint import load_checkpoint
-    from kcc.pipeline import Synthesizer
+    from kcc.weights.checkpoint import load_checkpoint
+    from kcc.model.pipeline import Synthesizer
 
     ck = load_checkpoint(small_ckpt_path)
     gone = [weakref.ref(ck), weakref.ref(ck.tensors["bert.embeddings.word_embeddings.weight"])]

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc import say as say_mod
-from kcc.g2p import espeak_available
-from kcc.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError
-from kcc.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
-from kcc.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
+from kcc.speech import say as say_mod
+from kcc.speech.g2p import espeak_available
+from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError
+from kcc.speech.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
+from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ PARAGRAPH = ("The old lighthouse keeper climbed the spiral staircase every eveni
 class FramedSynth(FakeSynth):
     """FakeSynth with a frame plan: `per_token` frames per token at speed 1 (boundary tokens
     `edge`), scaled by 1 / speed, refused past max_frames before any audio, as the compiled
-    pipeline refuses (kcc.pipeline.FrameOverflow)."""
+    pipeline refuses (kcc.model.pipeline.FrameOverflow)."""
 
     def __init__(self, per_token: float = 3.0, edge: int = 20, max_frames: int = DEFAULT_MAX_FRAMES):
         super().__init__()
@@ -163,7 +163,7 @@ def test_line_separators_end_paragraphs(brk):
 
 @pytest.mark.skipif(not espeak_available()[0], reason=f"espeak G2P unavailable: {espeak_available()[1]}")
 def test_nul_byte_no_longer_drops_the_rest_of_the_word():
-    from kcc.g2p import G2P
+    from kcc.speech.g2p import G2P
     (enc,) = plan("Hello\0world", G2P("en-us", "espeak"))
     assert enc.phonemes == "həlˈO wˈɜɹld"
 
@@ -252,11 +252,11 @@ def test_bad_output_paths_are_refused_before_synthesis(tmp_path, monkeypatch, ca
 
 def test_unwritable_outputs_are_refused(tmp_path, monkeypatch, capsys):
     """As root every file is writable to os.access; the refusal is driven through it."""
-    import kcc.outputs
+    import kcc.speech.outputs
     target = tmp_path / "ro.wav"
     target.write_bytes(b"old")
     real = os.access
-    monkeypatch.setattr(kcc.outputs.os, "access", lambda p, mode: False if Path(p) in (target, tmp_path / "sub") else real(p, mode))
+    monkeypatch.setattr(kcc.speech.outputs.os, "access", lambda p, mode: False if Path(p) in (target, tmp_path / "sub") else real(p, mode))
     rc, _, err, loads = _cli(monkeypatch, capsys, ["say", "hi", "-o", str(target)])
     assert rc == 2 and "exists and is not writable" in err and loads == []
     (tmp_path / "sub").mkdir()
@@ -386,7 +386,7 @@ def test_an_interrupt_leaves_no_output(tmp_path, monkeypatch, capsys):
 _SLOW_SAY = r"""
 import ctypes, signal, sys
 sys.path[:0] = [{root!r}, {root!r} + "/tests"]
-from kcc import say
+from kcc.speech import say
 from test_say import FakeSynth, LetterG2P
 libc = ctypes.CDLL(None)
 class Slow(FakeSynth):
@@ -437,8 +437,8 @@ _SRC = "int kcc_probe(void);\nint kcc_probe(void) { return 7; }\n"
 def test_cache_entry_that_matches_its_sidecar_but_does_not_load_is_rebuilt(tmp_path, monkeypatch):
     import ctypes
 
-    from kcc.build import build_library
-    from kcc.digest import file_sha256
+    from kcc.compiler.build import build_library
+    from kcc.compiler.digest import file_sha256
     monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
     first = build_library(_SRC, name="probe")
     first.library.write_bytes(b"\x7fELF garbage that matches its sidecar")
@@ -449,7 +449,7 @@ def test_cache_entry_that_matches_its_sidecar_but_does_not_load_is_rebuilt(tmp_p
 
 @pytest.mark.parametrize("entry", [".so", ".c", ".so.sha256", ".lock"])
 def test_a_directory_at_a_cache_path_is_a_named_error(tmp_path, monkeypatch, entry):
-    from kcc.build import BuildError, build_library
+    from kcc.compiler.build import BuildError, build_library
     monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
     key = build_library(_SRC, name="probe").key
     for p in tmp_path.glob("probe-*"):
@@ -462,8 +462,8 @@ def test_a_directory_at_a_cache_path_is_a_named_error(tmp_path, monkeypatch, ent
 def test_a_read_only_cache_serves_what_it_has_and_names_what_it_lacks(tmp_path, monkeypatch):
     import builtins
 
-    import kcc.build
-    from kcc.build import BuildError, build_library
+    import kcc.compiler.build
+    from kcc.compiler.build import BuildError, build_library
     monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
     built = build_library(_SRC, name="probe")
 
@@ -471,7 +471,7 @@ def test_a_read_only_cache_serves_what_it_has_and_names_what_it_lacks(tmp_path, 
         if any(c in mode for c in "wax+"):
             raise PermissionError(13, "Read-only file system", str(path))
         return builtins.open(path, mode, *a, **k)
-    monkeypatch.setattr(kcc.build, "open", read_only, raising=False)
+    monkeypatch.setattr(kcc.compiler.build, "open", read_only, raising=False)
     again = build_library(_SRC, name="probe")
     assert again.cached and again.library == built.library
     with pytest.raises(BuildError, match="not writable.*KCC_CACHE_DIR"):
@@ -481,7 +481,7 @@ def test_a_read_only_cache_serves_what_it_has_and_names_what_it_lacks(tmp_path, 
 # -- the exported runner's argument parsing ----------------------------------------------------
 @pytest.fixture(scope="module")
 def runner_args(tmp_path_factory):
-    from kcc.export import runtime_helpers
+    from kcc.compiler.export import runtime_helpers
     d = tmp_path_factory.mktemp("args")
     src = "\n".join(runtime_helpers()) + r"""
 int main(int argc, char **argv)
@@ -532,7 +532,7 @@ def test_fuzz_text_with_the_letter_g2p():
 
 @pytest.mark.skipif(not espeak_available()[0], reason=f"espeak G2P unavailable: {espeak_available()[1]}")
 def test_fuzz_text_with_the_real_g2p():
-    from kcc.g2p import G2P
+    from kcc.speech.g2p import G2P
     counts = _fuzz().run(150, 2, G2P("en-us"), log=lambda *_: None)
     assert counts["planned"] > 50
 
@@ -541,7 +541,7 @@ def test_fuzz_text_with_the_real_g2p():
 def test_a_huge_number_is_read_digit_by_digit():
     """A number past the quadrillions (here 400 digits, which overflowed num2words inside misaki)
     is spoken digit by digit, plain or comma-grouped."""
-    from kcc.g2p import G2P
+    from kcc.speech.g2p import G2P
     g2p = G2P("en-us")
     for number in ("9" * 400, "9" * 16, "1,234,567,890,123,456,789"):
         chunks = plan(f"the number {number} is big", g2p)
@@ -604,8 +604,8 @@ def real_frames():
     front stages (the duration predictor) and reports the frames it needed."""
     if not espeak_available()[0]:
         pytest.skip(f"espeak G2P unavailable: {espeak_available()[1]}")
-    from kcc.pipeline import Synthesizer
-    from kcc.voices import style_for
+    from kcc.model.pipeline import Synthesizer
+    from kcc.speech.voices import style_for
     try:
         synth = say_mod.load_synthesizer(None)
     except Exception as exc:                    # no network for the wheels, no compiler, ...
@@ -628,7 +628,7 @@ REAL_TEXTS = [PARAGRAPH, "1234567890 " * 20, "a" * 600, "Wait... what?! No!!! Re
 def test_real_model_chunks_fit_the_frame_plan(real_frames, speed):
     """Measured on the default voice: every planned chunk needs at most its frame estimate, so
     at most the 2,048 planned frames; the split retry stays a fallback."""
-    from kcc.g2p import G2P
+    from kcc.speech.g2p import G2P
     g2p = G2P("en-us")
     worst = 0.0
     for text in REAL_TEXTS:

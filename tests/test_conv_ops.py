@@ -1,6 +1,6 @@
 """conv1d, conv_transpose1d, adain and the elementwise family against torch, op by op.
 
-Each case compiles a one- or two-op circuit (kcc.runtime.compile_circuit) and compares with
+Each case compiles a one- or two-op circuit (kcc.compiler.runtime.compile_circuit) and compares with
 torch.nn.functional / the upstream istftnet modules: random weights for the shape sweep,
 the seeded checkpoint's real (weight-norm-folded) weights for Kokoro's own layer shapes.
 """
@@ -16,10 +16,10 @@ pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from kcc.checkpoint import Checkpoint  # noqa: E402
+from kcc.weights.checkpoint import Checkpoint  # noqa: E402
 from kcc.ops import LoweringError  # noqa: E402
 from kcc.ops.elementwise import same_extent  # noqa: E402
-from kcc.runtime import KccRunError, compile_circuit  # noqa: E402
+from kcc.compiler.runtime import KccRunError, compile_circuit  # noqa: E402
 
 TOL = 2e-5
 
@@ -219,7 +219,7 @@ def test_adain_snake_needs_alpha(small_ckpt):
 def test_adain_and_its_fused_conv_are_identical_serial_and_threaded():
     """Statistics come from 8 fixed parts of time and rows from fixed chunks: a serial build and
     1, 2, 3 threads give the same bits, standalone and fused into the conv (adain_conv1d)."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     c, t = 32, 301
     rng = np.random.default_rng(5)
     w = {"norm_w": rng.standard_normal(c).astype(np.float32), "norm_b": rng.standard_normal(c).astype(np.float32),
@@ -252,7 +252,7 @@ def test_gemm_row_blocks_split_evenly_and_keep_bits(rows):
     """Row blocks are cut evenly for the threads (66 rows: 33 + 33, not 64 + 2) and the linear's
     panels are its outer parallel loop: an OpenMP build at 1, 2, 3 threads gives the serial
     build's bits for a conv1d, a strided ConvTranspose1d (polyphase) and a linear."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     rng = np.random.default_rng(rows)
     c = 48
     ws = {"cw": (rng.standard_normal((c, c, 5)) / np.sqrt(5 * c)).astype(np.float32), "cb": np.zeros(c, np.float32),
@@ -279,7 +279,7 @@ def _adain_weights(rng, c):
 def test_wide_adain_conv_blocks_match_unfused():
     """1024 channels: the fused conv's tile grows past its L2 size to hold 64-row blocks (each
     block streams the whole weight); still bit-identical to adain -> conv1d, at 1 and 2 threads."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     c, t = 1024, 150
     rng = np.random.default_rng(8)
     w = _adain_weights(rng, c)

@@ -1,5 +1,5 @@
 """dft_conv1d (block-DFT convolution, kcc/ops/dft_conv.py) against torch, the direct conv and
-its own rejection paths; and where kcc.passes.spectral_convs fires.
+its own rejection paths; and where kcc.compiler.passes.spectral_convs fires.
 
 Circuits declare dft_conv1d explicitly so each case picks its DFT length n; the weight is in
 torch layout and packed at lowering twice (GEMM pack, spectrum).
@@ -14,11 +14,11 @@ pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from kcc.build import BuildOptions  # noqa: E402
-from kcc.ir import Graph, Tensor, WeightRef  # noqa: E402
+from kcc.compiler.build import BuildOptions  # noqa: E402
+from kcc.compiler.ir import Graph, Tensor, WeightRef  # noqa: E402
 from kcc.ops import LoweringError  # noqa: E402
-from kcc.passes import spectral_convs  # noqa: E402
-from kcc.runtime import compile_circuit  # noqa: E402
+from kcc.compiler.passes import spectral_convs  # noqa: E402
+from kcc.compiler.runtime import compile_circuit  # noqa: E402
 from tests.test_conv_ops import _circuit, _mem_ckpt, cm, tm  # noqa: E402
 
 TOL = 2e-5
@@ -191,7 +191,7 @@ def _one_conv_graph(c_in, c_out, k, bias=True) -> Graph:
     if bias:
         g.weights["b"] = WeightRef("b", "t.b", "none", (c_out,))
         ws["bias"] = "b"
-    from kcc.ir import Op
+    from kcc.compiler.ir import Op
     g.ops = [Op("c", "conv1d", {"x": "x"}, ws, {"stride": 1, "padding": (k - 1) // 2, "dilation": 1, "groups": 1,
                                                  "act": "none", "slope": 0.01}, "y")]
     return g

@@ -14,10 +14,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from kcc.build import STRICT_FLAGS, file_sha256
-from kcc.checkpoint import checkpoint_digest
-from kcc.runtime import KccRunError, aligned_empty, compile_circuit
-from kcc.xray import FP32_GATE, PinnedCaptureError, find_capture, load_pinned, render, xray_compiled
+from kcc.compiler.build import STRICT_FLAGS, file_sha256
+from kcc.weights.checkpoint import checkpoint_digest
+from kcc.compiler.runtime import KccRunError, aligned_empty, compile_circuit
+from kcc.compiler.xray import FP32_GATE, PinnedCaptureError, find_capture, load_pinned, render, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -219,7 +219,7 @@ def test_generated_c_compiles_with_the_strict_flags(emb_small, tmp_path):
 
 
 def test_drifted_fixture_is_refused(tmp_path):
-    from kcc.xray import FIXTURES
+    from kcc.compiler.xray import FIXTURES
     for f in ("MANIFEST.json", "embedding.small.npz"):
         shutil.copy(FIXTURES / f, tmp_path / f)
     raw = bytearray((tmp_path / "embedding.small.npz").read_bytes())
@@ -235,7 +235,7 @@ def test_drifted_fixture_is_refused(tmp_path):
 
 
 def test_xray_fails_a_wrong_candidate(pinned_small):
-    from kcc.xray import compare
+    from kcc.compiler.xray import compare
     ref = pinned_small.checkpoints
     name = "kokoro.phoneme_encoder.embeddings"
     off = copy.deepcopy(ref)

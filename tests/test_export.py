@@ -7,10 +7,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from kcc.export import export
-from kcc.pipeline import Synthesizer
-from kcc.say import random_voice
-from kcc.voices import style_for
+from kcc.compiler.export import export
+from kcc.model.pipeline import Synthesizer
+from kcc.speech.say import random_voice
+from kcc.speech.voices import style_for
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kcc.pipeline import NOISE, Synthesizer, SynthesisError
-from kcc.xray import compare, load_pinned, render
+from kcc.model.pipeline import NOISE, Synthesizer, SynthesisError
+from kcc.compiler.xray import compare, load_pinned, render
 
 GATED = ["kokoro.phoneme_encoder.bert_encoder", "kokoro.text_encoder.output", "kokoro.predictor.durations",
          "kokoro.predictor.expanded", "kokoro.predictor.n", "kokoro.decoder.generator_input"]
@@ -126,7 +126,7 @@ def test_bad_requests_are_refused_by_name(synth, pinned, bad, match):
 
 
 def test_invalid_phoneme_id_is_refused_in_c(synth, pinned):
-    from kcc.runtime import KccRunError
+    from kcc.compiler.runtime import KccRunError
     ids = pinned.inputs["input_ids"][0, 1:-1].tolist()
     ids[2] = 178
     with pytest.raises(KccRunError, match="rejected its input"):

@@ -1,4 +1,4 @@
-"""Fusion passes (kcc.passes): where they fire, and that fused == unfused, bit for bit.
+"""Fusion passes (kcc.compiler.passes): where they fire, and that fused == unfused, bit for bit.
 
 The generator body (kokoro_generator from upstream's `har`, see test_generator.body_circuit)
 is compiled fused (FUSION_PASSES, OpenMP build) and unfused (passes=[], serial build); both
@@ -14,12 +14,12 @@ import collections
 import numpy as np
 import pytest
 
-from kcc.build import BuildOptions
+from kcc.compiler.build import BuildOptions
 from kcc.circuits import load_circuit
-from kcc.lower import lower_circuit
-from kcc.passes import DEFAULT_PASSES, FUSION_PASSES, fuse_adain_conv, fuse_residual_add
-from kcc.runtime import compile_circuit
-from kcc.xray import compare_arrays, load_pinned
+from kcc.compiler.lower import lower_circuit
+from kcc.compiler.passes import DEFAULT_PASSES, FUSION_PASSES, fuse_adain_conv, fuse_residual_add
+from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.xray import compare_arrays, load_pinned
 from tests.test_generator import HAR, body_circuit
 
 

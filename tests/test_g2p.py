@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kcc.g2p import (G2P, G2PError, G2PWarning, Word, decode_text, encode, espeak_available, load_vocab,
+from kcc.speech.g2p import (G2P, G2PError, G2PWarning, Word, decode_text, encode, espeak_available, load_vocab,
                      misaki_available)
-from kcc.g2p_en import align_groups, lexicon_available
-from kcc.say import plan
-from kcc.text import MAX_PHONEMES, chunk_words, phoneme_string
+from kcc.speech.g2p_en import align_groups, lexicon_available
+from kcc.speech.say import plan
+from kcc.speech.text import MAX_PHONEMES, chunk_words, phoneme_string
 
 ESPEAK, WHY = espeak_available()
 needs_espeak = pytest.mark.skipif(not ESPEAK, reason=f"espeak G2P unavailable: {WHY}")
@@ -71,7 +71,7 @@ def test_lexicon_sentences(lex, text, phonemes):
     ("We present a present.", "pɹˈɛzᵊnt", "pɹizˈɛnt"),
 ])
 def test_lexicon_heteronyms_follow_their_tag(lex, text, noun, verb):
-    """Verb after a subject pronoun, noun after a determiner (kcc.g2p_tagger)."""
+    """Verb after a subject pronoun, noun after a determiner (kcc.speech.g2p_tagger)."""
     ps = [w.phonemes for w in lex(text)]
     assert ps[1] == verb and ps[-2] == noun
 
@@ -281,5 +281,5 @@ def test_long_real_text_plans_into_chunks(us):
      ["XX", "IN", "XX", "-LRB-", "NNP", "-RRB-"]),
 ])
 def test_tagger_gives_the_tags_misaki_reads(tokens, tags):
-    from kcc.g2p_tagger import tag
+    from kcc.speech.g2p_tagger import tag
     assert tag(tokens) == tags

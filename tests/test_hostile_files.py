@@ -13,11 +13,11 @@ import pytest
 
 from fuzz.hostile_files import (GOOD, STORAGE, checkpoint_obj, good_npz_tensors, npy_bytes, npz_members,
                                 patch_directory, pth_members, raw_zip, ref, write_pth)
-from kcc.checkpoint import (CHECKPOINT_LIMITS, MAX_DEPTH, MAX_TENSOR_ELEMENTS, SECTIONS, VOICE_LIMITS,
+from kcc.weights.checkpoint import (CHECKPOINT_LIMITS, MAX_DEPTH, MAX_TENSOR_ELEMENTS, SECTIONS, VOICE_LIMITS,
                             CheckpointError, CheckpointLimitError, load_checkpoint, load_torch_zip, read_npy,
                             read_npz)
-from kcc.torch_zip import TensorRef, pickle_bytes
-from kcc.voices import MAX_STYLE_ABS, PACK_ROWS, STYLE_DIM, VoiceError, load_voice, validate_pack
+from kcc.weights.torch_zip import TensorRef, pickle_bytes
+from kcc.speech.voices import MAX_STYLE_ABS, PACK_ROWS, STYLE_DIM, VoiceError, load_voice, validate_pack
 
 pytestmark = pytest.mark.sanitize
 
@@ -312,7 +312,7 @@ class TestPickleRecord:
         (KeyError, CheckpointError, "corrupt record: KeyError"),
     ])
     def test_stray_exceptions_become_named_errors(self, tmp_path, monkeypatch, error, cls, match):
-        import kcc.checkpoint as ckmod
+        import kcc.weights.checkpoint as ckmod
 
         def boom(self):
             raise error("synthetic")
@@ -321,7 +321,7 @@ class TestPickleRecord:
 
 
 def test_out_of_memory_while_converting_tensors(tmp_path, monkeypatch):
-    import kcc.checkpoint as ckmod
+    import kcc.weights.checkpoint as ckmod
 
     def boom(*_a):
         raise MemoryError
@@ -483,7 +483,7 @@ class TestWritersRefuseAndLoseNothing:
         ({"a": 3.0}, "float is neither"),
     ])
     def test_save_torch_zip_refusals(self, tmp_path, obj, match):
-        from kcc.torch_zip import CheckpointWriteError, save_torch_zip
+        from kcc.weights.torch_zip import CheckpointWriteError, save_torch_zip
         dest = tmp_path / "keep.pth"
         dest.write_bytes(b"precious")
         with pytest.raises(CheckpointWriteError, match=match):
@@ -496,7 +496,7 @@ class TestWritersRefuseAndLoseNothing:
         ({f"t{i}": np.zeros(1, np.float32) for i in range(8193)}, r"\d{4} tensors, more than"),
     ])
     def test_writers_refuse_what_the_reader_would(self, tmp_path, obj, match):
-        from kcc.torch_zip import CheckpointWriteError, save_npz_checkpoint, save_torch_zip
+        from kcc.weights.torch_zip import CheckpointWriteError, save_npz_checkpoint, save_torch_zip
         with pytest.raises(CheckpointWriteError, match=match):
             save_torch_zip(obj, tmp_path / "big.pth")
         flat = {f"{s}.{k}": v for s in SECTIONS for k, v in list(obj.items())[:1]}
@@ -506,7 +506,7 @@ class TestWritersRefuseAndLoseNothing:
         assert os.listdir(tmp_path) == []
 
     def test_save_torch_zip_depth(self, tmp_path):
-        from kcc.torch_zip import CheckpointWriteError, save_torch_zip
+        from kcc.weights.torch_zip import CheckpointWriteError, save_torch_zip
         obj = np.zeros(1, np.float32)
         for _ in range(MAX_DEPTH + 2):
             obj = {"x": obj}
@@ -522,7 +522,7 @@ class TestWritersRefuseAndLoseNothing:
         ({"bert.w": np.zeros(1)}, "no tensors for section.*bert_encoder"),
     ])
     def test_save_npz_refusals(self, tmp_path, tensors, match):
-        from kcc.torch_zip import CheckpointWriteError, save_npz_checkpoint
+        from kcc.weights.torch_zip import CheckpointWriteError, save_npz_checkpoint
         dest = tmp_path / "keep.npz"
         dest.write_bytes(b"precious")
         with pytest.raises(CheckpointWriteError, match=match):
@@ -530,7 +530,7 @@ class TestWritersRefuseAndLoseNothing:
         assert dest.read_bytes() == b"precious" and os.listdir(tmp_path) == ["keep.npz"]
 
     def test_failed_write_leaves_the_old_file(self, tmp_path, monkeypatch):
-        import kcc.torch_zip as tz
+        import kcc.weights.torch_zip as tz
         dest = tmp_path / "keep.pth"
         dest.write_bytes(b"precious")
 
@@ -545,7 +545,7 @@ class TestWritersRefuseAndLoseNothing:
 
 @pytest.fixture(scope="module")
 def duration_circuit(small_ckpt):
-    from kcc.runtime import compile_circuit
+    from kcc.compiler.runtime import compile_circuit
     return compile_circuit("kokoro_duration", small_ckpt)
 
 

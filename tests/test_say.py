@@ -10,15 +10,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from kcc import say as say_mod
-from kcc.g2p import PUNCTUATION, G2PError, Word, espeak_available
-from kcc.say import SayError, plan, random_voice, say
-from kcc.text import MAX_PHONEMES
-from kcc.timestamps import SAMPLES_PER_FRAME
+from kcc.speech import say as say_mod
+from kcc.speech.g2p import PUNCTUATION, G2PError, Word, espeak_available
+from kcc.speech.say import SayError, plan, random_voice, say
+from kcc.speech.text import MAX_PHONEMES
+from kcc.speech.timestamps import SAMPLES_PER_FRAME
 
 
 class FakeSynth:
-    """Deterministic stand-in for kcc.pipeline.Synthesizer: token t lasts 1 + (3t + i) % 4 frames
+    """Deterministic stand-in for kcc.model.pipeline.Synthesizer: token t lasts 1 + (3t + i) % 4 frames
     (scaled by 1/speed) and sounds a sine at 100 + 10t Hz. Records each call; `gate` (an Event)
     holds every chunk after the first (seed > 0) until it is set; `delay` sleeps per call."""
 
@@ -190,7 +190,7 @@ def test_cli_say_refuses_bad_input(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.skipif(not espeak_available()[0], reason=f"espeak G2P unavailable: {espeak_available()[1]}")
 def test_say_with_real_g2p():
-    from kcc.g2p import G2P
+    from kcc.speech.g2p import G2P
     synth = FakeSynth()
     r = say("The quick brown fox jumps over the lazy dog. It was 42 degrees!", synth, None, g2p=G2P("en-us", "espeak"))
     assert r.chunks[0].encoded.phonemes == "ðə kwˈɪk bɹˈWn fˈɑks ʤˈʌmps ˌOvəɹ ðə lˈAzi dˈɑɡ. ɪt wʌz fˈɔɹTi tˈu dᵻɡɹˈiz!"

@@ -21,14 +21,14 @@ import pytest
 import uvicorn
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kcc.g2p import G2PError
-from kcc.say import plan, random_voice, say
-from kcc.serve.app import HttpLimits, create_app
-from kcc.serve.request import ApiError, SpeechRequest, parse_speech
-from kcc.serve.service import Limits, SpeechService
-from kcc.serve.voice_set import VoiceSet
-from kcc.voices import VoiceInfo, load_voice
-from kcc.wav import pcm16
+from kcc.speech.g2p import G2PError
+from kcc.speech.say import plan, random_voice, say
+from kcc.speech.serve.app import HttpLimits, create_app
+from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
+from kcc.speech.serve.service import Limits, SpeechService
+from kcc.speech.serve.voice_set import VoiceSet
+from kcc.speech.voices import VoiceInfo, load_voice
+from kcc.speech.wav import pcm16
 
 from test_say import FakeSynth, LetterG2P, sentences
 
@@ -273,7 +273,7 @@ def test_first_chunk_is_short(tmp_path):
 
 
 def test_chunks_fit_the_synthesizers_frame_plan_at_slow_speed(tmp_path):
-    from kcc.text import chunk_limit
+    from kcc.speech.text import chunk_limit
     synth = FakeSynth()
     synth.max_frames = 300
     with serving(tmp_path, synth) as srv:
@@ -581,10 +581,10 @@ def test_synthesis_failure_is_a_500_json_error(tmp_path):
 
 
 def test_access_log_is_json_with_control_characters_escaped(tmp_path, caplog):
-    caplog.set_level("INFO", logger="kcc.serve.access")
+    caplog.set_level("INFO", logger="kcc.speech.serve.access")
     with serving(tmp_path) as srv:
         request(srv.port, "GET", "/v1/%1b[31mred%0a%00")
-    lines = [r.getMessage() for r in caplog.records if r.name == "kcc.serve.access"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "kcc.speech.serve.access"]
     doc = json.loads(lines[-1])
     assert doc["path"] == "/v1/\x1b[31mred\n\x00" and doc["status"] == 404 and doc["method"] == "GET"
     assert doc["complete"] is True and doc["bytes"] > 0
@@ -605,14 +605,14 @@ SERVE_SCRIPT = """
 import sys
 from pathlib import Path
 sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]
-import kcc.g2p, kcc.say, kcc.voices
+import kcc.speech.g2p, kcc.speech.say, kcc.speech.voices
 from test_say import FakeSynth, LetterG2P
 from test_server import make_catalog
-kcc.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.1)
-kcc.voices.voice_catalog = lambda dirs: make_catalog(Path(sys.argv[2]))
-kcc.g2p.G2P = lambda lang, backend: LetterG2P()
+kcc.speech.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.1)
+kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(sys.argv[2]))
+kcc.speech.g2p.G2P = lambda lang, backend: LetterG2P()
 import argparse
-from kcc.serve.cli import add_parsers
+from kcc.speech.serve.cli import add_parsers
 ap = argparse.ArgumentParser()
 add_parsers(ap.add_subparsers())
 args = ap.parse_args(sys.argv[3:])
@@ -680,8 +680,8 @@ def _until_value(fn, timeout=60.0):
 ])
 def test_serve_cli_refuses_bad_settings(tmp_path, monkeypatch, argv, message):
     import argparse
-    from kcc import voices as voices_mod
-    from kcc.serve.cli import add_parsers, build_service
+    from kcc.speech import voices as voices_mod
+    from kcc.speech.serve.cli import add_parsers, build_service
     monkeypatch.setattr(voices_mod, "voice_catalog", lambda dirs: make_catalog(tmp_path / "v"))
     ap = argparse.ArgumentParser()
     add_parsers(ap.add_subparsers())
@@ -728,7 +728,7 @@ def test_parser_answers_any_bytes_with_a_request_or_an_api_error(raw):
 def test_server_modules_import_no_torch_or_oracle():
     import subprocess
     import sys
-    code = ("import sys, kcc.serve.app, kcc.serve.cli, kcc.serve.wyoming_server; "
+    code = ("import sys, kcc.speech.serve.app, kcc.speech.serve.cli, kcc.speech.serve.wyoming_server; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'oracle', 'transformers', 'kokoro'}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True,
                          timeout=120)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from kcc.ops import LoweringError
-from kcc.runtime import compile_circuit
-from kcc.xray import compare_arrays, load_pinned
+from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.xray import compare_arrays, load_pinned
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -116,7 +116,7 @@ def test_signal_ops_are_identical_serial_and_threaded(small_ckpt):
     """The source walks its phase serially and forks from snapshots; the STFT splits frames and
     the iSTFT output chunks: serial, 1 and 2 threads give the same bits (inputs long enough for
     many chunks: 60 frames -> 18,000 samples)."""
-    from kcc.build import BuildOptions
+    from kcc.compiler.build import BuildOptions
     rng = np.random.default_rng(7)
     n = 60
     f0 = np.abs(150 + 60 * rng.standard_normal((1, n))).astype(np.float32)

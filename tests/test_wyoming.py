@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from kcc.say import random_voice
-from kcc.serve.service import Limits, SpeechService
-from kcc.serve.voice_set import VoiceSet
-from kcc.serve.wyoming_server import serve
-from kcc.voices import load_voice
-from kcc.wav import pcm16
+from kcc.speech.say import random_voice
+from kcc.speech.serve.service import Limits, SpeechService
+from kcc.speech.serve.voice_set import VoiceSet
+from kcc.speech.serve.wyoming_server import serve
+from kcc.speech.voices import load_voice
+from kcc.speech.wav import pcm16
 
 from test_say import FakeSynth, LetterG2P, sentences
 from test_server import G2PS, VOICE_SEEDS, make_catalog, planned
@@ -76,7 +76,7 @@ def audio_of(events) -> bytes:
 
 
 def expected_pcm(text, voice="af_alloy"):
-    from kcc.say import say
+    from kcc.speech.say import say
     return pcm16(say(text, FakeSynth(), random_voice(VOICE_SEEDS[voice]), g2p=LetterG2P(), chunks=planned(text)).audio)
 
 
@@ -126,7 +126,7 @@ def test_streamed_text_without_sentence_ends_stays_bounded(tmp_path):
                                              SynthesizeStop()], until=("synthesize-stopped",)))
     kinds = [e.type for e in events]
     assert "error" not in kinds and kinds.count("audio-start") == 2            # 4096 at a space, then the rest
-    from kcc.g2p import load_vocab
+    from kcc.speech.g2p import load_vocab
     space = load_vocab()[" "]
     assert sum(i != space for c in synth.calls for i in c["ids"]) == 500 * 9    # every letter spoken once
 

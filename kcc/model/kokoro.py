@@ -20,7 +20,7 @@ HIDDEN = 512                             # hidden_dim: d_en (bert_encoder), text
 
 # -- style vectors: a voice pack row is 256 floats, split 128 | 128 ------------------------
 STYLE_DIM = 128                          # style_dim: each half of a voice-pack row
-REF_S_DIM = 2 * STYLE_DIM                # a voice-pack row, ref_s (kcc.voices calls it STYLE_DIM)
+REF_S_DIM = 2 * STYLE_DIM                # a voice-pack row, ref_s (kcc.speech.voices calls it STYLE_DIM)
 STYLE_DEC = slice(0, STYLE_DIM)          # ref_s[:, :128]: the decoder / generator style
 STYLE_PRED = slice(STYLE_DIM, REF_S_DIM)  # ref_s[:, 128:]: the predictor style
 VOICE_PACK_ROWS = MAX_PHONEMES           # one style row per phoneme count (510 x 1 x 256)

@@ -4,7 +4,7 @@ Activations are time-major: x [B, T, Cin] (a rank-2 [B, T] input is one channel)
 [B, T', Cout]. Weights come in torch's layouts (Conv1d [Cout, Cin/groups, K], ConvTranspose1d
 [Cin, Cout/groups, K]; weight-normed layers are declared with "fold": "weight_norm") and are
 packed for kcc_conv1d_f32 (see conv1d_f32.c). `bias` is optional (conv1x1 shortcuts have none).
-Input `res` is optional: a residual [B, T', Cout] added after the activation (kcc.passes fuses
+Input `res` is optional: a residual [B, T', Cout] added after the activation (kcc.compiler.passes fuses
 an `add` into its producing conv this way).
 
 Attrs: stride, padding, dilation, groups (and output_padding for the transposed form);

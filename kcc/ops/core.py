@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kcc.ir import Shape
+from kcc.compiler.ir import Shape
 
 
 class LoweringError(Exception):
@@ -56,7 +56,7 @@ class OpDef:
     # role -> (tag, fn): lowering stores fn(weight) in the blob under '<weight>.<tag>' and binds
     # that instead, so a kernel can read a layout made for it (fn gets the op's attrs too; the
     # tag may name attrs, '{n}', when the layout depends on them). Ops a pass makes are packed
-    # the same way after the passes (kcc.lower.pack_weights).
+    # the same way after the passes (kcc.compiler.lower.pack_weights).
     pack: dict = None
 
 

@@ -1,4 +1,4 @@
-"""Long stride-1 convolutions as block DFTs (dft_conv1d_f32.c), made by kcc.passes.spectral_convs.
+"""Long stride-1 convolutions as block DFTs (dft_conv1d_f32.c), made by kcc.compiler.passes.spectral_convs.
 
 `dft_conv1d`: x [B, T, Cin], optional res; weights `weight`, `spectrum` (both name the conv's
 one weight: packed at lowering, `weight` into the GEMM pack [K, panels, Cin, 16] and `spectrum`
@@ -10,7 +10,7 @@ times the weight's bytes at n = 32) costs more than the multiplies it saves.
 
 `dft_cost(c_in, c_out, k, n)` is the multiply-add count per output row and `spectrum_cost` the
 extra fixed cost per run (reading the spectrum instead of the weight) that
-kcc.passes.spectral_convs weighs against the direct conv's K * Cin * Cout.
+kcc.compiler.passes.spectral_convs weighs against the direct conv's K * Cin * Cout.
 """
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def _valid_n(n, k) -> bool:
 
 def _geometry(name, w, a) -> tuple[int, int]:
     """(c_in, K) of the conv weight: torch layout [Cout, Cin, K] (a circuit; packed at lowering)
-    or the GEMM pack [K, panels, Cin, 16] (kcc.passes); checked against attrs k_size, c_out."""
+    or the GEMM pack [K, panels, Cin, 16] (kcc.compiler.passes); checked against attrs k_size, c_out."""
     c_out = a["c_out"]
     expect(isinstance(c_out, int) and c_out >= 1, name, f"attr c_out {c_out!r} must be an integer >= 1")
     if len(w) == 3:

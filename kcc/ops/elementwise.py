@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from kcc.ir import extent_value
+from kcc.compiler.ir import extent_value
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, Contract, Kernel, register
 from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
 

@@ -1,4 +1,4 @@
-"""Fused ops that kcc.passes makes from chains of the families' ops (usable in circuits too).
+"""Fused ops that kcc.compiler.passes makes from chains of the families' ops (usable in circuits too).
 
 - `adain_conv1d`: adain (act none | leaky_relu | snake) feeding a stride-1, groups-1 conv1d,
   with the conv's epilogue (bias, act leaky_relu, optional residual `res`). The normalised

@@ -1,0 +1,1 @@
+"""The compiler: circuits -> ir -> lower + passes -> plan -> emit -> build -> runtime -> xray."""

@@ -1,0 +1,189 @@
+"""A compiled model as an artifact on disk: stage libraries, one read-only weight blob, a manifest.
+
+Compiling a model (import, lowering, weight packing into GEMM panels and DFT spectra, C builds)
+takes seconds to minutes; loading its artifact takes milliseconds. An artifact directory holds
+
+  manifest.json    the stages in order, each with its graph and memory plan (what the runtime
+                   needs to call the entry point), its library's file name and SHA-256, and its
+                   weights' offset, size and SHA-256 in the blob; the model id and build options
+  manifest.sha256  the manifest's own SHA-256, checked on every load
+  weights.bin      every stage's packed weights, each at a page-aligned offset; mapped read-only,
+                   so processes that load the same artifact share its pages
+  <stage>.so/.c    the stage libraries and their generated sources
+
+Loading checks the manifest digest, the blob's size and each library's SHA-256 (libraries are
+small); `verify=True` also re-hashes every stage's weights. Anything that fails a check is an
+ArtifactError, and the caller rebuilds. A directory is written under a temporary name and
+renamed into place whole, so concurrent builders never expose half an artifact.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from kcc.compiler.build import BuildOptions, Built, cache_dir
+from kcc.compiler.digest import file_sha256
+from kcc.compiler.ir import Checkpoint as IrCheckpoint
+from kcc.compiler.ir import Graph, Op, Tensor, WeightRef
+from kcc.compiler.plan import Buffer, MemoryPlan
+from kcc.compiler.runtime import CompiledCircuit
+
+ARTIFACT_VERSION = 1
+PAGE = 4096
+_PKG = Path(__file__).resolve().parents[1]          # the kcc package
+# Everything that decides what an artifact holds: a change to any of these rebuilds it.
+_COMPILER_SOURCES = ("compiler/*.py", "model/pipeline.py", "weights/checkpoint.py", "weights/torch_zip.py",
+                     "weights/importers/*.py", "ops/*.py", "kernels/*.py", "kernels/c/*", "circuits/*.json",
+                     "data/*.json")
+
+
+class ArtifactError(Exception):
+    """An artifact directory is missing, incomplete, or fails a digest check."""
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """SHA-256 over the kcc sources that decide what a compiled model computes or how it is
+    called: the compiler (lowering, passes, planning, emission, build flags), the ops and C
+    kernels, the circuits, the checkpoint readers and the importer, the runtime's ABI. An edited
+    compiler never loads an artifact that an older tree compiled; editing the speech product
+    (G2P, server, batch) does not force a recompile."""
+    h = hashlib.sha256(f"artifact {ARTIFACT_VERSION}".encode())
+    files = sorted(p for pat in _COMPILER_SOURCES for p in _PKG.glob(pat) if p.is_file())
+    for p in files:
+        h.update(str(p.relative_to(_PKG)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def artifact_key(model_id: str, options: BuildOptions, max_frames: int, stages: list[str]) -> str:
+    from kcc import __version__
+    from kcc.compiler.build import compiler, compiler_identity
+    text = "\0".join([model_id, __version__, compiler_digest(), compiler_identity(compiler()),
+                      *options.flags(), str(max_frames), *stages])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def artifact_dir(model_id: str, options: BuildOptions, max_frames: int, stages: list[str]) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)[:80]
+    return cache_dir() / "models" / f"{safe}-{artifact_key(model_id, options, max_frames, stages)}"
+
+
+# -- graph and plan as JSON ---------------------------------------------------------------------
+def _graph_to_json(g: Graph) -> dict:
+    return dataclasses.asdict(g)
+
+
+def _graph_from_json(d: dict) -> Graph:
+    return Graph(
+        name=d["name"], dims={k: (int(v[0]), int(v[1])) for k, v in d["dims"].items()},
+        inputs=list(d["inputs"]), outputs=list(d["outputs"]),
+        tensors={k: Tensor(v["name"], v["dtype"], tuple(v["shape"]), v["kind"]) for k, v in d["tensors"].items()},
+        weights={k: WeightRef(v["name"], v["ref"], v["fold"], tuple(v["shape"]), v["sha256"], v["pack"])
+                 for k, v in d["weights"].items()},
+        ops=[Op(**o) for o in d["ops"]],
+        checkpoints=[IrCheckpoint(**c) for c in d["checkpoints"]])
+
+
+def _plan_from_json(d: dict) -> MemoryPlan:
+    return MemoryPlan(alignment=d["alignment"], weights={k: Buffer(**v) for k, v in d["weights"].items()},
+                      weights_bytes=d["weights_bytes"],
+                      activations={k: Buffer(**v) for k, v in d["activations"].items()},
+                      arena_bytes=d["arena_bytes"])
+
+
+# -- write ----------------------------------------------------------------------------------------
+def save(path: Path, circuits: dict[str, CompiledCircuit], meta: dict) -> Path:
+    """Write the artifact for `circuits` (in stage order) at `path`, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        stages, offset = [], 0
+        with open(tmp / "weights.bin", "wb") as blob:
+            for name, c in circuits.items():
+                offset = -(-offset // PAGE) * PAGE
+                blob.seek(offset)
+                data = np.ascontiguousarray(c.weights).view(np.uint8).reshape(-1)
+                blob.write(memoryview(data))
+                lib = f"{name}.so"
+                shutil.copyfile(c.library_path, tmp / lib)
+                (tmp / f"{name}.c").write_text(c.source, encoding="utf-8")
+                stages.append({"name": name, "library": lib, "library_sha256": file_sha256(tmp / lib),
+                               "source": f"{name}.c", "flags": list(c.built.flags),
+                               "weights_offset": offset, "weights_bytes": int(data.size),
+                               "weights_sha256": c.weights_sha256,
+                               "graph": _graph_to_json(c.graph), "plan": dataclasses.asdict(c.plan)})
+                offset += data.size
+            blob.truncate(max(offset, 1))
+        manifest = {"artifact_version": ARTIFACT_VERSION, **meta, "blob": "weights.bin",
+                    "blob_bytes": max(offset, 1), "stages": stages}
+        text = json.dumps(manifest, indent=1) + "\n"
+        (tmp / "manifest.json").write_text(text, encoding="utf-8")
+        (tmp / "manifest.sha256").write_text(hashlib.sha256(text.encode()).hexdigest() + "\n")
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            if not (path / "manifest.sha256").is_file():   # not a concurrent builder's finished copy
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+# -- read -----------------------------------------------------------------------------------------
+def read_manifest(path: Path) -> dict:
+    path = Path(path)
+    try:
+        text = (path / "manifest.json").read_text(encoding="utf-8")
+        want = (path / "manifest.sha256").read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path}: no readable manifest ({exc})") from None
+    if hashlib.sha256(text.encode()).hexdigest() != want:
+        raise ArtifactError(f"{path}/manifest.json: SHA-256 differs from manifest.sha256 (modified or torn)")
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        raise ArtifactError(f"{path}/manifest.json: not JSON ({exc})") from None
+    if manifest.get("artifact_version") != ARTIFACT_VERSION:
+        raise ArtifactError(f"{path}: artifact version {manifest.get('artifact_version')} != {ARTIFACT_VERSION}")
+    return manifest
+
+
+def load(path: Path, verify: bool = False) -> tuple[dict[str, CompiledCircuit], dict]:
+    """(stage name -> CompiledCircuit over the mapped blob, manifest)."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    blob_path = path / manifest["blob"]
+    try:
+        size = blob_path.stat().st_size
+    except OSError as exc:
+        raise ArtifactError(f"{blob_path}: {exc}") from None
+    if size != manifest["blob_bytes"]:
+        raise ArtifactError(f"{blob_path}: {size} bytes, the manifest says {manifest['blob_bytes']}")
+    blob = np.memmap(blob_path, dtype=np.uint8, mode="r")
+    circuits: dict[str, CompiledCircuit] = {}
+    for s in manifest["stages"]:
+        if any("/" in s[k] or s[k].startswith(".") for k in ("library", "source")):
+            raise ArtifactError(f"{path}: stage {s.get('name')!r} names a file outside the artifact")
+        lib = path / s["library"]
+        if not lib.is_file() or file_sha256(lib) != s["library_sha256"]:
+            raise ArtifactError(f"{lib}: missing or its SHA-256 differs from the manifest")
+        weights = blob[s["weights_offset"]:s["weights_offset"] + s["weights_bytes"]]
+        if verify and hashlib.sha256(weights).hexdigest() != s["weights_sha256"]:
+            raise ArtifactError(f"{blob_path}: stage {s['name']}'s weights differ from the manifest's SHA-256")
+        built = Built(lib, path / s["source"], s["library_sha256"], path.name, tuple(s["flags"]), True)
+        circuits[s["name"]] = CompiledCircuit(_graph_from_json(s["graph"]), _plan_from_json(s["plan"]), built,
+                                              weights, source_path=path / s["source"],
+                                              weights_sha256=s["weights_sha256"])
+    return circuits, manifest

@@ -1,0 +1,168 @@
+"""Compile generated C with the strict flag set, cached by content hash.
+
+The cache key covers the source text, the compiler's identity and every flag, so a change to
+any of them builds anew. Entries are written to a temporary name and renamed into place under
+a per-key lock (concurrent kcc processes never see half a library), and each library has a
+SHA-256 sidecar: an entry whose bytes no longer match is rebuilt, never loaded.
+"""
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kcc.compiler.isa import level_flags, requested
+from kcc.compiler.digest import file_sha256
+
+STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
+
+
+class BuildError(Exception):
+    """The C compiler rejected generated code; the message carries its diagnostics."""
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    opt: str = "-O2"
+    native: bool = False          # -march=native: opt-in, the default library stays portable
+    # OpenMP: kernels thread over the cores (results are identical to one thread, per kernel
+    # contract); a caller can still run it on one (CompiledCircuit.set_threads).
+    openmp: bool = True
+    # -fsanitize=address,undefined; KCC_SANITIZE=1 turns it on for every build (the CI job runs
+    # the parity suite that way, with libasan preloaded into Python).
+    sanitize: bool = field(default_factory=lambda: os.environ.get("KCC_SANITIZE") == "1")
+    # -DKCC_PROFILE: the entry point times every op (C11 timespec_get) into a per-library table
+    # that <prefix>_op_seconds reads back. Off by default: the table is shared by all callers.
+    profile: bool = False
+    # Force the x86-64 dispatch level of a portable build (kcc/compiler/isa.py: baseline, avx2, avx2fma,
+    # avx512): each hot kernel is compiled for that target alone, so this machine runs what a
+    # CPU of that level would. None: KCC_ISA when set, else the CPU dispatches at load time.
+    isa: str | None = None
+
+    def flags(self) -> list[str]:
+        f = [x if x != "-O2" else self.opt for x in STRICT_FLAGS]
+        f += ["-fPIC", "-shared", "-fno-math-errno"]
+        if self.native:
+            f.append("-march=native")
+        f += level_flags(requested(self.isa, self.native))
+        if self.openmp:
+            f.append("-fopenmp")
+        if self.profile:
+            f.append("-DKCC_PROFILE")
+        if self.sanitize:
+            f += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
+        return f
+
+
+def compiler() -> str:
+    return os.environ.get("CC", "cc")
+
+
+@functools.lru_cache(maxsize=8)
+def compiler_identity(cc: str) -> str:
+    """`cc --version`: part of every cache key (asked once per process)."""
+    try:
+        return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise BuildError(f"C compiler '{cc}' is not usable: {exc}")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("KCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kcc")
+    p = Path(root)
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+@dataclass(frozen=True)
+class Built:
+    library: Path
+    source: Path
+    sha256: str              # of the library bytes on disk
+    key: str
+    flags: tuple[str, ...]
+    cached: bool
+
+
+def _loads(lib: Path) -> bool:
+    """dlopen succeeds (a library can match its sidecar and still not load: copied from a
+    machine with another libc or libgomp, or a cache restored from elsewhere)."""
+    import ctypes
+    try:
+        ctypes.CDLL(str(lib))
+        return True
+    except OSError:
+        return False
+
+
+def _check_entry_paths(paths: list[Path]) -> None:
+    for p in paths:
+        if os.path.lexists(p) and not (p.is_file() and not p.is_symlink()):
+            raise BuildError(f"build cache entry {p} is not a regular file (a directory or a link?); "
+                             "remove it and run again")
+
+
+def _cached(lib: Path, sidecar: Path, check_load: bool) -> str | None:
+    """The library's SHA-256 if the entry is whole and loads, else None (rebuild it). A
+    sanitizer build loads only with its runtime preloaded, so its load is not tried here."""
+    try:
+        digest = file_sha256(lib)
+        if sidecar.read_text().strip() != digest:
+            return None
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    return digest if not check_load or _loads(lib) else None
+
+
+def build_library(source: str, options: BuildOptions = BuildOptions(), name: str = "circuit") -> Built:
+    """Compile `source` or reuse its cached library. A read-only cache still serves the
+    entries it holds (unlocked: nothing can change them); one it lacks is a BuildError naming
+    KCC_CACHE_DIR. Temporary files are unique per build, so racing processes never share one."""
+    cc = compiler()
+    flags = options.flags()
+    key = hashlib.sha256("\0".join([source, cc, compiler_identity(cc), *flags]).encode()).hexdigest()[:32]
+    try:
+        root = cache_dir()
+    except OSError as exc:
+        raise BuildError(f"the build cache cannot be created ({exc}); set KCC_CACHE_DIR to a writable "
+                         "directory") from None
+    lib = root / f"{name}-{key}.so"
+    src = root / f"{name}-{key}.c"
+    sidecar = root / f"{name}-{key}.so.sha256"
+    lock_path = root / f"{name}-{key}.lock"
+    _check_entry_paths([lib, src, sidecar, lock_path])
+    try:
+        lock = open(lock_path, "a")
+    except OSError as exc:
+        digest = _cached(lib, sidecar, not options.sanitize)
+        if digest is not None:
+            return Built(lib, src, digest, key, tuple(flags), True)
+        raise BuildError(f"the build cache {root} is not writable ({exc.strerror}) and holds no usable "
+                         f"'{name}' library; set KCC_CACHE_DIR to a writable directory") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        digest = _cached(lib, sidecar, not options.sanitize)
+        if digest is not None:
+            return Built(lib, src, digest, key, tuple(flags), True)
+        try:
+            with tempfile.TemporaryDirectory(prefix=f".{name}-{key}.", dir=root) as tmp:
+                tsrc, tlib, tside = Path(tmp) / "unit.c", Path(tmp) / "unit.so", Path(tmp) / "unit.sha256"
+                tsrc.write_text(source, encoding="utf-8")
+                cmd = [cc, *flags, "-o", str(tlib), str(tsrc), "-lm"]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise BuildError(f"{cc} failed on generated circuit '{name}' ({' '.join(flags)}):\n"
+                                     f"{proc.stderr[-4000:]}")
+                digest = file_sha256(tlib)
+                tside.write_text(digest + "\n")
+                os.replace(tsrc, src)
+                os.replace(tlib, lib)
+                os.replace(tside, sidecar)
+        except OSError as exc:
+            raise BuildError(f"cannot write '{name}' into the build cache {root}: {exc}") from None
+        return Built(lib, src, digest, key, tuple(flags), False)

@@ -1,0 +1,168 @@
+"""Graph passes that run after lowering, in order. Each takes and returns a Graph.
+
+Fusion passes rewrite chains so intermediates never materialise; a tensor is fused away only
+when its one consumer is the next op of the chain and it is neither a checkpoint nor an output
+(X-Ray still sees every declared checkpoint). Fused ops compute bit-identical results.
+spectral_convs changes the arithmetic (block DFTs for long convs: fewer multiplies, same FP32
+gate), so FUSION_PASSES leaves it out and DEFAULT_PASSES puts it first.
+"""
+from __future__ import annotations
+
+import math
+
+from kcc.compiler.ir import Graph, Op, extent_value, max_dims
+from kcc.ops import OPS
+from kcc.ops.conv import GEMM_NR, is_gemm
+from kcc.ops.dft_conv import dft_cost, fits_work, spectrum_bytes, spectrum_cost
+from kcc.ops.elementwise import same_extent
+from kcc.ops.fused import ATTRS as FUSED_ATTRS
+from kcc.ops.fused import fits_norm_conv
+
+RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d")
+DFT_SIZES = (16, 32, 64)
+DFT_MIN_GAIN = 1.3     # modelled multiply-adds direct / DFT below this: keep the direct conv (and its fusion)
+DFT_MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole spectrum, so it must stay
+                              # cache-resident (the L3 of the CPUs benchmarked here: 32 MiB on an EPYC,
+                              # 260 MiB on a Xeon); the text encoder's 512-channel K 5 convs (50 MB
+                              # each) stay direct
+DFT_MIN_TAPS = 5       # K = 3: the DFT (n 8 / 16) measured 1.1-1.4x the direct conv alone at 128 /
+                       # 256 channels; with the AdaIN fusion it gives up, resblocks.3 went 37 -> 32 ms
+                       # (2026-12-03, EPYC) but the whole synthesis only ~3% (inside the noise), for
+                       # 60 MB more spectra and unfused direct convs below min_rows: not taken
+
+
+def drop_dead_ops(g: Graph) -> Graph:
+    """Remove ops whose outputs reach neither a graph output nor a checkpoint."""
+    needed = set(g.outputs) | {c.tensor for c in g.checkpoints}
+    keep = []
+    for op in reversed(g.ops):
+        if op.output in needed:
+            keep.append(op)
+            needed.update(op.inputs.values())
+    g.ops = list(reversed(keep))
+    live = {op.output for op in g.ops} | set(g.inputs)
+    g.tensors = {k: v for k, v in g.tensors.items() if k in live}
+    used = {w for op in g.ops for w in op.weights.values()}
+    g.weights = {k: v for k, v in g.weights.items() if k in used}
+    return g
+
+
+def _consumers(g: Graph) -> dict[str, list[Op]]:
+    out: dict[str, list[Op]] = {}
+    for op in g.ops:
+        for t in op.inputs.values():
+            out.setdefault(t, []).append(op)
+    return out
+
+
+def _pinned(g: Graph) -> set[str]:
+    """Tensors a pass must keep materialised: graph outputs and X-Ray checkpoints."""
+    return set(g.outputs) | {c.tensor for c in g.checkpoints}
+
+
+def _private(tensor: str, pinned: set[str], consumers: dict, reader: Op) -> bool:
+    """tensor is read by `reader` only, and is no checkpoint or output."""
+    return tensor not in pinned and [id(o) for o in consumers.get(tensor, [])] == [id(reader)]
+
+
+def fuse_adain_conv(g: Graph) -> Graph:
+    """adain -> conv1d (GEMM path, fits the tile) becomes one adain_conv1d at the conv's place."""
+    consumers, pinned = _consumers(g), _pinned(g)
+    drop: set[int] = set()
+    for i, conv in enumerate(g.ops):
+        if conv.type != "conv1d" or set(conv.inputs) != {"x"}:
+            continue
+        norm = g.producer(conv.inputs["x"])
+        if norm is None or norm.type != "adain" or not _private(conv.inputs["x"], pinned, consumers, conv):
+            continue
+        a, w = conv.attrs, g.weights[conv.weights["weight"]].shape       # GEMM pack [K, panels, Cin, 16]
+        c_in, c_out = g.tensors[conv.inputs["x"]].shape[2], g.tensors[conv.output].shape[2]
+        if a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False) or len(w) != 4:
+            continue
+        if not fits_norm_conv(c_in, a["dilation"] * (w[0] - 1)):
+            continue
+        attrs = dict(FUSED_ATTRS, eps=norm.attrs["eps"], norm_act=norm.attrs["act"], norm_slope=norm.attrs["slope"],
+                     padding=a["padding"], dilation=a["dilation"], act=a["act"], slope=a["slope"])
+        g.ops[i] = Op(conv.name, "adain_conv1d", dict(norm.inputs), {**norm.weights, **conv.weights}, attrs,
+                      conv.output)
+        drop.add(id(norm))
+    g.ops = [op for op in g.ops if id(op) not in drop]
+    return drop_dead_ops(g)
+
+
+def spectral_convs(g: Graph) -> Graph:
+    """A stride-1 conv1d with a bias whose modelled cost per row drops by DFT_MIN_GAIN or more
+    (long kernels: K = 7, 11 at 128+ channels) becomes dft_conv1d at the DFT length that models
+    cheapest (its spectrum is packed once after the passes); min_rows is where reading the
+    spectrum instead of the weight pays for itself at that gain (shorter inputs run the direct
+    conv inside the same kernel; a conv whose planned dims never reach min_rows stays direct).
+    Runs before fuse_adain_conv: such convs read a materialised adain (its traffic is small
+    next to the conv's multiplies)."""
+    ops: list[Op] = []
+    top = max_dims(g.dims)
+    for op in g.ops:
+        w = g.weights[op.weights["weight"]].shape if "weight" in op.weights else ()
+        a = op.attrs
+        if (op.type != "conv1d" or set(op.inputs) != {"x"} or "bias" not in op.weights or len(w) != 4
+                or len(g.tensors[op.inputs["x"]].shape) != 3):
+            ops.append(op)
+            continue
+        k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
+        if k < DFT_MIN_TAPS or a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False):
+            ops.append(op)
+            continue
+        direct = k * c_in * w[1] * GEMM_NR
+        n = min((n for n in DFT_SIZES if n > k and fits_work(c_in, c_out, n)),
+                key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
+        per_row = dft_cost(c_in, c_out, k, n) if n is not None else math.inf
+        if direct < DFT_MIN_GAIN * per_row or spectrum_bytes(c_in, c_out, n) > DFT_MAX_SPECTRUM:
+            ops.append(op)
+            continue
+        min_rows = math.ceil(DFT_MIN_GAIN * spectrum_cost(c_in, c_out, k, n) / (direct - DFT_MIN_GAIN * per_row))
+        x_shape = g.tensors[op.inputs["x"]].shape
+        if extent_value(x_shape[0], top) * extent_value(x_shape[1], top) < min_rows:
+            ops.append(op)             # never pays within the planned dims: keep the direct conv and its fusion
+            continue
+        conv = Op(op.name, "dft_conv1d", {"x": op.inputs["x"]}, {**op.weights, "spectrum": op.weights["weight"]},
+                  {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows, "padding": a["padding"],
+                   "dilation": a["dilation"], "act": a["act"], "slope": a["slope"]}, op.output)
+        ws = {role: g.weights[name].shape for role, name in conv.weights.items()}
+        out, _ = OPS[conv.type].infer(conv.name, {"x": x_shape}, ws, conv.attrs)
+        assert all(same_extent(p, q) for p, q in zip(out, g.tensors[op.output].shape)), (op.name, out)
+        ops.append(conv)
+    g.ops = ops
+    return g
+
+
+def fuse_residual_add(g: Graph) -> Graph:
+    """add(a, b) (no scale, divisor or act) where one operand comes from a conv read only by
+    this add, and the other exists before that conv runs, becomes the conv's `res` epilogue."""
+    consumers, pinned = _consumers(g), _pinned(g)
+    index = {id(op): i for i, op in enumerate(g.ops)}
+    drop: set[int] = set()
+    for add in g.ops:
+        if (add.type != "add" or set(add.inputs) != {"a", "b"}
+                or (add.attrs["scale"], add.attrs["divisor"], add.attrs["act"]) != (1.0, 1.0, "none")):
+            continue
+        for role, other in (("a", "b"), ("b", "a")):
+            t, res = add.inputs[role], add.inputs[other]
+            prod = g.producer(t)
+            if prod is None or prod.type not in RES_PRODUCERS or "res" in prod.inputs or id(prod) in drop:
+                continue
+            if not _private(t, pinned, consumers, add):
+                continue
+            rp = g.producer(res)
+            if rp is not None and index[id(rp)] >= index[id(prod)]:
+                continue
+            if not all(same_extent(p, q) for p, q in zip(g.tensors[res].shape, g.tensors[t].shape)):
+                continue
+            prod.inputs["res"] = res
+            prod.output = add.output
+            drop.add(id(add))
+            break
+    g.ops = [op for op in g.ops if id(op) not in drop]
+    return drop_dead_ops(g)
+
+
+FUSION_PASSES = [drop_dead_ops, fuse_adain_conv, fuse_residual_add]    # bit-identical to no passes
+DEFAULT_PASSES = [drop_dead_ops, spectral_convs, fuse_adain_conv, fuse_residual_add]

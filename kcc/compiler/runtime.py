@@ -1,0 +1,274 @@
+"""Load a compiled circuit with ctypes and run it on caller-owned memory.
+
+`compile_circuit` drives the whole pipeline (validate -> lower -> plan -> emit -> build) and
+returns a `CompiledCircuit`: the loaded library, its plan, and the packed read-only weight
+blob. `run` infers the runtime dims from the input shapes, checks them, and calls the
+generated entry point; a nonzero status becomes a KccRunError carrying the C side's message.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kcc.compiler.build import BuildOptions, Built, build_library
+from kcc.weights.checkpoint import Checkpoint, load_checkpoint
+from kcc.circuits import CircuitError, load_circuit, validate_circuit
+from kcc.compiler.abi import ABI_VERSION, bind
+from kcc.compiler.emit import emit_c, symbol_prefix
+from kcc.compiler.ir import Graph, extent_value
+from kcc.compiler.lower import lower_circuit
+from kcc.ops import OPS
+from kcc.compiler.plan import MemoryPlan, plan_memory
+
+_NP_DTYPES = {"f32": np.float32, "i32": np.int32}
+
+
+class KccRunError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(f"status {status}: {message}")
+        self.status = status
+
+
+def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarray:
+    """A uint8 array whose data pointer is `offset` bytes past an `alignment` boundary."""
+    raw = np.empty(nbytes + 2 * alignment, dtype=np.uint8)
+    start = (-raw.ctypes.data) % alignment + offset
+    return raw[start:][:nbytes]   # (a zero-length raw[a:a] would drop the offset)
+
+
+def weight_blob(plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """The read-only weight blob at the plan's offsets. Consumes `arrays`: each array is
+    dropped once copied, so packed weights and blob are not both held in full (the generator's
+    packed spectra alone are ~280 MB)."""
+    blob = aligned_empty(plan.weights_bytes, plan.alignment)
+    blob[:] = 0
+    for name, buf in plan.weights.items():
+        data = np.ascontiguousarray(arrays.pop(name), dtype=np.float32).view(np.uint8).reshape(-1)
+        blob[buf.offset:buf.offset + data.size] = data
+    blob.setflags(write=False)
+    return blob
+
+
+@dataclass
+class RunResult:
+    outputs: dict[str, np.ndarray]
+    checkpoints: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class CompiledCircuit:
+    """A loaded stage library with its graph, plan and read-only weight blob. `source` is the
+    generated C text, or `source_path` names the file it is read from when asked for (a model
+    loaded from an artifact never reads it). `weights_sha256`, when the caller knows it (an
+    artifact's manifest), saves hashing the blob."""
+
+    def __init__(self, graph: Graph, plan: MemoryPlan, built: Built, weights: np.ndarray, source: str | None = None,
+                 source_path: Path | None = None, weights_sha256: str | None = None):
+        self.graph, self.plan, self.built, self.weights = graph, plan, built, weights
+        self._source, self._source_path = source, source_path
+        if weights_sha256 is not None:
+            self.weights_sha256 = weights_sha256
+        self.library_path = str(built.library)
+        self.lib = ctypes.CDLL(self.library_path)
+        self.prefix = symbol_prefix(graph.name)
+        entry = bind(self.lib, self.prefix)
+        self._run, self._set_threads, self._op_seconds = entry["run"], entry["set_threads"], entry["op_seconds"]
+        if entry["abi_version"]() != ABI_VERSION:
+            raise KccRunError(-100, f"{self.library_path}: ABI version differs from {ABI_VERSION}")
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = Path(self._source_path or self.built.source).read_text(encoding="utf-8")
+        return self._source
+
+    @functools.cached_property
+    def weights_sha256(self) -> str:
+        return hashlib.sha256(self.weights).hexdigest()
+
+    def op_seconds(self) -> dict[str, float]:
+        """Each op's wall time in the last run (op name -> s): needs BuildOptions(profile=True)."""
+        out = np.zeros(len(self.graph.ops), dtype=np.float64)
+        if self._op_seconds(out.ctypes.data, out.size) == 0:
+            raise KccRunError(-101, f"{self.library_path}: not built with profile=True (-DKCC_PROFILE)")
+        return {op.name: float(t) for op, t in zip(self.graph.ops, out)}
+
+    def set_threads(self, n: int) -> int:
+        """Use n threads in kernels (OpenMP builds); returns the count in effect (1 if serial)."""
+        return int(self._set_threads(int(n)))
+
+    # -- shapes ---------------------------------------------------------------------------
+    def infer_dims(self, inputs: dict[str, np.ndarray], given: dict[str, int] | None = None) -> dict[str, int]:
+        """given: values for dims no input carries (e.g. a frame count the caller computed)."""
+        g = self.graph
+        missing = [n for n in g.inputs if n not in inputs]
+        if missing:
+            raise ValueError(f"circuit '{g.name}': missing input(s) {missing}")
+        extra = [n for n in inputs if n not in g.inputs]
+        if extra:
+            raise ValueError(f"circuit '{g.name}': unknown input(s) {extra}; inputs are {g.inputs}")
+        dims: dict[str, int] = {}
+        derived: list[tuple[str, str, int]] = []
+        for name in g.inputs:
+            t, arr = g.tensors[name], np.asarray(inputs[name])
+            if arr.ndim != len(t.shape):
+                raise ValueError(f"input '{name}': expected {len(t.shape)} axes {list(t.shape)}, got shape {arr.shape}")
+            for ext, n in zip(t.shape, arr.shape):
+                if isinstance(ext, int):
+                    if n != ext:
+                        raise ValueError(f"input '{name}': extent {n} where {ext} is fixed")
+                elif ext not in g.dims:
+                    derived.append((name, ext, n))      # an expression such as '(2*F)': checked below
+                elif dims.setdefault(ext, n) != n:
+                    raise ValueError(f"input '{name}': dim {ext} is {n} here but {dims[ext]} in another input")
+        for d, n in (given or {}).items():
+            if d not in g.dims:
+                raise ValueError(f"circuit '{g.name}': no runtime dim {d}; dims are {list(g.dims)}")
+            if dims.setdefault(d, int(n)) != int(n):
+                raise ValueError(f"dim {d} = {n} was given but the inputs make it {dims[d]}")
+        for d, (lo, hi) in g.dims.items():
+            if d not in dims:
+                raise ValueError(f"circuit '{g.name}': dim {d} is not set by any input")
+            if not lo <= dims[d] <= hi:
+                raise ValueError(f"dim {d} = {dims[d]} is outside the planned range [{lo}, {hi}] "
+                                 f"of circuit '{g.name}' (recompile with a larger max)")
+        for name, ext, n in derived:
+            if extent_value(ext, dims) != n:
+                raise ValueError(f"input '{name}': extent {n} where {ext} = {extent_value(ext, dims)} "
+                                 f"for dims {dims}")
+        return dims
+
+    def shape_of(self, tensor: str, dims: dict[str, int]) -> tuple[int, ...]:
+        return tuple(extent_value(e, dims) for e in self.graph.tensors[tensor].shape)
+
+    def new_arena(self) -> np.ndarray:
+        return aligned_empty(self.plan.arena_bytes, self.plan.alignment)
+
+    # -- calls ----------------------------------------------------------------------------
+    def call(self, inputs: list[np.ndarray], dims: list[int], outputs: list[np.ndarray],
+             arena: np.ndarray, weights: np.ndarray | None = None, arena_bytes: int | None = None,
+             checkpoints: list[np.ndarray | None] | None = None,
+             inject: list[np.ndarray | None] | None = None) -> tuple[int, str]:
+        """Raw entry point: returns (status, message) and never raises on a C-side refusal."""
+        weights = self.weights if weights is None else weights
+        err = ctypes.create_string_buffer(512)
+        vp = ctypes.c_void_p
+        c_in = (vp * max(1, len(inputs)))(*[a.ctypes.data for a in inputs])
+        c_out = (vp * max(1, len(outputs)))(*[a.ctypes.data for a in outputs])
+        c_dims = (ctypes.c_int64 * max(1, len(dims)))(*dims)
+        c_ck = None
+        if checkpoints is not None:
+            c_ck = (vp * max(1, len(checkpoints)))(*[None if a is None else a.ctypes.data for a in checkpoints])
+        c_inj = None
+        if inject is not None:
+            c_inj = (vp * max(1, len(inject)))(*[None if a is None else a.ctypes.data for a in inject])
+        status = self._run(weights.ctypes.data, weights.nbytes, arena.ctypes.data,
+                           arena.nbytes if arena_bytes is None else arena_bytes,
+                           c_dims, c_in, c_out, c_ck, c_inj, err, len(err))
+        return status, err.value.decode(errors="replace")
+
+    def _output_arrays(self, dims: dict[str, int], ins: list[np.ndarray], given: dict) -> list[np.ndarray]:
+        g = self.graph
+        unknown = sorted(set(given) - set(g.outputs))
+        if unknown:
+            raise ValueError(f"circuit '{g.name}': out {unknown}: not outputs of this circuit (outputs: {g.outputs})")
+        outs = []
+        for name in g.outputs:
+            shape, dtype = self.shape_of(name, dims), np.dtype(_NP_DTYPES[g.tensors[name].dtype])
+            arr = given.get(name)
+            if arr is None:
+                outs.append(np.empty(shape, dtype=dtype))
+                continue
+            if not isinstance(arr, np.ndarray) or arr.dtype != dtype or arr.shape != shape:
+                got = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
+                raise ValueError(f"out '{name}': {got}, expected {dtype} {shape}")
+            if not arr.flags.c_contiguous or not arr.flags.writeable:
+                raise ValueError(f"out '{name}': must be C-contiguous and writeable")
+            if any(np.shares_memory(arr, other) for other in ins + outs):
+                raise ValueError(f"out '{name}': shares memory with an input or another output")
+            outs.append(arr)
+        return outs
+
+    def run(self, inputs: dict[str, np.ndarray], arena: np.ndarray | None = None,
+            with_checkpoints: bool = False, dims: dict[str, int] | None = None,
+            inject: dict[str, np.ndarray] | None = None, out: dict[str, np.ndarray] | None = None) -> RunResult:
+        """dims: values of runtime dims that no input's shape carries (see infer_dims).
+        inject: checkpoint name -> array that replaces that tensor once produced (teacher forcing).
+        out: output name -> caller-owned array the run writes (exact shape and dtype, C-contiguous,
+        writeable, sharing no memory with an input or another output), as the arena is caller-owned;
+        outputs not named get a fresh array. (Reusing them measured no faster here.)"""
+        g = self.graph
+        dims = self.infer_dims(inputs, dims)
+        ins = []
+        for name in g.inputs:
+            want = _NP_DTYPES[g.tensors[name].dtype]
+            arr = np.asarray(inputs[name])
+            if arr.dtype != want:
+                if arr.dtype.kind != np.dtype(want).kind:
+                    raise ValueError(f"input '{name}': dtype {arr.dtype}, expected {np.dtype(want)}")
+                arr = arr.astype(want)
+            ins.append(np.ascontiguousarray(arr))
+        outs = self._output_arrays(dims, ins, out or {})
+        cks = None
+        if with_checkpoints:
+            cks = [np.empty(self.shape_of(c.tensor, dims), dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])
+                   for c in g.checkpoints]
+        inj = None
+        if inject:
+            names = [c.name for c in g.checkpoints]
+            unknown = sorted(set(inject) - set(names))
+            if unknown:
+                raise ValueError(f"circuit '{g.name}': cannot inject {unknown}: not checkpoints of this circuit")
+            inj = []
+            for c in g.checkpoints:
+                if c.name not in inject:
+                    inj.append(None)
+                    continue
+                want = self.shape_of(c.tensor, dims)
+                arr = np.ascontiguousarray(inject[c.name], dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])
+                if arr.shape != want:
+                    raise ValueError(f"inject '{c.name}': shape {arr.shape}, expected {want}")
+                inj.append(arr)
+        status, msg = self.call(ins, [dims[d] for d in g.dims], outs,
+                                self.new_arena() if arena is None else arena, checkpoints=cks, inject=inj)
+        if status != 0:
+            raise KccRunError(status, f"circuit '{g.name}': {msg}")
+        result = RunResult(dict(zip(g.outputs, outs)))
+        if cks is not None:
+            result.checkpoints = {c.name: a for c, a in zip(g.checkpoints, cks)}
+        return result
+
+
+def compile_graph(g: Graph, arrays, options: BuildOptions = BuildOptions(), reuse: bool = True) -> CompiledCircuit:
+    """Plan, emit, build and load `g`; `arrays` (lower_circuit's) is consumed into the weight blob."""
+    plan = plan_memory(g, reuse=reuse)
+    source = emit_c(g, plan)
+    built = build_library(source, options, name=g.name)
+    return CompiledCircuit(g, plan, built, weight_blob(plan, arrays), source)
+
+
+def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint,
+                    options: BuildOptions = BuildOptions(), dims: dict[str, int] | None = None,
+                    passes=None, reuse: bool = True) -> CompiledCircuit:
+    """circuit: a shipped name, a JSON path or a dict; dims: optional new max per runtime dim."""
+    if isinstance(circuit, dict):
+        validate_circuit(circuit, known_ops=set(OPS), source=circuit.get("name", "circuit"))
+        doc = circuit
+    else:
+        doc = load_circuit(circuit)
+    if dims:
+        unknown = sorted(set(dims) - set(doc["dims"]))
+        if unknown:
+            raise CircuitError(f"circuit '{doc['name']}' has no dim(s) {unknown} to re-plan; dims are {list(doc['dims'])}")
+        doc = {**doc, "dims": {**doc["dims"], **{k: {**doc["dims"][k], "max": v} for k, v in dims.items()}}}
+        validate_circuit(doc, known_ops=set(OPS), source=f"{doc['name']} (re-planned dims)")
+    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+    if passes is None:
+        from kcc.compiler.passes import DEFAULT_PASSES
+        passes = DEFAULT_PASSES
+    g, arrays = lower_circuit(doc, ckpt, passes)
+    return compile_graph(g, arrays, options, reuse)

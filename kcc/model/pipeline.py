@@ -1,0 +1,176 @@
+"""The whole model: stage circuits run in order over one name-keyed environment of arrays.
+
+Each stage circuit reads its inputs by name from the environment and adds its outputs to it,
+so chaining is dataflow, not glue code: every model operation runs in generated C; Python only
+hands arrays from one compiled circuit to the next. Kokoro's frame count is data-dependent, so
+the run has two phases: the front stages end with integer durations, and the back stages are
+planned for a max frame count F and run with F = sum(durations) (checked again in C).
+"""
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kcc.compiler.build import BuildOptions
+from kcc.weights.checkpoint import Checkpoint, load_checkpoint
+from kcc.circuits import load_circuit
+from kcc.model import kokoro
+from kcc.compiler.runtime import CompiledCircuit, aligned_empty, compile_circuit
+
+FRONT = list(kokoro.FRONT)
+BACK = list(kokoro.BACK)
+NOISE = kokoro.NOISE                  # parity runs replace it with upstream's own random draws
+CONTEXT_TOKENS = kokoro.CONTEXT_TOKENS
+# 51 s of audio per chunk at 40 frames/s (600 samples a frame): a full 510-phoneme chunk of
+# real speech takes ~1,100 frames at speed 1 (measured 986 for 456 phonemes), more when slower.
+DEFAULT_MAX_FRAMES = kokoro.MAX_FRAMES
+
+
+def frame_dims(frames: int) -> dict[str, int]:
+    """The back stages' frame dims for `frames` alignment frames: F, and N = 2F f0 frames."""
+    return {"F": frames, "N": 2 * frames}
+
+
+class SynthesisError(Exception):
+    """Synthesis cannot proceed; the message names the stage and the problem."""
+
+
+class SynthesisCancelled(SynthesisError):
+    """The caller's cancel event was set: the synthesis stopped between two stages."""
+
+
+# A server or batch job sets this (in the thread that synthesises) to an Event; every stage
+# boundary checks it, so a cancelled request stops within one stage, not one whole chunk.
+CANCEL: contextvars.ContextVar = contextvars.ContextVar("kcc_cancel", default=None)
+
+
+class FrameOverflow(SynthesisError):
+    """The durations need more frames than the back stages were planned for (raised before
+    they run, so a caller can split the chunk and retry at the cost of the front stages)."""
+
+    def __init__(self, frames: int, planned: int):
+        super().__init__(f"the utterance needs {frames} frames, over the planned {planned}; "
+                         "split the text or raise max_frames")
+        self.frames, self.planned = frames, planned
+
+
+@dataclass
+class Synthesis:
+    audio: np.ndarray                     # float32 [samples] at 24 kHz
+    durations: np.ndarray                 # int32 [tokens], alignment frames per token
+    checkpoints: dict[str, np.ndarray] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Synthesizer:
+    def __init__(self, checkpoint: str | Path | Checkpoint, options: BuildOptions = BuildOptions(),
+                 max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None, progress=None):
+        """progress: called as progress(i, n, stage) before each stage compiles (a first run's
+        feedback: the generator alone takes most of the time)."""
+        # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
+        # own arrays (~330 MB at the full config) are freed once the caller drops them too.
+        ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+        self.checkpoint_path = ckpt.path
+        self.stages = stages or FRONT + BACK
+        self.max_frames = max_frames
+        self.circuits: dict[str, CompiledCircuit] = {}
+        planned = frame_dims(max_frames)
+        for i, name in enumerate(self.stages):
+            if progress is not None:
+                progress(i, len(self.stages), name)
+            doc = load_circuit(name)
+            dims = {d: n for d, n in planned.items() if d in doc["dims"]}
+            self.circuits[name] = compile_circuit(doc, ckpt, options, dims=dims or None)
+        self._arenas = threading.local()
+        self.model_id, self.label = str(self.checkpoint_path), ""
+
+    @classmethod
+    def from_circuits(cls, circuits: dict[str, CompiledCircuit], max_frames: int, model_id: str,
+                      label: str = "") -> "Synthesizer":
+        """A Synthesizer over stages compiled earlier (kcc.compiler.artifact), in `circuits`' order."""
+        self = cls.__new__(cls)
+        self.checkpoint_path, self.model_id, self.label = None, model_id, label
+        self.stages, self.max_frames, self.circuits = list(circuits), max_frames, dict(circuits)
+        self._arenas = threading.local()
+        return self
+
+    def arena(self) -> np.ndarray:
+        """This thread's arena, shared by the stages (they run one after another and copy their
+        outputs out): its pages are faulted in once, not on every utterance."""
+        a = getattr(self._arenas, "arena", None)
+        if a is None:
+            plans = [c.plan for c in self.circuits.values()]
+            a = aligned_empty(max(p.arena_bytes for p in plans), max(p.alignment for p in plans))
+            self._arenas.arena = a
+        return a
+
+    def set_threads(self, n: int) -> int:
+        return min(c.set_threads(n) for c in self.circuits.values())
+
+    def run(self, env: dict[str, np.ndarray], with_checkpoints: bool = False,
+            skip: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        """Run every stage (but `skip`) over `env`, which each stage extends with its outputs.
+
+        Returns (checkpoints, seconds per stage). Frame dims no input carries (F, N) are set
+        from the durations once the front stages produced them."""
+        checkpoints: dict[str, np.ndarray] = {}
+        seconds: dict[str, float] = {}
+        known: dict[str, int] = {}
+        for name, c in self.circuits.items():
+            if name in skip:
+                continue
+            cancel = CANCEL.get()
+            if cancel is not None and cancel.is_set():
+                raise SynthesisCancelled(f"cancelled before stage {name}")
+            missing = [i for i in c.graph.inputs if i not in env]
+            if missing:
+                raise SynthesisError(f"stage {name}: input(s) {missing} are produced by no earlier stage")
+            t0 = time.perf_counter()
+            given = {d: v for d, v in known.items() if d in c.graph.dims}
+            result = c.run({i: env[i] for i in c.graph.inputs}, arena=self.arena(),
+                           with_checkpoints=with_checkpoints, dims=given or None)
+            seconds[name] = time.perf_counter() - t0
+            env.update(result.outputs)
+            checkpoints.update(result.checkpoints)
+            if "durations" in result.outputs:
+                frames = int(env["durations"].sum())
+                if frames > self.max_frames:
+                    raise FrameOverflow(frames, self.max_frames)
+                known = frame_dims(frames)
+        return checkpoints, seconds
+
+    def synthesize(self, ids: list[int], ref_s: np.ndarray, speed: float = 1.0, seed: int = 0,
+                   with_checkpoints: bool = False) -> Synthesis:
+        """Phoneme ids (without the boundary 0s) + a [1, 256] style row -> 24 kHz audio.
+
+        `seed` drives the C RNG that replaces upstream's torch.rand/randn in the sine source.
+        """
+        if not ids:
+            raise SynthesisError("no phoneme ids to synthesise")
+        if len(ids) + 2 > CONTEXT_TOKENS:
+            raise SynthesisError(f"{len(ids)} phonemes exceed the {CONTEXT_TOKENS - 2}-phoneme context; "
+                                 "split the text (kcc.speech.g2p chunks it)")
+        ref_s = np.asarray(ref_s, dtype=np.float32).reshape(1, -1)
+        if ref_s.shape != (1, kokoro.REF_S_DIM) or not np.isfinite(ref_s).all():
+            raise SynthesisError(f"style must be {kokoro.REF_S_DIM} finite floats, got shape {ref_s.shape}")
+        if not (np.isfinite(speed) and 0 < speed <= 5):
+            raise SynthesisError(f"speed must be in (0, 5], got {speed}")
+        tokens = np.array([[0, *ids, 0]], dtype=np.int32)
+        env = {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
+               "lengths": np.array([tokens.shape[1]], dtype=np.int32),
+               "style_dec": ref_s[:, kokoro.STYLE_DEC].copy(), "style_pred": ref_s[:, kokoro.STYLE_PRED].copy(),
+               "speed": np.array([speed], dtype=np.float32),
+               "seed": np.array([seed & 0x7FFFFFFF], dtype=np.int32)}
+        checkpoints, seconds = self.run(env, with_checkpoints)
+        audio = env["waveform"].reshape(-1)
+        if not np.isfinite(audio).all():
+            # The kernels are finite for finite inputs of the model's range; a style far outside
+            # real voices' (|x| <= ~2) drives the decoder to inf. Refuse rather than write noise.
+            raise SynthesisError(f"the synthesis produced {int((~np.isfinite(audio)).sum())} non-finite samples "
+                                 "(a voice style far outside real voices' range?)")
+        return Synthesis(audio, env["durations"].reshape(-1).astype(np.int32), checkpoints, seconds)

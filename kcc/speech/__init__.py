@@ -1,0 +1,1 @@
+"""The speech product: text -> phonemes (g2p), `kcc say`, the server and batch front-ends."""

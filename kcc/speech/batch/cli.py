@@ -1,0 +1,68 @@
+"""`kcc batch MANIFEST -o OUTDIR`: the command line over kcc.speech.batch.api.Batch.
+
+Exit status: 0 when every item is done (made now or already), 1 when any item failed (each
+failure is in OUTDIR/kcc-batch.json with its reason), 2 when the job could not run at all.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from kcc.speech.batch.audio import FORMATS
+from kcc.speech.batch.item import DEFAULT_MAX_CHARS
+
+
+def add_parser(subparsers) -> None:
+    from kcc.cli import _speech_args
+    p = subparsers.add_parser("batch", help="synthesise a manifest of items into OUTDIR (resumable)")
+    p.add_argument("manifest", help="JSONL or CSV (columns id, text|phonemes, voice, lang, speed, seed, "
+                                    "format) or plain text (one utterance per line, id = line number)")
+    p.add_argument("-o", "--out", required=True, metavar="OUTDIR", help="where audio, sidecars and kcc-batch.json go")
+    p.add_argument("--kind", choices=["jsonl", "csv", "text"], help="manifest kind (default: from the suffix)")
+    p.add_argument("--engine", default="local", choices=["local", "ray"])
+    p.add_argument("--address", help="--engine ray: an existing Ray cluster (default: start a local Ray)")
+    p.add_argument("--workers", type=int, help="items at once: threads, processes or Ray actors (default: one per "
+                                               "core, each with cores / workers kernel threads; see --threads)")
+    p.add_argument("--processes", action="store_true",
+                   help="local engine: one process per worker (survives a crashing worker; slower start) "
+                        "instead of threads sharing one model")
+    p.add_argument("--voice", help="default voice for items without one (catalog name, path or blend)")
+    p.add_argument("--speed", type=float, default=1.0, help="default speed")
+    p.add_argument("--seed", type=int, default=0, help="default seed")
+    p.add_argument("--format", default="wav", choices=list(FORMATS), help="default audio format")
+    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="longest item text accepted")
+    p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
+    _speech_args(p)      # --checkpoint --voices-dir --lang --g2p --max-frames --threads --native
+    p.set_defaults(fn=run_cli)
+
+
+def run_cli(args) -> int:
+    from kcc.speech.batch.api import Batch, BatchError
+    from kcc.speech.batch.local_pool import SynthSpec, WorkerLoadError
+    from kcc.speech.batch.manifest import Defaults, ManifestError, check_option
+    from kcc.speech.batch.progress import BatchProgress
+    from kcc.speech.batch.ray_engine import RayUnavailable
+    try:
+        defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),
+                            check_option("seed", args.seed, Defaults()), args.format)
+        spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
+        job = Batch(args.manifest, args.out, defaults=defaults, engine=args.engine, workers=args.workers,
+                    threads=args.threads, synth=spec, voices_dirs=args.voices_dir, g2p=args.g2p,
+                    max_chars=args.max_chars, address=args.address, kind=args.kind, processes=args.processes)
+        print(f"kcc batch: {len(job.records)} records, {len(job.items)} items; engine {job.engine_name}, "
+              f"{job.workers} worker(s) x {job.threads} thread(s)", file=sys.stderr)
+        bar = BatchProgress(len(job.records), enabled=True if args.progress else None)
+        try:
+            for outcome in job:
+                bar.update(outcome)
+                if outcome.status == "error":
+                    print(f"\nkcc batch: item {outcome.id!r} (line {outcome.line}): {outcome.reason}", file=sys.stderr)
+        finally:
+            bar.close()
+    except (BatchError, ManifestError, WorkerLoadError, RayUnavailable, ValueError) as exc:
+        print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    c, t = job.summary["counts"], job.summary["throughput"]
+    print(f"{args.out}: {c['done']} made, {c['skipped']} already done, {c['failed']} failed of {c['records']}; "
+          f"{t['audio_s']:.1f} s audio in {t['wall_s']:.1f} s ({t['audio_s_per_wall_s'] or 0:.2f} x real time)")
+    return 0 if job.ok else 1

@@ -1,0 +1,242 @@
+"""Text -> Kokoro phonemes -> vocab ids, remembering which word each phoneme came from.
+
+G2P picks a language's backend, the one upstream KPipeline uses for it (misaki==0.9.4):
+- English (en-us, en-gb): kcc.speech.g2p_en ('lexicon': misaki's gold/silver lexicons, espeak-ng for
+  unknown words; 'misaki' with spaCy's tagger model; 'espeak'), after kcc.speech.normalize.
+- Japanese (ja): kcc.speech.g2p_ja, pyopenjtalk-plus readings through misaki's cutlet romaniser.
+- es, fr-fr, hi, it, pt-br: espeak-ng through misaki's EspeakG2P mapping (kcc.speech.g2p_intl).
+- Mandarin (zh): misaki's ZHG2P (jieba + pypinyin), as upstream runs it for Kokoro-82M v1.0.
+'auto' detects the language per paragraph where the script makes it obvious (kcc.speech.g2p_scripts).
+Letters in a script the language cannot speak are left out with a ScriptWarning; symbols the
+Kokoro vocab lacks are reported (a G2PWarning naming each symbol and where), never dropped silently.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
+LANGUAGE_CHOICES = ("auto", "en-us", "en-gb", "ja", "es", "fr-fr", "hi", "it", "pt-br", "zh")
+ALIASES = {"a": "en-us", "b": "en-gb", "en": "en-us", "j": "ja", "e": "es", "f": "fr-fr", "fr": "fr-fr",
+           "h": "hi", "i": "it", "p": "pt-br", "pt": "pt-br", "z": "zh"}
+# The English backends (kcc.speech.g2p_en). Each other language has one backend; a server started with
+# --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
+G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
+# Punctuation Kokoro has ids for; peeled off espeak words into their own tokens, as misaki does.
+PUNCTUATION = frozenset(';:,.!?—…"“”()')
+_VOCAB_PATH = Path(__file__).resolve().parents[1] / "data" / "vocab.json"
+
+
+class G2PError(ValueError):
+    """Text cannot be turned into phonemes; the message says what and where."""
+
+
+class G2PWarning(UserWarning):
+    """Phoneme symbols outside the Kokoro vocab were left out of the ids."""
+
+
+@dataclass
+class Word:
+    text: str
+    phonemes: str
+    whitespace: bool = True          # a space follows it in the phoneme string
+
+
+@dataclass(frozen=True)
+class Unknown:
+    symbol: str
+    position: int                    # index in the chunk's phoneme string
+    word: int                        # index into the chunk's words (-1: a joining space)
+    text: str
+
+
+@dataclass
+class Encoded:
+    words: list[Word]
+    phonemes: str                    # upstream's tokens_to_ps string; its length picks the style row
+    ids: list[int]                   # without the boundary 0s
+    word_of: list[int]               # per id: index into words, -1 for a joining space
+    unknown: list[Unknown] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(w.text + (" " if w.whitespace else "") for w in self.words).strip()
+
+
+@functools.lru_cache(maxsize=1)
+def load_vocab() -> dict[str, int]:
+    with open(_VOCAB_PATH, encoding="utf-8") as fh:
+        return json.load(fh)["vocab"]
+
+
+def decode_text(data: bytes | str, source: str = "input") -> str:
+    """UTF-8 text, or a G2PError naming the first bad byte (str may carry surrogate escapes)."""
+    if isinstance(data, str):
+        bad = next((i for i, c in enumerate(data) if 0xD800 <= ord(c) <= 0xDFFF), None)
+        if bad is None:
+            return data
+        try:
+            data = data.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:   # a lone surrogate that is no escaped byte
+            raise G2PError(f"{source} is not valid Unicode: lone surrogate U+{ord(data[exc.start]):04X} "
+                           f"at offset {exc.start}") from None
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise G2PError(f"{source} is not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+                       f"({exc.reason})") from None
+
+
+def encode(words: list[Word], vocab: dict[str, int] | None = None, where: str = "") -> Encoded:
+    """Join words as upstream does (phonemes + ' ' where whitespace follows, stripped) and map
+    each symbol to its id; symbols missing from the vocab are reported and left out."""
+    vocab = vocab or load_vocab()
+    chars: list[tuple[str, int]] = []
+    for wi, w in enumerate(words):
+        chars += [(c, wi) for c in w.phonemes]
+        if w.whitespace:
+            chars.append((" ", -1))
+    lo, hi = 0, len(chars)
+    while lo < hi and chars[lo][0].isspace():
+        lo += 1
+    while hi > lo and chars[hi - 1][0].isspace():
+        hi -= 1
+    chars = chars[lo:hi]
+    ids, word_of, unknown = [], [], []
+    for pos, (c, wi) in enumerate(chars):
+        if c in vocab:
+            ids.append(vocab[c])
+            word_of.append(wi)
+        else:
+            unknown.append(Unknown(c, pos, wi, words[wi].text if wi >= 0 else " "))
+    if unknown:
+        listed = ", ".join(f"{u.symbol!r} (U+{ord(u.symbol):04X}) at {u.position} in word {u.text!r}"
+                           for u in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        warnings.warn(G2PWarning(f"{where or 'phonemes'}: {len(unknown)} symbol(s) not in the Kokoro vocab, "
+                                 f"left out of the ids: {listed}{more}"), stacklevel=2)
+    return Encoded(words, "".join(c for c, _ in chars), ids, word_of, unknown)
+
+
+
+def canonical_language(language: str) -> str:
+    lang = ALIASES.get(str(language).lower(), str(language).lower())
+    if lang not in LANGUAGE_CHOICES:
+        raise G2PError(f"language {language!r} is not supported; use one of {', '.join(LANGUAGE_CHOICES)}")
+    return lang
+
+
+def misaki_available() -> tuple[bool, str]:
+    from kcc.speech.g2p_en import misaki_available as available
+    return available()
+
+
+def espeak_available() -> tuple[bool, str]:
+    from kcc.speech.g2p_en import espeak_available as available
+    return available()
+
+
+def detect_language(text: str, default: str = "en-us") -> str:
+    """ja where kana / kanji outweigh Latin letters, hi where Devanagari does, else `default`
+    (kcc.speech.g2p_scripts)."""
+    from kcc.speech.g2p_scripts import detect_language as detect
+    return detect(text, default)
+
+
+def _backend_for(language: str, backend: str):
+    """(paragraph -> list[Word], backend name, description) for one concrete language."""
+    if language in ("en-us", "en-gb"):
+        from kcc.speech import g2p_en
+        name = g2p_en.pick_backend(backend)
+        fn, description = g2p_en.make(language == "en-gb", name)
+        return fn, name, description
+    from kcc.speech import g2p_intl
+    name = g2p_intl.BACKENDS[language]
+    if backend not in G2P_BACKENDS and backend != name:
+        raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)} "
+                       f"({language} has one backend, {name!r})")
+    return g2p_intl.make(language)
+
+
+# espeak-ng and OpenJTalk keep process-wide state, and the English fallback and the espeak-ng
+# languages share one libespeak-ng, so backend calls are serialised across all G2P instances
+# (a server holds one per language); G2P is a small part of a request's time.
+_BACKEND_LOCK = threading.Lock()
+
+
+class G2P:
+    """Callable: paragraph text -> list[Word]. Safe to share between threads."""
+
+    def __init__(self, language: str = "en-us", backend: str = "auto"):
+        self.language = canonical_language(language)
+        self._backends: dict[str, tuple] = {}
+        self._choice = backend
+        if self.language == "auto":
+            if backend not in G2P_BACKENDS:                 # checked now, not at the first English paragraph
+                raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
+            self.backend = "auto"
+            self.description = "language detected per paragraph (mostly kana/kanji: ja, Devanagari: hi, else en-us)"
+            return
+        with _BACKEND_LOCK:
+            fn, self.backend, self.description = _backend_for(self.language, backend)
+        self._backends[self.language] = (fn, self.backend, self.description)
+
+    def _get(self, language: str):
+        if language not in self._backends:
+            self._backends[language] = _backend_for(language, self._choice)
+        return self._backends[language][0]
+
+    def __call__(self, text: str) -> list[Word]:
+        from kcc.speech.g2p_scripts import keep_speakable, warn_dropped
+        text = decode_text(text)
+        if not text.strip():
+            return []
+        language = detect_language(text) if self.language == "auto" else self.language
+        text, dropped = keep_speakable(text, language)
+        if dropped:
+            warn_dropped(dropped, language)
+            text = re.sub(r"[ \t]{2,}", " ", text).strip()
+        if language in ("en-us", "en-gb"):
+            from kcc.speech.normalize import normalize
+            text = normalize(text, british=language == "en-gb")
+        if not text.strip():
+            return []
+        with _BACKEND_LOCK:
+            return self._get(language)(text)
+
+
+def peel(token: str, ipa: str) -> list[Word]:
+    """Split leading/trailing punctuation off a token's phonemes into one-symbol words."""
+    lo, hi = 0, len(ipa)
+    while lo < hi and ipa[lo] in PUNCTUATION:
+        lo += 1
+    while hi > lo and ipa[hi - 1] in PUNCTUATION:
+        hi -= 1
+    core = token.strip("".join(PUNCTUATION) + "'‘’") or token
+    out = [Word(c, c, False) for c in ipa[:lo]]
+    if ipa[lo:hi] or not ipa:
+        out.append(Word(core, ipa[lo:hi], False))
+    out += [Word(c, c, False) for c in ipa[hi:]]
+    return out
+
+
+def words_from_phonemes(text: str, phonemes: str) -> list[Word]:
+    """A phoneme string made for the whole text, as words: split at spaces, punctuation peeled.
+    Where its words and the text's whitespace tokens agree in number, each keeps its text;
+    otherwise the phonemes stand in for the text (the backend gave no alignment)."""
+    groups = phonemes.split()
+    tokens = text.split()
+    if len(tokens) != len(groups):
+        tokens = groups
+    words: list[Word] = []
+    for token, group in zip(tokens, groups):
+        words += peel(token, group)
+        words[-1].whitespace = True
+    if words:
+        words[-1].whitespace = False
+    return words

@@ -1,0 +1,228 @@
+"""English G2P backends; each turns one paragraph into kcc.speech.g2p.Word's.
+
+- 'lexicon': misaki.en.G2P (upstream Kokoro's English G2P: gold/silver lexicons shipped in the
+  misaki wheel, its number, currency and stress rules, espeak-ng for out-of-lexicon words) with
+  spaCy's rule-based English tokenizer (spacy.blank, no model) and kcc.speech.g2p_tagger's tags in
+  place of en_core_web_sm's tagger, which is not on PyPI.
+- 'misaki': misaki.en.G2P with en_core_web_sm, exactly upstream's path, when that model is installed.
+- 'espeak': espeak-ng over the whole paragraph, IPA mapped by misaki's EspeakFallback table.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import logging
+import warnings
+from types import SimpleNamespace
+
+from kcc.speech.g2p import PUNCTUATION, G2PError, Word, peel
+
+_SPACY_MODEL = "en_core_web_sm"
+
+
+def _missing(*modules: tuple[str, str]) -> str:
+    for mod, pkg in modules:
+        if importlib.util.find_spec(mod) is None:
+            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
+    return ""
+
+
+# num2words: kcc.speech.normalize spells dates with it (and misaki.en reads numbers with it).
+ESPEAK_MODULES = (("misaki", "misaki==0.9.4"), ("phonemizer", "phonemizer-fork==3.3.2"),
+                  ("espeakng_loader", "espeakng-loader==0.2.4"), ("num2words", "num2words==0.5.14"))
+LEXICON_MODULES = (*ESPEAK_MODULES, ("spacy", "spacy==3.8.18"))
+
+
+def espeak_available() -> tuple[bool, str]:
+    why = _missing(*ESPEAK_MODULES)
+    return not why, why
+
+
+def lexicon_available() -> tuple[bool, str]:
+    why = _missing(*LEXICON_MODULES)
+    return not why, why
+
+
+def misaki_available() -> tuple[bool, str]:
+    """(usable, why not) for misaki.en with spaCy's tagger model."""
+    ok, why = lexicon_available()
+    if not ok:
+        return ok, why
+    import spacy.util
+    if not spacy.util.is_package(_SPACY_MODEL):
+        return False, f"spaCy's {_SPACY_MODEL} model is not installed"
+    return True, ""
+
+
+def pick_backend(backend: str) -> str:
+    if backend == "auto":
+        return "misaki" if misaki_available()[0] else "lexicon" if lexicon_available()[0] else "espeak"
+    if backend not in ("lexicon", "misaki", "espeak"):
+        raise G2PError(f"G2P backend {backend!r} is unknown; use auto, lexicon, misaki or espeak")
+    ok, why = {"lexicon": lexicon_available, "misaki": misaki_available, "espeak": espeak_available}[backend]()
+    if not ok:
+        raise G2PError(f"G2P backend {backend!r} is unavailable: {why}")
+    return backend
+
+
+def _from_mtokens(tokens) -> list[Word]:
+    """misaki's tokens as Words. A token misaki does not speak ("=", "😀") keeps its space only
+    where the word before has none: two spaces in a row would be two pause tokens."""
+    words: list[Word] = []
+    spaced = False                                   # a space is already due before the next phoneme
+    for t in tokens:
+        w = Word(t.text, t.phonemes or "", bool(t.whitespace))
+        if not w.phonemes and spaced:
+            w.whitespace = False
+        spaced = w.whitespace or (spaced and not w.phonemes)
+        words.append(w)
+    return words
+
+
+class _TaggedTokenizer:
+    """Stands in for misaki's spaCy pipeline: spaCy's English tokenizer, kcc's tags."""
+
+    def __init__(self):
+        import spacy
+        self._nlp = spacy.blank("en")
+
+    def __call__(self, text: str):
+        from kcc.speech.g2p_tagger import tag
+        doc = self._nlp(text)
+        for tk, t in zip(doc, tag([(tk.text, tk.whitespace_) for tk in doc])):
+            tk.tag_ = t
+        return doc
+
+
+def make_lexicon(british: bool, fallback):
+    """misaki.en.G2P without its spaCy model (its __init__ would download one)."""
+    from misaki import en
+
+    class LexiconG2P(en.G2P):
+        def __init__(self):                                      # noqa: D107 (see make_lexicon)
+            self.version, self.british, self.unk = None, british, ""
+            self.nlp = _TaggedTokenizer()
+            self.lexicon = en.Lexicon(british)
+            self.fallback = fallback
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # misaki's importlib.resources.open_text
+        g2p = LexiconG2P()
+    return lambda text: _from_mtokens(g2p(text)[1])
+
+
+def make_misaki(british: bool, fallback):
+    from misaki import en
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        g2p = en.G2P(trf=False, british=british, fallback=fallback, unk="")
+    return lambda text: _from_mtokens(g2p(text)[1])
+
+
+class _Echo:
+    """Stands in for EspeakFallback's backend so its mapping table runs on IPA we already have."""
+    @staticmethod
+    def phonemize(texts):
+        return [texts[0]]
+
+
+class EspeakEnglish:
+    """espeak-ng over the paragraph (context changes function words: 'a' is 'ɐ', not the letter
+    name), each text token then given its espeak words. espeak joins some function words into
+    one group ("of a" -> 'ʌvə'), so the groups are aligned to tokens by phoneme similarity:
+    a token takes as many groups as it makes alone, or several tokens share one group."""
+
+    def __init__(self, british: bool, fallback):
+        from misaki import espeak
+        from phonemizer.separator import Separator
+        # phonemizer warns when espeak's word count differs from the text's ('123' -> three
+        # words); the alignment below handles exactly that, so the warning is noise here.
+        logging.getLogger("phonemizer").setLevel(logging.ERROR)
+        self._backend = fallback.backend
+        self._sep = Separator(word="|", syllable=None, phone=None)
+        self._map = espeak.EspeakFallback.__new__(espeak.EspeakFallback)
+        self._map.british, self._map.version, self._map.backend = british, None, _Echo()
+
+    def _split(self, s: str) -> list[str]:
+        return [w for w in (p.strip() for p in s.split("|")) if w]
+
+    def __call__(self, text: str) -> list[Word]:
+        tokens = text.split()
+        context = self._split(self._backend.phonemize([" ".join(tokens)], separator=self._sep)[0])
+        alone = [self._split(p) for p in self._backend.phonemize(tokens, separator=self._sep)]
+        joins = [t.strip("".join(PUNCTUATION) + "'").lower() in CLITICS for t in tokens]
+        groups = align_groups(alone, context, joins)
+        words: list[Word] = []
+        for token, group in zip(tokens, groups):
+            ipa = " ".join(self._map(SimpleNamespace(text=g))[0] for g in group)
+            words += peel(token, ipa)
+            if words:
+                words[-1].whitespace = bool(words[-1].phonemes)   # an empty word adds no space
+        if words:
+            words[-1].whitespace = False
+        return words
+
+
+# Unstressed function words espeak-ng may join to the word before ("of a" -> 'ʌvə').
+CLITICS = frozenset("a an the of to and or as at in on it is for".split())
+
+
+def _bare(groups: list[str]) -> str:
+    return "".join(c for c in "".join(groups) if c not in "ˈˌː^" and c not in PUNCTUATION)
+
+
+def align_groups(alone: list[list[str]], context: list[str], joins: list[bool] | None = None,
+                 max_merge: int = 3) -> list[list[str]]:
+    """Per token, its share of the paragraph's espeak groups. Dynamic programming over (tokens,
+    groups): token i takes len(alone[i]) groups, or up to max_merge one-group tokens share one
+    group when each after the first may join the word before (joins[i]; the first token gets
+    the group, the others nothing). Cost: phoneme mismatch, stress and punctuation ignored.
+    Where no alignment exists, each token keeps its isolated phonemes."""
+    joins = joins if joins is not None else [True] * len(alone)
+    n, m = len(alone), len(context)
+    inf = float("inf")
+    best = [[inf] * (m + 1) for _ in range(n + 1)]
+    step: list[list[tuple[int, int] | None]] = [[None] * (m + 1) for _ in range(n + 1)]
+    best[0][0] = 0.0
+
+    def cost(a: list[str], c: list[str]) -> float:
+        x, y = _bare(a), _bare(c)
+        return (1.0 - difflib.SequenceMatcher(None, x, y).ratio()) * max(len(x), len(y), 1)
+
+    for i in range(n):
+        for j in range(m + 1):
+            if best[i][j] == inf:
+                continue
+            k = len(alone[i])
+            if j + k <= m:
+                c = best[i][j] + cost(alone[i], context[j:j + k])
+                if c < best[i + 1][j + k]:
+                    best[i + 1][j + k], step[i + 1][j + k] = c, (1, k)
+            for t in range(2, max_merge + 1):
+                if (i + t <= n and j < m and all(len(alone[i + u]) == 1 for u in range(t))
+                        and all(joins[i + u] for u in range(1, t))):
+                    c = best[i][j] + cost([g for u in range(t) for g in alone[i + u]], context[j:j + 1]) + 0.5
+                    if c < best[i + t][j + 1]:
+                        best[i + t][j + 1], step[i + t][j + 1] = c, (t, 1)
+    if best[n][m] == inf:
+        return alone
+    out: list[list[str]] = []
+    i, j = n, m
+    while i > 0:
+        t, k = step[i][j]
+        out = [context[j - k:j]] + [[] for _ in range(t - 1)] + out
+        i, j = i - t, j - k
+    return out
+
+
+def make(british: bool, backend: str):
+    """(paragraph -> list[Word], description) for the chosen backend ('auto' resolved)."""
+    from misaki import espeak
+    fallback = espeak.EspeakFallback(british=british)
+    lang = "en-gb" if british else "en-us"
+    if backend == "misaki":
+        return make_misaki(british, fallback), f"misaki.en.G2P ({lang}, spaCy {_SPACY_MODEL}, espeak-ng fallback)"
+    if backend == "lexicon":
+        return make_lexicon(british, fallback), (f"misaki.en lexicons ({lang}; spaCy tokenizer, kcc rule tagger, "
+                                                 "espeak-ng for unknown words)")
+    return EspeakEnglish(british, fallback), f"espeak-ng via misaki's EspeakFallback mapping ({lang})"

@@ -1,0 +1,72 @@
+"""G2P for the languages other than English: Japanese (kcc.speech.g2p_ja), the espeak-ng languages
+Kokoro v1.0 was trained on (misaki.espeak.EspeakG2P, language-switch flags removed, exactly as
+upstream KPipeline builds it) and Mandarin (misaki.zh.ZHG2P in its v1.0 'legacy' mode, as
+KPipeline runs it for Kokoro-82M). Each gives one phoneme string per paragraph; kcc.speech.g2p splits
+it into words.
+"""
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+from kcc.speech.g2p import G2PError, Word, words_from_phonemes
+
+ESPEAK_LANGUAGES = ("es", "fr-fr", "hi", "it", "pt-br")
+BACKENDS = {"ja": "pyopenjtalk", "zh": "pypinyin", **{lang: "espeak" for lang in ESPEAK_LANGUAGES}}
+ESPEAK_MODULES = (("misaki", "misaki==0.9.4"), ("phonemizer", "phonemizer-fork==3.3.2"),
+                  ("espeakng_loader", "espeakng-loader==0.2.4"))
+ZH_MODULES = (("misaki", "misaki==0.9.4"), ("jieba", "jieba==0.42.1"), ("pypinyin", "pypinyin==0.55.0"),
+              ("cn2an", "cn2an==0.5.24"), ("ordered_set", "ordered-set==4.1.0"))
+
+
+def _missing(modules, extra: str) -> str:
+    for mod, pkg in modules:
+        if importlib.util.find_spec(mod) is None:
+            return f"{pkg} is not installed (pip install 'kcc[{extra}]')"
+    return ""
+
+
+def available(language: str) -> tuple[bool, str]:
+    from kcc.speech import g2p_ja
+    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES, "zh") if language == "zh"
+           else _missing(ESPEAK_MODULES, "g2p"))
+    return not why, why
+
+
+def _espeak(language: str):
+    import logging
+    from misaki import espeak
+    logging.getLogger("phonemizer").setLevel(logging.ERROR)
+    g2p = espeak.EspeakG2P(language=language)
+    # Spanish's inverted marks pass through espeak; Kokoro's vocab has no id for them (upstream
+    # drops them silently) and they carry no sound, so they go here rather than warn each question.
+    return lambda text: g2p(text)[0].replace("¿", "").replace("¡", "")
+
+
+def _zh():
+    import logging
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                 # jieba's pkg_resources deprecation
+        import jieba
+        from misaki import zh
+    jieba.setLogLevel(logging.ERROR)
+    g2p = zh.ZHG2P(version=None)
+    return lambda text: g2p(text)[0]
+
+
+def make(language: str):
+    """(paragraph -> list[Word], backend name, description)."""
+    ok, why = available(language)
+    if not ok:
+        raise G2PError(f"{language} G2P is unavailable: {why}")
+    if language == "ja":
+        from kcc.speech import g2p_ja
+        phonemize, description = g2p_ja.make(), g2p_ja.DESCRIPTION
+    elif language == "zh":
+        phonemize, description = _zh(), "misaki ZHG2P (zh; jieba + pypinyin, Kokoro v1.0 mode)"
+    else:
+        phonemize, description = _espeak(language), f"espeak-ng via misaki's EspeakG2P mapping ({language})"
+
+    def words(text: str) -> list[Word]:
+        return words_from_phonemes(text, phonemize(text))
+    return words, BACKENDS[language], description

@@ -1,0 +1,151 @@
+"""`kcc serve` and `kcc wyoming`: flags, each with a KCC_* environment default.
+
+--workers is the number of syntheses that run at once (threads in one process: the compiled
+circuits are shared read-only and release the GIL), not uvicorn worker processes.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+
+ENV = "KCC_"
+
+
+def _env(name: str, default, kind=str):
+    value = os.environ.get(ENV + name)
+    if value is None:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        raise SystemExit(f"kcc: environment {ENV + name}={value!r} is not a valid {kind.__name__}") from None
+
+
+def _common(p: argparse.ArgumentParser, port: int) -> None:
+    from kcc.cli import _speech_args
+    _speech_args(p)
+    p.set_defaults(lang=_env("LANG", "en-us"))
+    p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="address to listen on ($KCC_HOST)")
+    p.add_argument("--port", type=int, default=_env("PORT", port, int), help="($KCC_PORT)")
+    p.add_argument("--voice", default=_env("VOICE", None), help="default voice NAME ($KCC_VOICE)")
+    p.add_argument("--voice-alias", default=_env("VOICE_ALIASES", None), metavar="A=V,...",
+                   help="OpenAI voice name -> catalog voice, replacing the built-in table ($KCC_VOICE_ALIASES)")
+    p.add_argument("--workers", type=int, default=_env("WORKERS", 2, int), help="syntheses at once ($KCC_WORKERS)")
+    p.add_argument("--max-queue", type=int, default=_env("MAX_QUEUE", 8, int),
+                   help="requests waiting for a worker before 503 ($KCC_MAX_QUEUE)")
+    p.add_argument("--request-timeout", type=float, default=_env("REQUEST_TIMEOUT", 120.0, float),
+                   help="seconds one request may take, queue included ($KCC_REQUEST_TIMEOUT)")
+    p.add_argument("--chunk-phonemes", type=int, default=_env("CHUNK_PHONEMES", 200, int),
+                   help="longest text chunk synthesised at once; bounds one step past a deadline ($KCC_CHUNK_PHONEMES)")
+    p.add_argument("--first-chunk-phonemes", type=int, default=_env("FIRST_CHUNK_PHONEMES", 40, int),
+                   help="the first chunk is cut shorter, so the first audio comes early ($KCC_FIRST_CHUNK_PHONEMES)")
+
+
+def add_parsers(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="OpenAI-compatible speech server (HTTP) with a web page at /")
+    _common(p, 8880)
+    p.add_argument("--max-chars", type=int, default=_env("MAX_CHARS", 4096, int), help="longest input ($KCC_MAX_CHARS)")
+    p.add_argument("--max-body", type=int, default=_env("MAX_BODY", 64 * 1024, int), help="bytes ($KCC_MAX_BODY)")
+    p.add_argument("--max-connections", type=int, default=_env("MAX_CONNECTIONS", 64, int),
+                   help="requests in flight before 503 ($KCC_MAX_CONNECTIONS)")
+    p.add_argument("--shutdown-timeout", type=float, default=_env("SHUTDOWN_TIMEOUT", 30.0, float),
+                   help="seconds SIGTERM waits for requests in flight ($KCC_SHUTDOWN_TIMEOUT)")
+    p.set_defaults(fn=run_serve)
+    p = subparsers.add_parser("wyoming", help="Wyoming protocol TTS server (Home Assistant)")
+    _common(p, 10200)
+    p.add_argument("--uri", default=_env("WYOMING_URI", None), help="tcp://HOST:PORT (default from --host/--port)")
+    p.set_defaults(fn=run_wyoming)
+
+
+def threads_per_synthesis(workers: int) -> int:
+    """Kernel threads for each of `workers` concurrent syntheses: the cores shared out, so busy
+    workers do not oversubscribe them. OpenMP barriers stall on an oversubscribed CPU: on the
+    2-core dev machine at a load of 8, one 20-phoneme chunk took 1.8-1.9 s at 1 thread and
+    4.1-8.1 s at 2 (interleaved runs). One worker gets every core."""
+    from kcc.compiler.threads import available_cores
+    return max(1, available_cores() // max(1, workers))
+
+
+def check_settings(args) -> None:
+    """Refuse settings the server cannot honour, naming the flag (a ValueError: kcc exits 2)."""
+    from kcc.speech.text import MAX_PHONEMES
+    checks = [("--workers", args.workers, 1, 256), ("--max-queue", args.max_queue, 0, 10_000),
+              ("--request-timeout", args.request_timeout, 0.1, 86_400),
+              ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
+              ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
+              ("--port", args.port, 0, 65_535)]
+    checks += [(flag, getattr(args, attr), lo, hi) for flag, attr, lo, hi in (
+        ("--max-chars", "max_chars", 1, 1_000_000), ("--max-body", "max_body", 64, 1 << 30),
+        ("--max-connections", "max_connections", 1, 100_000), ("--shutdown-timeout", "shutdown_timeout", 0, 3600))
+        if hasattr(args, attr)]
+    for flag, value, lo, hi in checks:
+        if not lo <= value <= hi:
+            raise ValueError(f"{flag} {value} is outside [{lo}, {hi}]")
+
+
+def build_service(args):
+    """Synthesizer, G2P per language, voices: everything both servers share."""
+    from kcc.speech import voices as voices_mod
+    from kcc.speech.g2p import G2P
+    from kcc.speech.say import load_synthesizer
+    from kcc.speech.serve.service import Limits, SpeechService
+    from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
+    check_settings(args)
+    dirs = [Path(d) for d in args.voices_dir] or [Path(d) for d in filter(None, [_env("VOICES_DIR", None)])]
+    catalog = voices_mod.voice_catalog(dirs)
+    aliases = parse_aliases(args.voice_alias) if args.voice_alias else None
+    default = args.voice or (voices_mod.DEFAULT_VOICE if voices_mod.DEFAULT_VOICE in catalog else None)
+    voices = VoiceSet(catalog, aliases, default, loader=lambda spec: voices_mod.load_voice(spec, dirs))
+    g2ps, lock = {}, threading.Lock()
+
+    def g2p_for(lang: str):
+        with lock:
+            if lang not in g2ps:
+                g2ps[lang] = G2P(lang, args.g2p)
+            return g2ps[lang]
+
+    g2p_for(args.lang)                    # the default language fails at start, not per request
+    synth = load_synthesizer(args.checkpoint or _env("CHECKPOINT", None), args.max_frames,
+                             native=args.native, threads=args.threads or threads_per_synthesis(args.workers))
+    limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout,
+                    chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes)
+    return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+
+
+def run_serve(args) -> int:
+    import uvicorn
+    from kcc.speech.serve.app import HttpLimits, create_app
+    _setup_logging()
+    service = build_service(args)
+    app = create_app(service, HttpLimits(max_body_bytes=args.max_body, max_input_chars=args.max_chars,
+                                         max_connections=args.max_connections))
+    print(f"kcc serve: http://{args.host}:{args.port}/ (POST /v1/audio/speech)", file=sys.stderr)
+    # uvicorn's own connection cap is a backstop above the app's JSON 503 (its answer is plain text).
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info",
+                limit_concurrency=args.max_connections + 16, timeout_graceful_shutdown=args.shutdown_timeout,
+                timeout_keep_alive=5)
+    return 0
+
+
+def run_wyoming(args) -> int:
+    import asyncio
+    from kcc.speech.serve.wyoming_server import serve
+    _setup_logging()
+    service = build_service(args)
+    uri = args.uri or f"tcp://{args.host}:{args.port}"
+    print(f"kcc wyoming: {uri}", file=sys.stderr)
+    try:
+        asyncio.run(serve(service, uri))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.close()
+    return 0

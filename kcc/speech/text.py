@@ -1,0 +1,148 @@
+"""Long text -> chunks of at most 510 phonemes, split where upstream KPipeline splits.
+
+Text is first cleaned (control characters become spaces: espeak-ng reads a NUL as the end of
+its input and would silently drop the rest of the word) and cut into paragraphs at newlines
+(KPipeline's split_pattern r'\\n+'); a paragraph whose phonemes exceed the limit is cut before
+the word that would overflow, at the last sentence end (!.?…) whose remainder fits, else the
+last clause mark (:;), else the last comma or dash, else right there (KPipeline.waterfall_last,
+a closing ')' or '”' staying with its sentence). A single word longer than the limit is cut
+into pieces, with a warning.
+
+Everything here is lazy: a paragraph longer than PIECE_CHARS reaches G2P in pieces cut at
+sentence ends, and chunks come out as soon as they are complete, so a book-length text is
+planned and spoken in bounded memory with its first audio early.
+
+The limit also follows the frame plan: the back stages are compiled for a max frame count
+(kcc.model.pipeline.DEFAULT_MAX_FRAMES), and a chunk's frames grow with its phonemes / speed, so
+slow speech gets shorter chunks (chunk_limit).
+"""
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from typing import Iterable, Iterator
+
+from kcc.speech.g2p import Word
+
+MAX_PHONEMES = 510                       # ALBERT's 512 positions less the two boundary tokens
+WATERFALL = ("!.?…", ":;", ",—")
+BUMPS = (")", "”")
+# A chunk's frames at speed 1, bounded from above: real Kokoro-82M (default voice, 40 English
+# chunks of prose, digits, spelled-out letters and punctuation runs) took 1.2-3.2 frames per
+# phoneme on long chunks, and short ones up to 50 frames for 7 phonemes (the boundary tokens).
+# Slower speech scales it by 1 / speed. A chunk that still overflows is split and retried
+# (kcc.speech.say), so this bound only keeps retries rare.
+FRAME_OVERHEAD, FRAMES_PER_PHONEME = 40.0, 3.2
+# G2P gets a long paragraph in pieces of at most this many characters, cut after a sentence end
+# (else at a space, else anywhere): spaCy / espeak time grows faster than linearly in one call.
+PIECE_CHARS = 2000
+
+# Line and paragraph separators other than \n; every other C0/C1 control character is a space.
+_BREAKS = re.compile(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
+_CONTROLS = {c: " " for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)] if c != 0x0A}
+
+
+def clean_text(text: str) -> str:
+    return _BREAKS.sub("\n", text).translate(_CONTROLS)
+
+
+def paragraphs(text: str) -> list[str]:
+    return list(iter_paragraphs(text))
+
+
+def iter_paragraphs(text: str) -> Iterator[str]:
+    for m in re.finditer(r"[^\n]+", text):
+        if m.group().strip():
+            yield m.group().strip()
+
+
+_SENTENCE_END = re.compile(r"[.!?…][)”\"']?\s")
+
+
+def pieces(paragraph: str, size: int = PIECE_CHARS) -> Iterator[tuple[str, bool]]:
+    """(piece, whether a space follows it) for G2P, each <= size characters."""
+    at, n = 0, len(paragraph)
+    while n - at > size:
+        window = paragraph[at:at + size + 1]
+        ends = [m.end() for m in _SENTENCE_END.finditer(window)]
+        cut = ends[-1] if ends and ends[-1] > size // 4 else window.rfind(" ") + 1
+        if cut <= 0:
+            cut = size
+        piece, at = window[:cut], at + cut
+        spaced = piece[-1:].isspace() or paragraph[at:at + 1].isspace()
+        while at < n and paragraph[at].isspace():
+            at += 1
+        if piece.strip():
+            yield piece.strip(), spaced
+    if paragraph[at:].strip():
+        yield paragraph[at:].strip(), False
+
+
+def frame_estimate(n_phonemes: int, speed: float) -> float:
+    """Planned frames for a chunk of n phonemes at `speed`. Kokoro rounds each token's duration
+    and makes it at least one frame, which adds up to a frame per token, half on average: fast
+    speech (4x: measured 440 frames for 411 phonemes) is bounded by that, not by the rate."""
+    return (FRAME_OVERHEAD + FRAMES_PER_PHONEME * n_phonemes) / speed + (n_phonemes + 2) / 2
+
+
+def chunk_limit(limit: int, speed: float, max_frames: int) -> int:
+    """The largest phoneme count <= limit whose frame estimate fits max_frames (at least 1: the
+    duration predictor gives a token at most 50 / speed frames, so one phoneme fits any plan of
+    150 / speed frames or more)."""
+    fits = math.floor((max_frames - FRAME_OVERHEAD / speed - 1) / (FRAMES_PER_PHONEME / speed + 0.5) + 1e-9)
+    return max(1, min(limit, fits))
+
+
+def phoneme_string(words: list[Word]) -> str:
+    """KPipeline.tokens_to_ps: each word's phonemes, a space where whitespace follows, stripped."""
+    return "".join(w.phonemes + (" " if w.whitespace else "") for w in words).strip()
+
+
+def _split_long(words: Iterable[Word], limit: int) -> Iterator[Word]:
+    for w in words:
+        if len(w.phonemes) <= limit:
+            yield w
+            continue
+        cuts = [w.phonemes[i:i + limit] for i in range(0, len(w.phonemes), limit)]
+        warnings.warn(f"word {w.text[:40]!r} has {len(w.phonemes)} phonemes, over the {limit}-phoneme "
+                      f"chunk limit; it is cut into {len(cuts)} pieces", stacklevel=4)
+        yield from [Word(w.text, p, False) for p in cuts[:-1]]
+        yield Word(w.text, cuts[-1], w.whitespace)
+
+
+def _cut(words: list[Word], incoming: Word, limit: int) -> int:
+    """How many of `words` form the chunk, so that the rest plus `incoming` fits the limit."""
+    for marks in WATERFALL:
+        z = next((i for i in range(len(words) - 1, -1, -1) if words[i].phonemes and words[i].phonemes in marks), None)
+        if z is None:
+            continue
+        z += 1
+        if z < len(words) and words[z].phonemes in BUMPS:
+            z += 1
+        if len(phoneme_string(words[z:] + [incoming])) <= limit:
+            return z
+    return len(words)
+
+
+def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
+                first_limit: int | None = None) -> Iterator[list[Word]]:
+    """Consecutive runs of `words` (all of them, in order), each run's phoneme string <= limit;
+    the first run <= first_limit where a boundary allows (a word longer than that stays whole)."""
+    if limit < 1:
+        raise ValueError(f"chunk limit must be positive, got {limit}")
+    current: list[Word] = []
+    lim = first_limit if first_limit and first_limit < limit else limit
+    for w in _split_long(words, limit):
+        if current and len(phoneme_string(current + [w])) > lim:
+            z = _cut(current, w, lim)
+            if current[:z]:
+                yield current[:z]
+            current, lim = current[z:], limit
+        current.append(w)
+    if current:
+        yield current
+
+
+def chunk_words(words: list[Word], limit: int = MAX_PHONEMES) -> list[list[Word]]:
+    return list(iter_chunks(words, limit))

