@@ -2,20 +2,25 @@
 
 - 'lexicon': misaki.en.G2P (upstream Kokoro's English G2P: gold/silver lexicons shipped in the
   misaki wheel, its number, currency and stress rules, espeak-ng for out-of-lexicon words) with
-  spaCy's rule-based English tokenizer (spacy.blank, no model) and kcc.speech.g2p_tagger's tags in
-  place of en_core_web_sm's tagger, which is not on PyPI.
+  spaCy's rule-based English tokenization (run without spaCy by kcc.speech.en_tokenizer) and
+  kcc.speech.g2p_tagger's tags in place of en_core_web_sm's tagger, which is not on PyPI.
 - 'misaki': misaki.en.G2P with en_core_web_sm, exactly upstream's path, when that model is installed.
 - 'espeak': espeak-ng over the whole paragraph, IPA mapped by misaki's EspeakFallback table.
 """
 from __future__ import annotations
 
 import difflib
+import importlib
 import importlib.util
 import logging
+import sys
+import types
 import warnings
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from kcc.speech.g2p import PUNCTUATION, G2PError, Word, peel
+from kcc.speech.g2p_en_cache import LazyEspeakFallback, lexicon
 
 _SPACY_MODEL = "en_core_web_sm"
 
@@ -30,7 +35,7 @@ def _missing(*modules: tuple[str, str]) -> str:
 # num2words: kcc.speech.normalize spells dates with it (and misaki.en reads numbers with it).
 ESPEAK_MODULES = (("misaki", "misaki==0.9.4"), ("phonemizer", "phonemizer-fork==3.3.2"),
                   ("espeakng_loader", "espeakng-loader==0.2.4"), ("num2words", "num2words==0.5.14"))
-LEXICON_MODULES = (*ESPEAK_MODULES, ("spacy", "spacy==3.8.18"))
+LEXICON_MODULES = ESPEAK_MODULES
 
 
 def espeak_available() -> tuple[bool, str]:
@@ -44,14 +49,41 @@ def lexicon_available() -> tuple[bool, str]:
 
 
 def misaki_available() -> tuple[bool, str]:
-    """(usable, why not) for misaki.en with spaCy's tagger model."""
+    """(usable, why not) for misaki.en with spaCy's tagger model (not imported to find out: spaCy
+    takes 0.6-1.8 s to import)."""
     ok, why = lexicon_available()
     if not ok:
         return ok, why
-    import spacy.util
-    if not spacy.util.is_package(_SPACY_MODEL):
+    if importlib.util.find_spec("spacy") is None or importlib.util.find_spec(_SPACY_MODEL) is None:
         return False, f"spaCy's {_SPACY_MODEL} model is not installed"
     return True, ""
+
+
+class _SpacyOnDemand(types.ModuleType):
+    """What misaki.en's module-level `import spacy` binds while kcc imports it: spaCy itself is
+    imported only if misaki reaches for it (its own tagger model, or `[word](/phonemes/)` links)."""
+
+    def __getattr__(self, name):
+        try:
+            real = importlib.import_module("spacy")
+        except ImportError as e:
+            raise G2PError(f"this needs spaCy (spacy.{name}), which is not installed") from e
+        return getattr(real, name)
+
+
+def misaki_en():
+    """misaki.en without paying for spaCy's import."""
+    if "misaki.en" in sys.modules or "spacy" in sys.modules:
+        from misaki import en
+        return en
+    sys.modules["spacy"] = _SpacyOnDemand("spacy")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from misaki import en
+    finally:
+        del sys.modules["spacy"]
+    return en
 
 
 def pick_backend(backend: str) -> str:
@@ -79,31 +111,72 @@ def _from_mtokens(tokens) -> list[Word]:
     return words
 
 
+@dataclass
+class _Token:
+    """The three fields misaki reads from a spaCy token."""
+    text: str
+    whitespace_: str
+    tag_: str
+
+
 class _TaggedTokenizer:
-    """Stands in for misaki's spaCy pipeline: spaCy's English tokenizer, kcc's tags."""
+    """Stands in for misaki's spaCy pipeline: spaCy's English tokenization, kcc's tags."""
 
     def __init__(self):
-        import spacy
-        self._nlp = spacy.blank("en")
+        from kcc.speech.en_tokenizer import english
+        self._tokenize = english()
 
-    def __call__(self, text: str):
+    def __call__(self, text: str) -> list[_Token]:
         from kcc.speech.g2p_tagger import tag
-        doc = self._nlp(text)
-        for tk, t in zip(doc, tag([(tk.text, tk.whitespace_) for tk in doc])):
-            tk.tag_ = t
-        return doc
+        pairs = self._tokenize(text)
+        return [_Token(t, w, g) for (t, w), g in zip(pairs, tag(pairs))]
+
+
+def _token_owners(words: list[str], tokens: list[str]) -> list[int]:
+    """For each token, the index of the whitespace-split word its first character belongs to
+    (both sequences cover the same non-space characters in order)."""
+    ends, n = [], 0
+    for w in words:
+        n += len("".join(w.split()))
+        ends.append(n)
+    owners, pos, k = [], 0, 0
+    for t in tokens:
+        while k < len(ends) - 1 and pos >= ends[k]:
+            k += 1
+        owners.append(k)
+        pos += len("".join(t.split()))
+    return owners
 
 
 def make_lexicon(british: bool, fallback):
-    """misaki.en.G2P without its spaCy model (its __init__ would download one)."""
-    from misaki import en
+    """misaki.en.G2P without spaCy (its __init__ would download a spaCy model)."""
+    en = misaki_en()
 
     class LexiconG2P(en.G2P):
         def __init__(self):                                      # noqa: D107 (see make_lexicon)
             self.version, self.british, self.unk = None, british, ""
             self.nlp = _TaggedTokenizer()
-            self.lexicon = en.Lexicon(british)
+            self.lexicon = lexicon(en, british)
             self.fallback = fallback
+
+        def tokenize(self, text, tokens, features):
+            """misaki's tokenize, with its spaCy alignment of `[word](/phonemes/)` features to
+            tokens done by character position."""
+            mtokens = super().tokenize(text, tokens, {})
+            if not features:
+                return mtokens
+            owners = _token_owners(tokens, [t.text for t in mtokens])
+            for k, v in features.items():
+                for i, tk in enumerate(t for t, o in zip(mtokens, owners) if o == k):
+                    if not isinstance(v, str):
+                        tk._.stress = v
+                    elif v.startswith("/"):
+                        tk._.is_head = i == 0
+                        tk.phonemes = v.lstrip("/") if i == 0 else ""
+                        tk._.rating = 5
+                    elif v.startswith("#"):
+                        tk._.num_flags = v.lstrip("#")
+            return mtokens
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)     # misaki's importlib.resources.open_text
@@ -217,8 +290,7 @@ def align_groups(alone: list[list[str]], context: list[str], joins: list[bool] |
 
 def make(british: bool, backend: str):
     """(paragraph -> list[Word], description) for the chosen backend ('auto' resolved)."""
-    from misaki import espeak
-    fallback = espeak.EspeakFallback(british=british)
+    fallback = LazyEspeakFallback(british)
     lang = "en-gb" if british else "en-us"
     if backend == "misaki":
         return make_misaki(british, fallback), f"misaki.en.G2P ({lang}, spaCy {_SPACY_MODEL}, espeak-ng fallback)"

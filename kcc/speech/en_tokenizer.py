@@ -1,0 +1,172 @@
+"""spaCy's rule-based English tokenizer, without spaCy.
+
+The English G2P (misaki's lexicons) needs spaCy's tokenization and nothing else from spaCy, and
+importing spaCy costs 0.6 s a process (1.8 s when torch is installed: thinc imports it). This
+module runs spaCy 3.8's algorithm (spacy/tokenizer.pyx: whitespace spans, _split_affixes,
+_attach_tokens, the special-case matcher) on its English rules, shipped as data in
+kcc/data/en_tokenizer.json (scripts/make_en_tokenizer_table.py makes it from the pinned spaCy;
+tests/test_en_tokenizer.py checks the table and that both tokenizers split a corpus alike).
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+TABLE = Path(__file__).resolve().parents[1] / "data" / "en_tokenizer.json"
+
+
+class EnglishTokenizer:
+    """text -> [(token text, whitespace after it: '' or ' ')], exactly as spacy.blank("en")."""
+
+    def __init__(self, table: dict):
+        never = re.compile("a^")
+        self._prefix = re.compile(table["prefix"]).search
+        self._suffix = re.compile(table["suffix"]).search
+        self._infix = re.compile(table["infix"]).finditer
+        self._url = re.compile(table["url"]).match if table.get("url") else never.match
+        self._token_match = re.compile(table["token_match"]).match if table.get("token_match") else None
+        self._special: dict[str, list[str]] = table["special"]
+        # Special cases the affix rules cut apart, keyed by the pieces the cutting makes.
+        self._phrases: dict[tuple[str, ...], str] = {}
+        for s in table["phrases"]:
+            pieces = tuple(t for t, _ in self._split(s, specials=False))
+            self._phrases.setdefault(pieces, s)
+        self._longest = max((len(p) for p in self._phrases), default=0)
+
+    def __call__(self, text: str) -> list[tuple[str, str]]:
+        tokens = self._split(text, specials=True)
+        return self._apply_phrases(tokens) if self._phrases else tokens
+
+    # -- spaCy's _tokenize_affixes: spans of space / non-space; one ' ' after a token is its space
+    def _split(self, text: str, specials: bool) -> list[tuple[str, str]]:
+        out: list[list[str]] = []
+        if not text:
+            return []
+        start, in_ws = 0, text[0].isspace()
+        for i, ch in enumerate(text):
+            if ch.isspace() != in_ws:
+                if start < i:
+                    out += [[t, ""] for t in self._span(text[start:i], specials)]
+                if ch == " " and out:
+                    out[-1][1] = " "
+                    start = i + 1
+                else:
+                    start = i
+                in_ws = not in_ws
+        if start < len(text):
+            out += [[t, ""] for t in self._span(text[start:], specials)]
+            out[-1][1] = " " if text[-1] == " " and not in_ws else ""
+        return [(t, w) for t, w in out]
+
+    def _find_prefix(self, s: str) -> int:
+        m = self._prefix(s)
+        return m.end() - m.start() if m else 0
+
+    def _find_suffix(self, s: str) -> int:
+        m = self._suffix(s)
+        return m.end() - m.start() if m else 0
+
+    def _span(self, s: str, specials: bool) -> list[str]:
+        if specials and s in self._special:
+            return list(self._special[s])
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        last = -1
+        while s and len(s) != last:                      # spaCy's _split_affixes
+            if self._token_match and self._token_match(s):
+                break
+            if specials and s in self._special:
+                break
+            last = len(s)
+            pre = self._find_prefix(s)
+            if pre:
+                prefix, minus_pre = s[:pre], s[pre:]
+                if minus_pre and specials and minus_pre in self._special:
+                    s = minus_pre
+                    prefixes.append(prefix)
+                    break
+            suf = self._find_suffix(s[pre:])
+            if suf:
+                suffix, minus_suf = s[-suf:], s[:-suf]
+                if minus_suf and specials and minus_suf in self._special:
+                    s = minus_suf
+                    suffixes.append(suffix)
+                    break
+            if pre and suf and pre + suf <= len(s):
+                s = s[pre:-suf]
+                prefixes.append(prefix)
+                suffixes.append(suffix)
+            elif pre:
+                s = minus_pre
+                prefixes.append(prefix)
+            elif suf:
+                s = minus_suf
+                suffixes.append(suffix)
+        return prefixes + self._attach(s, specials) + suffixes[::-1]
+
+    def _attach(self, s: str, specials: bool) -> list[str]:           # spaCy's _attach_tokens
+        if not s:
+            return []
+        if specials and s in self._special:
+            return list(self._special[s])
+        if (self._token_match and self._token_match(s)) or self._url(s):
+            return [s]
+        matches = list(self._infix(s))
+        if not matches:
+            return [s]
+        out, start = [], 0
+        for m in matches:
+            a, b = m.start(), m.end()
+            if a == 0:                      # an infix at the very start splits nothing off
+                continue
+            if a != start:
+                out.append(s[start:a])
+            if a != b:
+                out.append(s[a:b])
+            start = b
+        if s[start:]:
+            out.append(s[start:])
+        return out
+
+    # -- spaCy's special matcher: longest matches first, then leftmost; a span is replaced only
+    # where its text (with the spaces inside it) is the special case's string.
+    def _apply_phrases(self, tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        texts = [t for t, _ in tokens]
+        found = []
+        for i in range(len(texts)):
+            for n in range(1, min(self._longest, len(texts) - i) + 1):
+                key = self._phrases.get(tuple(texts[i:i + n]))
+                if key is not None:
+                    found.append((i, i + n, key))
+        if not found:
+            return tokens
+        found.sort(key=lambda m: (-(m[1] - m[0]), m[0]))
+        seen: set[int] = set()
+        keep = []
+        for a, b, key in found:
+            if a not in seen and b - 1 not in seen:
+                keep.append((a, b, key))
+            seen.update(range(a, b))
+        starts = {a: (b, key) for a, b, key in keep}
+        out: list[tuple[str, str]] = []
+        i = 0
+        while i < len(tokens):
+            if i in starts:
+                b, key = starts[i]
+                span_text = "".join(t + w for t, w in tokens[i:b - 1]) + tokens[b - 1][0]
+                if span_text == key:
+                    pieces = self._special[key]
+                    out += [(p, "") for p in pieces[:-1]] + [(pieces[-1], tokens[b - 1][1])]
+                    i = b
+                    continue
+            out.append(tokens[i])
+            i += 1
+        return out
+
+
+@lru_cache(maxsize=1)
+def english() -> EnglishTokenizer:
+    with open(TABLE, encoding="utf-8") as fh:
+        return EnglishTokenizer(json.load(fh))

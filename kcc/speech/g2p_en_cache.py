@@ -1,0 +1,142 @@
+"""Start-up savers for the English G2P: misaki's lexicons looked up on disk, espeak on demand.
+
+misaki.en.Lexicon reads its gold / silver JSON, grows them (capitalised variants) and checks every
+entry against the phoneme vocabulary: ~0.35 s a process, and still ~0.15 s to unmarshal the 365k
+grown entries, for a sentence that looks up a few dozen words. So the grown dictionaries are
+written once into an SQLite file in kcc's cache (keyed by misaki's version and its data files'
+sizes and mtimes) and each process opens it and looks words up as misaki asks (a Mapping).
+A damaged or mismatched cache file is rebuilt, never trusted. espeak-ng (phonemizer, ~0.45 s to
+import) is needed only for words in no lexicon, so the fallback is built on its first use.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+
+CACHE_VERSION = 1
+_TABLES = ("golds", "silvers")
+
+
+def _data_key(british: bool) -> str:
+    from misaki import data
+    root = Path(data.__file__).parent
+    stamp = []
+    for part in ("gold", "silver"):
+        st = (root / f"{'gb' if british else 'us'}_{part}.json").stat()
+        stamp.append(f"{st.st_size}-{st.st_mtime_ns}")
+    return f"v{CACHE_VERSION}-misaki{metadata.version('misaki')}-{'gb' if british else 'us'}-{'-'.join(stamp)}"
+
+
+def _cache_path(british: bool) -> Path:
+    from kcc.compiler.build import cache_dir
+    d = cache_dir() / "g2p"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"lexicon-{_data_key(british)}.sqlite"
+
+
+class LexiconTable(Mapping):
+    """One of misaki's grown dictionaries (word -> phonemes, or tag -> phonemes for heteronyms),
+    read from the SQLite cache a word at a time."""
+
+    def __init__(self, db: sqlite3.Connection, table: str):
+        self._db, self._table = db, table
+        self._seen: dict = {}
+
+    def _fetch(self, word):
+        if word in self._seen:
+            return self._seen[word]
+        row = self._db.execute(f"SELECT s, j FROM {self._table} WHERE k = ?", (word,)).fetchone() \
+            if isinstance(word, str) else None
+        value = None if row is None else row[0] if row[0] is not None else json.loads(row[1])
+        self._seen[word] = value
+        return value
+
+    def __getitem__(self, word):
+        value = self._fetch(word)
+        if value is None:
+            raise KeyError(word)
+        return value
+
+    def __contains__(self, word) -> bool:
+        return self._fetch(word) is not None
+
+    def get(self, word, default=None):
+        value = self._fetch(word)
+        return default if value is None else value
+
+    def __iter__(self):
+        return (k for (k,) in self._db.execute(f"SELECT k FROM {self._table}"))
+
+    def __len__(self) -> int:
+        return self._db.execute(f"SELECT COUNT(*) FROM {self._table}").fetchone()[0]
+
+
+def _write(path: Path, lex) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lexicon-")
+    os.close(fd)
+    try:
+        db = sqlite3.connect(tmp)
+        for table in _TABLES:
+            db.execute(f"CREATE TABLE {table} (k TEXT PRIMARY KEY, s TEXT, j TEXT)")
+            db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)",
+                           ((k, v, None) if isinstance(v, str) else (k, None, json.dumps(v))
+                            for k, v in getattr(lex, table).items()))
+        db.commit()
+        db.close()
+        os.replace(tmp, path)
+    except (OSError, sqlite3.Error):       # a read-only cache only costs the next start its time
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _open(path: Path) -> sqlite3.Connection | None:
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        for table in _TABLES:
+            if db.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} LIMIT 1)").fetchone()[0] != 1:
+                return None
+        return db
+    except sqlite3.Error:
+        return None
+
+
+def lexicon(en, british: bool):
+    """A misaki.en.Lexicon (module `en` passed in) whose dictionaries are read from the cache."""
+    try:
+        path = _cache_path(british)
+    except OSError:
+        return en.Lexicon(british)
+    db = _open(path) if path.exists() else None
+    if db is None:
+        lex = en.Lexicon(british)                  # misaki's own reading and checks
+        _write(path, lex)
+        return lex
+    lex = en.Lexicon.__new__(en.Lexicon)
+    lex.british, lex.cap_stresses = british, (0.5, 2)
+    lex.golds, lex.silvers = (LexiconTable(db, t) for t in _TABLES)
+    return lex
+
+
+class LazyEspeakFallback:
+    """misaki.espeak.EspeakFallback, made on first use (a call, or its .backend)."""
+
+    def __init__(self, british: bool):
+        self.british = british
+        self._real = None
+
+    def _get(self):
+        if self._real is None:
+            from misaki import espeak
+            self._real = espeak.EspeakFallback(british=self.british)
+        return self._real
+
+    @property
+    def backend(self):
+        return self._get().backend
+
+    def __call__(self, token):
+        return self._get()(token)
