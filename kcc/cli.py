@@ -140,7 +140,7 @@ def cmd_export(args) -> int:
     import os
     from pathlib import Path
 
-    from kcc.compiler.export import export
+    from kcc.model.export import export
     from kcc.speech.outputs import check_output_dir
     from kcc.speech.say import check_max_frames, load_synthesizer, resolve_voice
     check_output_dir(args.dir, "export directory")

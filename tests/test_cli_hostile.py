@@ -481,7 +481,7 @@ def test_a_read_only_cache_serves_what_it_has_and_names_what_it_lacks(tmp_path, 
 # -- the exported runner's argument parsing ----------------------------------------------------
 @pytest.fixture(scope="module")
 def runner_args(tmp_path_factory):
-    from kcc.compiler.export import runtime_helpers
+    from kcc.model.export import runtime_helpers
     d = tmp_path_factory.mktemp("args")
     src = "\n".join(runtime_helpers()) + r"""
 int main(int argc, char **argv)

@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from kcc.compiler.export import export
+from kcc.model.export import export
 from kcc.model.pipeline import Synthesizer
 from kcc.speech.say import random_voice
 from kcc.speech.voices import style_for

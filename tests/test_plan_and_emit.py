@@ -132,5 +132,5 @@ def test_one_abi_description_drives_the_c_ctypes_and_export(small_ckpt):
     assert c._run.argtypes == [t for _, _, t in abi.RUN_PARAMS]
     for name, (ret, params, _, _) in abi.HELPERS.items():
         assert f"{ret} {c.prefix}_{name}({params})" in c.source, name
-    from kcc.compiler.export import runtime_helpers
+    from kcc.model.export import runtime_helpers
     assert abi.run_fn_typedef("kcc_run_fn") in "\n".join(runtime_helpers())
