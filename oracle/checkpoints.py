@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kcc.compiler.build import cache_dir
+from kcc.files import cache_dir
 from oracle.build_checkpoint import BUILDER_VERSION, build_checkpoint
 
 

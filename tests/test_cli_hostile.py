@@ -438,7 +438,7 @@ def test_cache_entry_that_matches_its_sidecar_but_does_not_load_is_rebuilt(tmp_p
     import ctypes
 
     from kcc.compiler.build import build_library
-    from kcc.compiler.digest import file_sha256
+    from kcc.files import file_sha256
     monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
     first = build_library(_SRC, name="probe")
     first.library.write_bytes(b"\x7fELF garbage that matches its sidecar")

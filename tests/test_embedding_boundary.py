@@ -14,7 +14,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from kcc.compiler.build import STRICT_FLAGS, file_sha256
+from kcc.compiler.build import STRICT_FLAGS
+
+from kcc.files import file_sha256
 from kcc.weights.checkpoint import checkpoint_digest
 from kcc.compiler.runtime import KccRunError, aligned_empty, compile_circuit
 from kcc.compiler.xray import FP32_GATE, PinnedCaptureError, find_capture, load_pinned, render, xray_compiled

@@ -29,8 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.compiler.build import BuildOptions, Built, cache_dir
-from kcc.compiler.digest import file_sha256
+from kcc.compiler.build import BuildOptions, Built
+
+from kcc.files import cache_dir
+from kcc.files import file_sha256
 from kcc.compiler.ir import Checkpoint as IrCheckpoint
 from kcc.compiler.ir import Graph, Op, Tensor, WeightRef
 from kcc.compiler.plan import Buffer, MemoryPlan

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcc.compiler.isa import level_flags, requested
-from kcc.compiler.digest import file_sha256
+from kcc.files import cache_dir, file_sha256
 
 STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
 
@@ -70,13 +70,6 @@ def compiler_identity(cc: str) -> str:
         return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         raise BuildError(f"C compiler '{cc}' is not usable: {exc}")
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("KCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kcc")
-    p = Path(root)
-    p.mkdir(parents=True, exist_ok=True)
-    return p
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from kcc.compiler import artifact
-from kcc.compiler.build import BuildOptions, cache_dir
-from kcc.compiler.digest import file_sha256
+from kcc.compiler.build import BuildOptions
+from kcc.files import cache_dir
+from kcc.files import file_sha256
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 
 

@@ -33,7 +33,7 @@ def _data_key(british: bool) -> str:
 
 
 def _cache_path(british: bool) -> Path:
-    from kcc.compiler.build import cache_dir
+    from kcc.files import cache_dir
     d = cache_dir() / "g2p"
     d.mkdir(parents=True, exist_ok=True)
     return d / f"lexicon-{_data_key(british)}.sqlite"

@@ -327,10 +327,10 @@ def interruptible(fn, *args):
     """fn(*args) in a worker thread while the main thread waits, so a signal is handled at once:
     Python runs handlers only in the main thread between bytecodes, and one C stage call can
     take seconds on a loaded machine. Interrupted while fn still runs: its unfinished outputs
-    are removed (kcc.speech.wav.AtomicFile.discard_live) and the process ends there (os._exit: the C
+    are removed (kcc.files.AtomicFile.discard_live) and the process ends there (os._exit: the C
     call cannot be cancelled). Interrupted raised inside fn comes back as an exception."""
     import os
-    from kcc.speech.wav import AtomicFile
+    from kcc.files import AtomicFile
     box: dict = {}
 
     def work():
@@ -376,7 +376,7 @@ class TimestampStream:
     SayResult.timestamps_json, keys in another order, so memory does not grow with the words."""
 
     def __init__(self, path: Path, g2p: str):
-        from kcc.speech.wav import AtomicFile
+        from kcc.files import AtomicFile
         self.file, self.spans, self.words = AtomicFile(path), [], 0
         self._put('{"sample_rate": %d, "g2p": %s, "words": [' % (SAMPLE_RATE, self._json(g2p)))
 

@@ -7,13 +7,12 @@ leave it 0600); a file it replaces keeps its own mode.
 """
 from __future__ import annotations
 
-import os
-import stat
-import tempfile
 import wave
 from pathlib import Path
 
 import numpy as np
+
+from kcc.files import AtomicFile
 
 SAMPLE_RATE = 24000
 # RIFF sizes are 32-bit: 4 GiB less the 36 header bytes counted in the RIFF size. At 24 kHz
@@ -30,79 +29,6 @@ def pcm16(audio: np.ndarray) -> bytes:
     if not np.isfinite(a).all():
         raise WavError("audio has non-finite samples; refusing to write it")
     return (np.clip(a, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
-
-
-def current_umask() -> int:
-    """The process umask (reading it means setting it; this restores it at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def target_mode(path: Path) -> int:
-    try:
-        st = os.stat(path)
-        if stat.S_ISREG(st.st_mode):
-            return stat.S_IMODE(st.st_mode)
-    except OSError:
-        pass
-    return 0o666 & ~current_umask()
-
-
-class AtomicFile:
-    """A temporary file beside `path`, renamed onto it by commit(); abort() (or an exception
-    inside `with`) removes it. Commit is two steps (close, then replace) so that two outputs can
-    be completed before either is renamed. Unfinished temporaries are listed in `live`, so a
-    process ending at once on a signal can remove them (discard_live)."""
-
-    live: set[Path] = set()
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.parent)
-        self.tmp = Path(tmp)
-        AtomicFile.live.add(self.tmp)
-        self.fh = os.fdopen(fd, "wb")
-
-    @staticmethod
-    def discard_live() -> None:
-        for tmp in list(AtomicFile.live):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            AtomicFile.live.discard(tmp)
-
-    def close(self) -> None:
-        if not self.fh.closed:
-            self.fh.flush()
-            os.fchmod(self.fh.fileno(), target_mode(self.path))
-            self.fh.close()
-
-    def commit(self) -> Path:
-        self.close()
-        os.replace(self.tmp, self.path)
-        AtomicFile.live.discard(self.tmp)
-        self.tmp = None
-        return self.path
-
-    def abort(self) -> None:
-        if not self.fh.closed:
-            self.fh.close()
-        if self.tmp is not None:
-            try:
-                os.unlink(self.tmp)
-            except FileNotFoundError:
-                pass
-            AtomicFile.live.discard(self.tmp)
-            self.tmp = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None or self.tmp is not None:
-            self.abort()
 
 
 class WavWriter(AtomicFile):

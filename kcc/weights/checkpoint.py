@@ -37,7 +37,7 @@ import numpy as np
 from kcc.weights.bounded_read import (CHECKPOINT_LIMITS, LIMITS, MAX_NDIM, MAX_TENSOR_ELEMENTS, VOICE_BANK_LIMITS,
                               VOICE_LIMITS, Budget, CheckpointError, CheckpointLimitError, Limits, guarded,
                               open_zip, read_member, read_npy, read_npz, short)
-from kcc.compiler.digest import file_sha256
+from kcc.files import file_sha256
 
 __all__ = ["SECTIONS", "STORAGE_DTYPES", "MAX_DEPTH", "MAX_NDIM", "MAX_TENSOR_ELEMENTS", "Limits", "LIMITS",
            "CHECKPOINT_LIMITS", "VOICE_LIMITS", "VOICE_BANK_LIMITS", "CheckpointError", "CheckpointLimitError",

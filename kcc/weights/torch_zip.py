@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.weights.checkpoint import CHECKPOINT_LIMITS, MAX_DEPTH, SECTIONS, STORAGE_DTYPES, CheckpointError
-from kcc.speech.wav import AtomicFile
+from kcc.files import AtomicFile
 
 STORAGE_NAMES = {np.dtype(v): k for k, v in STORAGE_DTYPES.items()}
 ALIGNMENT = 64                           # torch aligns record data so it can mmap tensors

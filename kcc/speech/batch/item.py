@@ -25,7 +25,7 @@ import numpy as np
 from kcc import __version__
 from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
-from kcc.compiler.digest import file_sha256
+from kcc.files import file_sha256
 from kcc.speech.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.say import plan, say
 from kcc.speech.text import chunk_words
