@@ -81,7 +81,7 @@ def cmd_synth(args) -> int:
     from kcc.speech.outputs import check_output
     from kcc.speech.say import Interrupted, check_max_frames, interruptible, interrupts_raise, load_synthesizer, resolve_voice
     from kcc.speech.voices import style_for
-    from kcc.speech.wav import write_wav
+    from kcc.speech.wav import SAMPLE_RATE, write_wav
     from kcc.speech.g2p import load_vocab
     out_path = check_output(args.out, "-o")
     max_frames = check_max_frames(args.max_frames)
@@ -105,7 +105,7 @@ def cmd_synth(args) -> int:
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code
-    print(f"{args.out}: {out.audio.size / 24000:.2f} s from {len(ids)} phoneme ids, "
+    print(f"{args.out}: {out.audio.size / SAMPLE_RATE:.2f} s from {len(ids)} phoneme ids, "
           f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C")
     return 0
 

@@ -18,17 +18,24 @@ from kcc.compiler.emit import numel_expr
 from kcc.speech.g2p import load_vocab
 from kcc.model.pipeline import Synthesizer
 from kcc.speech.voices import PACK_ROWS, STYLE_DIM
+from kcc.model import kokoro
 
 # The environment the front stages start from, as C declarations filled by main().
 _SEED_TENSORS = {
     "input_ids": ("int32_t", "T"), "token_type_ids": ("int32_t", "T"), "lengths": ("int32_t", "1"),
-    "style_dec": ("float", "128"), "style_pred": ("float", "128"), "speed": ("float", "1"),
+    "style_dec": ("float", "KOKORO_STYLE_DIM"), "style_pred": ("float", "KOKORO_STYLE_DIM"), "speed": ("float", "1"),
     "seed": ("int32_t", "1"),
 }
 
 
 def _ctype(dtype: str) -> str:
     return "int32_t" if dtype == "i32" else "float"
+
+
+def _constants() -> dict[str, int]:
+    """The model's numbers main.c uses, from kcc.model.kokoro (never retyped in the C)."""
+    return {"MAX_PHONEMES": kokoro.MAX_PHONEMES, "REF_S_DIM": kokoro.REF_S_DIM, "STYLE_DIM": kokoro.STYLE_DIM,
+            "SAMPLE_RATE": kokoro.SAMPLE_RATE, "SAMPLES_PER_FRAME": kokoro.SAMPLES_PER_FRAME}
 
 
 def runtime_helpers() -> list[str]:
@@ -39,6 +46,7 @@ def runtime_helpers() -> list[str]:
             "#include <errno.h>", "#include <limits.h>", "#include <stdint.h>", "#include <stdio.h>",
             "#include <stdlib.h>", "#include <string.h>", "",
             f"#define KOKORO_MAX_ID {max(load_vocab().values())}  /* the largest id in the Kokoro vocab */",
+            *(f"#define KOKORO_{name} {value}" for name, value in _constants().items()),
             run_fn_typedef("kcc_run_fn"), _RUNTIME_HELPERS]
 
 
@@ -95,7 +103,7 @@ def _main_c(synth: Synthesizer) -> str:
             L.append("    N = 2 * F;")
             L.append(f"    if (F > {synth.max_frames}) return fail(\"the utterance needs more frames than planned\");")
     L.append("    (void)B; (void)N;")
-    L.append("    return write_outputs(&a, t_waveform, (size_t)(600 * F));")
+    L.append("    return write_outputs(&a, t_waveform, (size_t)KOKORO_SAMPLES_PER_FRAME * (size_t)F);")
     L.append("}")
     decls = [f"static {_ctype(c.graph.tensors[o].dtype)} *t_{o};" for c in synth.circuits.values()
              for o in c.graph.outputs]
@@ -104,7 +112,7 @@ def _main_c(synth: Synthesizer) -> str:
 
 
 _RUNTIME_HELPERS = r"""
-struct args { int32_t ids[510]; size_t n_ids; const char *voice, *out, *raw, *dir; double speed; long seed; };
+struct args { int32_t ids[KOKORO_MAX_PHONEMES]; size_t n_ids; const char *voice, *out, *raw, *dir; double speed; long seed; };
 
 static int fail(const char *what) { fprintf(stderr, "kokoro: %s\n", what); return 1; }
 
@@ -135,7 +143,10 @@ static int parse_ids(const char *ids, struct args *a)
         tok[n] = '\0';
         long v;
         if (parse_long(tok, "--ids", 0, KOKORO_MAX_ID, &v)) return 1;
-        if (a->n_ids == 510) { fprintf(stderr, "kokoro: more than 510 phoneme ids\n"); return 1; }
+        if (a->n_ids == KOKORO_MAX_PHONEMES) {
+            fprintf(stderr, "kokoro: more than %d phoneme ids\n", KOKORO_MAX_PHONEMES);
+            return 1;
+        }
         a->ids[a->n_ids++] = (int32_t)v;
         p += n;
     }
@@ -174,17 +185,18 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
-/* voice.f32: the 510 x 256 float32 pack; the style is row n_ids - 1, split 128 | 128. */
+/* voice.f32: the KOKORO_MAX_PHONEMES x KOKORO_REF_S_DIM float32 pack; the style is row n_ids - 1,
+   split KOKORO_STYLE_DIM | KOKORO_STYLE_DIM. */
 static int load_style(const char *path, size_t n_ids, float *style_dec, float *style_pred)
 {
     FILE *f = fopen(path, "rb");
     if (!f) { fprintf(stderr, "kokoro: cannot open voice %s\n", path); return 1; }
-    float row[256];
+    float row[KOKORO_REF_S_DIM];
     int ok = fseek(f, (long)((n_ids - 1) * sizeof row), SEEK_SET) == 0 && fread(row, sizeof row, 1, f) == 1;
     fclose(f);
     if (!ok) { fprintf(stderr, "kokoro: voice %s has no row %zu\n", path, n_ids - 1); return 1; }
-    memcpy(style_dec, row, 128 * sizeof(float));
-    memcpy(style_pred, row + 128, 128 * sizeof(float));
+    memcpy(style_dec, row, KOKORO_STYLE_DIM * sizeof(float));
+    memcpy(style_pred, row + KOKORO_STYLE_DIM, KOKORO_STYLE_DIM * sizeof(float));
     return 0;
 }
 
@@ -228,7 +240,7 @@ static int write_outputs(const struct args *a, const float *wave, size_t n)
     FILE *f = fopen(tmp, "wb");
     if (!f) return fail("cannot write the wav");
     fwrite("RIFF", 1, 4, f); put_u32(f, (uint32_t)(36 + 2 * n)); fwrite("WAVEfmt ", 1, 8, f);
-    put_u32(f, 16); put_u32(f, 1u | (1u << 16)); put_u32(f, 24000); put_u32(f, 48000); put_u32(f, 2u | (16u << 16));
+    put_u32(f, 16); put_u32(f, 1u | (1u << 16)); put_u32(f, KOKORO_SAMPLE_RATE); put_u32(f, 2u * KOKORO_SAMPLE_RATE); put_u32(f, 2u | (16u << 16));
     fwrite("data", 1, 4, f); put_u32(f, (uint32_t)(2 * n));
     for (size_t i = 0; i < n; ++i) {
         float v = wave[i] > 1.0f ? 1.0f : wave[i] < -1.0f ? -1.0f : wave[i];
@@ -237,7 +249,7 @@ static int write_outputs(const struct args *a, const float *wave, size_t n)
         fwrite(b, 1, 2, f);
     }
     if (fclose(f) || rename(tmp, a->out)) return fail("cannot finish the wav");
-    printf("%s: %.2f s\n", a->out, (double)n / 24000.0);
+    printf("%s: %.2f s\n", a->out, (double)n / KOKORO_SAMPLE_RATE);
     return 0;
 }
 """

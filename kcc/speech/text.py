@@ -23,9 +23,9 @@ import re
 import warnings
 from typing import Iterable, Iterator
 
+from kcc.model.kokoro import MAX_PHONEMES      # ALBERT's 512 positions less the two boundary tokens
 from kcc.speech.g2p import Word
 
-MAX_PHONEMES = 510                       # ALBERT's 512 positions less the two boundary tokens
 WATERFALL = ("!.?…", ":;", ",—")
 BUMPS = (")", "”")
 # A chunk's frames at speed 1, bounded from above: real Kokoro-82M (default voice, 40 English

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from kcc.files import AtomicFile
+from kcc.model.kokoro import SAMPLE_RATE      # the WAV rate is the model's (re-exported)
 
-SAMPLE_RATE = 24000
 # RIFF sizes are 32-bit: 4 GiB less the 36 header bytes counted in the RIFF size. At 24 kHz
 # 16-bit mono that is 24.8 hours of audio in one file.
 MAX_DATA_BYTES = 0xFFFFFFFF - 36
