@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kcc.compiler.build import BuildOptions  # noqa: E402
 from kcc.weights.checkpoint import Checkpoint  # noqa: E402
-from kcc.compiler.runtime import compile_circuit  # noqa: E402
+from kcc.compiler.driver import compile_circuit  # noqa: E402
 
 CASES = ((128, 11, 5, 30000), (128, 7, 3, 30000), (256, 11, 5, 10000), (256, 7, 3, 10000))
 

@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import torch
     from kcc.compiler.build import BuildOptions
-    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.driver import compile_circuit
     from oracle.capture import load_kmodel
     torch.set_num_threads(1)
     kmodel, path = load_kmodel("full", 0)

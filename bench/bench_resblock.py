@@ -26,7 +26,7 @@ from kcc.compiler.build import BuildOptions  # noqa: E402
 from kcc.weights.checkpoint import load_checkpoint  # noqa: E402
 from kcc.circuits import load_circuit  # noqa: E402
 from kcc.compiler.passes import DEFAULT_PASSES, FUSION_PASSES  # noqa: E402
-from kcc.compiler.runtime import compile_circuit  # noqa: E402
+from kcc.compiler.driver import compile_circuit  # noqa: E402
 from kcc.compiler.xray import compare_arrays  # noqa: E402
 
 C = 128

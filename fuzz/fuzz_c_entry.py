@@ -6,7 +6,7 @@ import sys
 import atheris
 import numpy as np
 
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 from oracle.checkpoints import test_checkpoint
 
 CIRCUIT = compile_circuit("kokoro_embedding", test_checkpoint("small", 0))

@@ -45,7 +45,7 @@ D_EN = np.random.default_rng(0).standard_normal((1, 6, 512)).astype(np.float32)
 def duration_circuit():
     """Compiled on the first voice that loads (most runs never need it), one thread, one arena."""
     if not _DURATION:
-        from kcc.compiler.runtime import compile_circuit
+        from kcc.compiler.driver import compile_circuit
         from oracle.checkpoints import test_checkpoint
         circuit = compile_circuit("kokoro_duration", test_checkpoint("small", 0))
         circuit.set_threads(1)

@@ -16,7 +16,7 @@ def _checkpoint_arg(args) -> str:
 
 def cmd_compile(args) -> int:
     from kcc.compiler.build import BuildOptions
-    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.driver import compile_circuit
     dims = _dim_values(args.max or [])
     c = compile_circuit(args.circuit, _checkpoint_arg(args), BuildOptions(opt="-O3" if args.native else "-O2", native=args.native), dims=dims)
     print(f"circuit {c.graph.name}: {len(c.graph.ops)} ops, {len(c.graph.checkpoints)} checkpoints")
@@ -39,7 +39,7 @@ def _dim_values(pairs: list[str]) -> dict[str, int] | None:
 def cmd_xray(args) -> int:
     from kcc.weights.checkpoint import checkpoint_digest, load_checkpoint
     from kcc.circuits import load_circuit
-    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.driver import compile_circuit
     from kcc.compiler.xray import find_capture, load_pinned, render, xray_compiled
     doc = load_circuit(args.circuit)
     ckpt = load_checkpoint(_checkpoint_arg(args))

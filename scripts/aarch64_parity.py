@@ -108,7 +108,7 @@ def parity_reports(workdir: Path):
     """X-Ray reports of the aarch64 build: phoneme encoder, generator (resblocks, conv_post and
     the iSTFT's waveform, teacher-forced at the STFT as on x86), and the polar iSTFT alone."""
     from kcc.weights.checkpoint import load_checkpoint
-    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.driver import compile_circuit
     from kcc.compiler.xray import compare, load_pinned, xray_compiled
     from oracle.checkpoints import test_checkpoint
     ckpt = load_checkpoint(test_checkpoint("small", 0))

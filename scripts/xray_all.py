@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kcc.weights.checkpoint import load_checkpoint  # noqa: E402
 from kcc.circuits import load_circuit, shipped_circuits  # noqa: E402
-from kcc.compiler.runtime import compile_circuit  # noqa: E402
+from kcc.compiler.driver import compile_circuit  # noqa: E402
 from kcc.compiler.xray import FIXTURES, load_pinned, xray_compiled  # noqa: E402
 from oracle.checkpoints import test_checkpoint  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 
 from kcc.compiler.build import BuildOptions
 from kcc.ops.core import LoweringError
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 

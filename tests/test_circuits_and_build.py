@@ -101,7 +101,7 @@ def test_malformed_json_file(tmp_path):
 
 
 def test_unknown_op_is_never_compiled(tmp_path, doc):
-    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.driver import compile_circuit
     doc["blocks"][0]["ops"][0]["op"] = "mystery"
     with pytest.raises(CircuitError, match="unknown op 'mystery'"):
         compile_circuit(doc, tmp_path / "unused.pth")

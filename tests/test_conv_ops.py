@@ -1,6 +1,6 @@
 """conv1d, conv_transpose1d, adain and the elementwise family against torch, op by op.
 
-Each case compiles a one- or two-op circuit (kcc.compiler.runtime.compile_circuit) and compares with
+Each case compiles a one- or two-op circuit (kcc.compiler.driver.compile_circuit) and compares with
 torch.nn.functional / the upstream istftnet modules: random weights for the shape sweep,
 the seeded checkpoint's real (weight-norm-folded) weights for Kokoro's own layer shapes.
 """
@@ -19,7 +19,8 @@ F = torch.nn.functional
 from kcc.weights.checkpoint import Checkpoint  # noqa: E402
 from kcc.ops import LoweringError  # noqa: E402
 from kcc.ops.elementwise import same_extent  # noqa: E402
-from kcc.compiler.runtime import KccRunError, compile_circuit  # noqa: E402
+from kcc.compiler.runtime import KccRunError  # noqa: E402
+from kcc.compiler.driver import compile_circuit
 
 TOL = 2e-5
 

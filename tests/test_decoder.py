@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 from kcc.compiler.xray import FP32_GATE, Gate, load_pinned, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan

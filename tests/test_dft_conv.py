@@ -18,7 +18,7 @@ from kcc.compiler.build import BuildOptions  # noqa: E402
 from kcc.compiler.ir import Graph, Tensor, WeightRef  # noqa: E402
 from kcc.ops import LoweringError  # noqa: E402
 from kcc.compiler.passes import spectral_convs  # noqa: E402
-from kcc.compiler.runtime import compile_circuit  # noqa: E402
+from kcc.compiler.driver import compile_circuit  # noqa: E402
 from tests.test_conv_ops import _circuit, _mem_ckpt, cm, tm  # noqa: E402
 
 TOL = 2e-5

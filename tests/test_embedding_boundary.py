@@ -18,7 +18,8 @@ from kcc.compiler.build import STRICT_FLAGS
 
 from kcc.files import file_sha256
 from kcc.weights.checkpoint import checkpoint_digest
-from kcc.compiler.runtime import KccRunError, aligned_empty, compile_circuit
+from kcc.compiler.runtime import KccRunError, aligned_empty
+from kcc.compiler.driver import compile_circuit
 from kcc.compiler.xray import FP32_GATE, PinnedCaptureError, find_capture, load_pinned, render, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan

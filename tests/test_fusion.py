@@ -18,7 +18,7 @@ from kcc.compiler.build import BuildOptions
 from kcc.circuits import load_circuit
 from kcc.compiler.lower import lower_circuit
 from kcc.compiler.passes import DEFAULT_PASSES, FUSION_PASSES, fuse_adain_conv, fuse_residual_add
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 from kcc.compiler.xray import compare_arrays, load_pinned
 from tests.test_generator import HAR, body_circuit
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from kcc.circuits import load_circuit
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 from kcc.compiler.xray import compare_arrays, load_pinned, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan

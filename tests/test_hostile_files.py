@@ -545,7 +545,7 @@ class TestWritersRefuseAndLoseNothing:
 
 @pytest.fixture(scope="module")
 def duration_circuit(small_ckpt):
-    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.driver import compile_circuit
     return compile_circuit("kokoro_duration", small_ckpt)
 
 

@@ -14,7 +14,7 @@ import torch
 
 from kcc.weights.checkpoint import Checkpoint
 from kcc.ops import LoweringError
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 

@@ -13,7 +13,9 @@ import os
 import numpy as np
 import pytest
 
-from kcc.compiler.runtime import KccRunError, compile_circuit
+from kcc.compiler.runtime import KccRunError
+
+from kcc.compiler.driver import compile_circuit
 from kcc.compiler.xray import FP32_GATE, load_pinned, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan

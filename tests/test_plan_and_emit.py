@@ -126,7 +126,7 @@ def test_one_abi_description_drives_the_c_ctypes_and_export(small_ckpt):
     """kcc.compiler.abi is the only spelling of the entry point: the emitted C declares exactly its
     prototype, the runtime calls it with its ctypes types, the export declares its pointer type."""
     from kcc.compiler import abi
-    from kcc.compiler.runtime import compile_circuit
+    from kcc.compiler.driver import compile_circuit
     c = compile_circuit("kokoro_embedding", small_ckpt)
     assert abi.run_prototype(c.prefix) + "\n{" in c.source
     assert c._run.argtypes == [t for _, _, t in abi.RUN_PARAMS]

@@ -17,7 +17,7 @@ import pytest
 
 from kcc.circuits import CircuitError, load_circuit, validate_circuit
 from kcc.ops import OPS
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 

@@ -178,7 +178,8 @@ def test_profile_build_times_every_op_and_plain_build_refuses(small_ckpt_path, t
     plain build has no timing table and says so; `kcc report --measure` prints the column."""
     from kcc.compiler.build import BuildOptions
     from kcc.cli import main
-    from kcc.compiler.runtime import KccRunError, compile_circuit
+    from kcc.compiler.runtime import KccRunError
+    from kcc.compiler.driver import compile_circuit
     ins = {"input_ids": np.arange(1, 17, dtype=np.int32)[None], "token_type_ids": np.zeros((1, 16), np.int32)}
     prof = compile_circuit("kokoro_embedding", small_ckpt_path, BuildOptions(profile=True))
     prof.run(ins)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kcc.ops import LoweringError
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 from kcc.compiler.xray import compare_arrays, load_pinned
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan

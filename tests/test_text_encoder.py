@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kcc.compiler.runtime import compile_circuit
+from kcc.compiler.driver import compile_circuit
 from kcc.compiler.xray import load_pinned, render, xray_compiled
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan

@@ -212,7 +212,8 @@ def measure_ops(circuit, checkpoint, dims: dict[str, int], passes=None, threads:
     """Each op's best wall time over `reps` runs at `dims`: the circuit built with -O3
     -march=native, OpenMP and BuildOptions(profile=True), on seeded inputs (f32 ~ N(0, 0.1^2),
     integers 0: a timing input, not a meaningful utterance)."""
-    from kcc.compiler.runtime import _NP_DTYPES, compile_circuit
+    from kcc.compiler.runtime import _NP_DTYPES
+    from kcc.compiler.driver import compile_circuit
     cc = compile_circuit(circuit, checkpoint, BuildOptions(opt="-O3", native=True, openmp=True, profile=True),
                          dims=planned_max, passes=passes)
     cc.set_threads(threads)

@@ -1,9 +1,9 @@
 """Load a compiled circuit with ctypes and run it on caller-owned memory.
 
-`compile_circuit` drives the whole pipeline (validate -> lower -> plan -> emit -> build) and
-returns a `CompiledCircuit`: the loaded library, its plan, and the packed read-only weight
-blob. `run` infers the runtime dims from the input shapes, checks them, and calls the
-generated entry point; a nonzero status becomes a KccRunError carrying the C side's message.
+A `CompiledCircuit` is the loaded library, its plan, and the packed read-only weight blob
+(kcc.compiler.driver makes one; kcc.compiler.artifact maps one back from disk). `run` infers
+the runtime dims from the input shapes, checks them, and calls the generated entry point; a
+nonzero status becomes a KccRunError carrying the C side's message.
 """
 from __future__ import annotations
 
@@ -15,15 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.compiler.build import BuildOptions, Built, build_library
-from kcc.weights.checkpoint import Checkpoint, load_checkpoint
-from kcc.circuits import CircuitError, load_circuit, validate_circuit
 from kcc.compiler.abi import ABI_VERSION, bind
-from kcc.compiler.emit import emit_c, symbol_prefix
+from kcc.compiler.build import Built
+from kcc.compiler.emit import symbol_prefix
+from kcc.compiler.plan import MemoryPlan
 from kcc.compiler.ir import Graph, extent_value
-from kcc.compiler.lower import lower_circuit
-from kcc.ops import OPS
-from kcc.compiler.plan import MemoryPlan, plan_memory
 
 _NP_DTYPES = {"f32": np.float32, "i32": np.int32}
 
@@ -39,19 +35,6 @@ def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarr
     raw = np.empty(nbytes + 2 * alignment, dtype=np.uint8)
     start = (-raw.ctypes.data) % alignment + offset
     return raw[start:][:nbytes]   # (a zero-length raw[a:a] would drop the offset)
-
-
-def weight_blob(plan: MemoryPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
-    """The read-only weight blob at the plan's offsets. Consumes `arrays`: each array is
-    dropped once copied, so packed weights and blob are not both held in full (the generator's
-    packed spectra alone are ~280 MB)."""
-    blob = aligned_empty(plan.weights_bytes, plan.alignment)
-    blob[:] = 0
-    for name, buf in plan.weights.items():
-        data = np.ascontiguousarray(arrays.pop(name), dtype=np.float32).view(np.uint8).reshape(-1)
-        blob[buf.offset:buf.offset + data.size] = data
-    blob.setflags(write=False)
-    return blob
 
 
 @dataclass
@@ -241,34 +224,3 @@ class CompiledCircuit:
         if cks is not None:
             result.checkpoints = {c.name: a for c, a in zip(g.checkpoints, cks)}
         return result
-
-
-def compile_graph(g: Graph, arrays, options: BuildOptions = BuildOptions(), reuse: bool = True) -> CompiledCircuit:
-    """Plan, emit, build and load `g`; `arrays` (lower_circuit's) is consumed into the weight blob."""
-    plan = plan_memory(g, reuse=reuse)
-    source = emit_c(g, plan)
-    built = build_library(source, options, name=g.name)
-    return CompiledCircuit(g, plan, built, weight_blob(plan, arrays), source)
-
-
-def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint,
-                    options: BuildOptions = BuildOptions(), dims: dict[str, int] | None = None,
-                    passes=None, reuse: bool = True) -> CompiledCircuit:
-    """circuit: a shipped name, a JSON path or a dict; dims: optional new max per runtime dim."""
-    if isinstance(circuit, dict):
-        validate_circuit(circuit, known_ops=set(OPS), source=circuit.get("name", "circuit"))
-        doc = circuit
-    else:
-        doc = load_circuit(circuit)
-    if dims:
-        unknown = sorted(set(dims) - set(doc["dims"]))
-        if unknown:
-            raise CircuitError(f"circuit '{doc['name']}' has no dim(s) {unknown} to re-plan; dims are {list(doc['dims'])}")
-        doc = {**doc, "dims": {**doc["dims"], **{k: {**doc["dims"][k], "max": v} for k, v in dims.items()}}}
-        validate_circuit(doc, known_ops=set(OPS), source=f"{doc['name']} (re-planned dims)")
-    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
-    if passes is None:
-        from kcc.compiler.passes import DEFAULT_PASSES
-        passes = DEFAULT_PASSES
-    g, arrays = lower_circuit(doc, ckpt, passes)
-    return compile_graph(g, arrays, options, reuse)

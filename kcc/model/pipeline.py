@@ -20,7 +20,8 @@ from kcc.compiler.build import BuildOptions
 from kcc.weights.checkpoint import Checkpoint, load_checkpoint
 from kcc.circuits import load_circuit
 from kcc.model import kokoro
-from kcc.compiler.runtime import CompiledCircuit, aligned_empty, compile_circuit
+from kcc.compiler.runtime import CompiledCircuit, aligned_empty
+from kcc.compiler.driver import compile_circuit
 
 FRONT = list(kokoro.FRONT)
 BACK = list(kokoro.BACK)
