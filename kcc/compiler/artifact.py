@@ -70,7 +70,7 @@ def artifact_key(model_id: str, options: BuildOptions, max_frames: int, stages: 
     from kcc import __version__
     from kcc.compiler.build import compiler, compiler_identity
     text = "\0".join([model_id, __version__, compiler_digest(), compiler_identity(compiler()),
-                      *options.flags(), str(max_frames), *stages])
+                      *options.flags(), f"precision={options.precision}", str(max_frames), *stages])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcc.compiler.isa import level_flags, requested
+from kcc.compiler.precision import check as check_precision
+from kcc.compiler.precision import from_env as precision_from_env
 from kcc.files import cache_dir, file_sha256
 
 STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -43,8 +45,12 @@ class BuildOptions:
     # avx512): each hot kernel is compiled for that target alone, so this machine runs what a
     # CPU of that level would. None: KCC_ISA when set, else the CPU dispatches at load time.
     isa: str | None = None
+    # Compute precision (kcc/compiler/precision.py): fp32, the X-Ray path; bf16 opt-in (its GEMM-path
+    # convs in bf16 with f32 sums). Default: KCC_PRECISION when set, else fp32.
+    precision: str = field(default_factory=precision_from_env)
 
     def flags(self) -> list[str]:
+        check_precision(self.precision)     # an unknown or unimplemented precision builds nothing
         f = [x if x != "-O2" else self.opt for x in STRICT_FLAGS]
         f += ["-fPIC", "-shared", "-fno-math-errno"]
         if self.native:

@@ -11,6 +11,7 @@ from kcc.compiler.build import BuildOptions, build_library
 from kcc.compiler.emit import emit_c
 from kcc.compiler.ir import Graph
 from kcc.compiler.lower import lower_circuit
+from kcc.compiler.precision import passes as precision_passes
 from kcc.compiler.plan import MemoryPlan, plan_memory
 from kcc.compiler.runtime import CompiledCircuit, aligned_empty
 from kcc.ops import OPS
@@ -57,5 +58,5 @@ def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpo
     if passes is None:
         from kcc.compiler.passes import DEFAULT_PASSES
         passes = DEFAULT_PASSES
-    g, arrays = lower_circuit(doc, ckpt, passes)
+    g, arrays = lower_circuit(doc, ckpt, [*passes, *precision_passes(options.precision)])   # precision's last: bf16 rewrites the others' ops
     return compile_graph(g, arrays, options, reuse)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.kernels.registry import F32, I64, IN_F32, KERNELS, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.ops.core import OPS, BindContext, OpDef, c_float, define_op, expect
 from kcc.ops.elementwise import paren_extent, same_extent
 
 NR = 8  # KCC_CONV_NR in conv1d_f32.c: general dense layouts are column panels of 8, zero-padded
@@ -196,3 +196,64 @@ def _k(ctx: BindContext) -> int:
 
 _make("conv1d", transposed=False)
 _make("conv_transpose1d", transposed=True)
+
+
+# -- the bf16 precision (kcc/compiler/precision.py): GEMM-path convs on bf16-pair weights -------------
+register(Kernel(
+    name="kcc_gemm_tile_bf16",
+    source="gemm_tile_bf16.c",
+    args=(("a", IN_F32), ("lda", I64), ("mr", I64), ("b", IN_F32), ("b_step", I64), ("kc", I64), ("c", OUT_F32),
+          ("ldc", I64), ("nr", I64), ("first", I64)),
+    contract=Contract(
+        accumulation="a and B rounded to bf16 (nearest even; B at lowering), their products exact in f32, "
+                     "summed in f32 pair by pair from zero (vdpbf16ps on AVX512_BF16, else an ISO C "
+                     "emulation); callers add KC-term chunk sums in order",
+        tolerance=2e-2,
+        notes="a micro-kernel other kernels call; mr <= 8, nr <= 32, kc <= 128; error ~2^-8 relative "
+              "per operand: the listening gate (tests/test_precision_gate.py), not the X-Ray gate, "
+              "judges it"),
+    requires=("kcc_gemm_tile_f32",),
+))
+
+register(Kernel(
+    name="kcc_conv1d_bf16",
+    source="conv1d_bf16.c",
+    args=KERNELS["kcc_conv1d_f32"].args,
+    contract=Contract(
+        accumulation="kcc_conv1d_f32's GEMM path with the tiles of kcc_gemm_tile_bf16; epilogue in f32",
+        tolerance=2e-2,
+        notes="GEMM-path convs only (else KCC_EDIMS); identical for any thread count"),
+    requires=("kcc_conv1d_f32", "kcc_gemm_tile_bf16"),
+))
+
+
+def bf16_pairs(w: np.ndarray) -> np.ndarray:
+    """A GEMM pack [..., Cin, 16] (f32) -> [..., ceil(Cin/2), 16] 32-bit words (stored as float32):
+    bf16 of row 2q in the low half, of row 2q + 1 in the high half, rounded to nearest even; an
+    odd Cin ends in a zero row. The layout of gemm_tile_bf16.c."""
+    bits = np.ascontiguousarray(w, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    half = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint32)
+    if half.shape[-2] % 2:
+        half = np.concatenate([half, np.zeros_like(half[..., :1, :])], axis=-2)
+    return np.ascontiguousarray(half[..., 0::2, :] | (half[..., 1::2, :] << 16)).view(np.float32)
+
+
+def bf16_gemm_pack(op: str):
+    """pack fn for a bf16 op's GEMM-path `weight`: torch layout or the f32 GEMM pack -> bf16 pairs."""
+    to_gemm = gemm_pack(op)
+
+    def pack(w, a):
+        return bf16_pairs(w if w.ndim == 4 else to_gemm(w, a))
+    return pack
+
+
+def bf16_bind(bind, kernel: str):
+    def wrapped(ctx: BindContext):
+        _, args = bind(ctx)
+        return kernel, args
+    return wrapped
+
+
+define_op(OpDef("conv1d_bf16", OPS["conv1d"].inputs, OPS["conv1d"].weights, OPS["conv1d"].attrs,
+                OPS["conv1d"].infer, bf16_bind(OPS["conv1d"].bind, "kcc_conv1d_bf16"),
+                pack={"weight": ("bf16_pack", bf16_gemm_pack("conv1d_bf16"))}))

@@ -12,12 +12,12 @@
 """
 from __future__ import annotations
 
-from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.kernels.registry import F32, I64, IN_F32, KERNELS, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.adain import ACTS as NORM_ACTS
 from kcc.ops.adain import MAX_CHANNELS
 from kcc.ops.adain import _infer as adain_infer
-from kcc.ops.conv import GEMM_NR, gemm_pack, stride1_out
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, gemm_pack, stride1_out
+from kcc.ops.core import OPS, BindContext, OpDef, c_float, define_op, expect
 
 NC_TILE, GEMM_MR = 73728, 8   # KCC_NC_TILE, KCC_GEMM_MR
 
@@ -91,3 +91,20 @@ def _bind(ctx: BindContext):
 define_op(OpDef("adain_conv1d", ("x", "style", "res?"),
                 ("norm_w", "norm_b", "fc_w", "fc_b", "alpha?", "weight", "bias?"), ATTRS, _infer, _bind,
                 pack={"weight": ("conv_pack", gemm_pack("adain_conv1d"))}))
+
+
+# -- the bf16 precision (kcc/compiler/precision.py) ----------------------------------------------------
+register(Kernel(
+    name="kcc_norm_conv1d_bf16",
+    source="norm_conv1d_bf16.c",
+    args=KERNELS["kcc_norm_conv1d_f32"].args,
+    contract=Contract(
+        accumulation="kcc_norm_conv1d_f32 with the conv rows on kcc_gemm_tile_bf16 (bf16 products, f32 sums)",
+        tolerance=2e-2,
+        notes="same limits as kcc_norm_conv1d_f32; identical for any thread count"),
+    requires=("kcc_norm_conv1d_f32", "kcc_conv1d_bf16"),
+))
+
+define_op(OpDef("adain_conv1d_bf16", OPS["adain_conv1d"].inputs, OPS["adain_conv1d"].weights, ATTRS, _infer,
+                bf16_bind(_bind, "kcc_norm_conv1d_bf16"),
+                pack={"weight": ("bf16_pack", bf16_gemm_pack("adain_conv1d_bf16"))}))

@@ -21,8 +21,13 @@ static void (*const volatile kcc_nc_conv_rows)(const float *, int64_t, int64_t, 
                                                int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                                                float *) = kcc_conv_rows_f32;
 
-static int kcc_norm_conv1d_f32(
-    const float *KCC_RESTRICT x, const float *KCC_RESTRICT style, int64_t n_batch, int64_t t_in, int64_t c_in,
+typedef void (*kcc_nc_rows_fn)(const float *, int64_t, int64_t, int64_t, const float *, int64_t, int64_t, int64_t,
+                               int64_t, int64_t, int64_t, int64_t, float *);
+
+/* The kernel over a conv-rows function: kcc_norm_conv1d_f32 passes kcc_conv_rows_f32,
+ * kcc_norm_conv1d_bf16 (norm_conv1d_bf16.c) its bf16 twin on the bf16 weight pack. */
+static int kcc_norm_conv1d_on(
+    kcc_nc_rows_fn conv_rows, const float *KCC_RESTRICT x, const float *KCC_RESTRICT style, int64_t n_batch, int64_t t_in, int64_t c_in,
     int64_t n_style, const float *KCC_RESTRICT norm_w, const float *KCC_RESTRICT norm_b,
     const float *KCC_RESTRICT fc_w, const float *KCC_RESTRICT fc_b, const float *KCC_RESTRICT alpha,
     int64_t act, float slope, float eps, const float *KCC_RESTRICT wp, const float *KCC_RESTRICT bias,
@@ -81,11 +86,24 @@ static int kcc_norm_conv1d_f32(
                 r1 = e > a ? e : a;
                 for (int64_t s0 = t0; s0 < t1; s0 += KCC_CONV_MC) {   /* the conv's own cache block */
                     const int64_t s1 = t1 - s0 < KCC_CONV_MC ? t1 : s0 + KCC_CONV_MC;
-                    kcc_nc_conv_rows(tile, r0, t_in, c_in, wp, c_out, k_size, pad, dilation, 1, s0, s1, ob);
+                    conv_rows(tile, r0, t_in, c_in, wp, c_out, k_size, pad, dilation, 1, s0, s1, ob);
                     kcc_conv_epilogue_f32(ob, c_out, s0, s1, bias, has_bias, neg_slope, rb, has_res);
                 }
             }
         }
     }
     return KCC_OK;
+}
+
+static int kcc_norm_conv1d_f32(
+    const float *KCC_RESTRICT x, const float *KCC_RESTRICT style, int64_t n_batch, int64_t t_in, int64_t c_in,
+    int64_t n_style, const float *KCC_RESTRICT norm_w, const float *KCC_RESTRICT norm_b,
+    const float *KCC_RESTRICT fc_w, const float *KCC_RESTRICT fc_b, const float *KCC_RESTRICT alpha,
+    int64_t act, float slope, float eps, const float *KCC_RESTRICT wp, const float *KCC_RESTRICT bias,
+    int64_t has_bias, int64_t c_out, int64_t k_size, int64_t pad, int64_t dilation, float neg_slope,
+    const float *KCC_RESTRICT res, int64_t has_res, float *KCC_RESTRICT out)
+{
+    return kcc_norm_conv1d_on(kcc_nc_conv_rows, x, style, n_batch, t_in, c_in, n_style, norm_w, norm_b, fc_w, fc_b,
+                              alpha, act, slope, eps, wp, bias, has_bias, c_out, k_size, pad, dilation, neg_slope,
+                              res, has_res, out);
 }

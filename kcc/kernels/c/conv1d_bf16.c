@@ -1,0 +1,58 @@
+/* kcc_conv1d_f32's GEMM path (groups 1, direct, any stride) on the bf16 precision's weights: the
+ * GEMM pack with input channels in bf16 pairs (wp[k][p][q][j] = bf16 W[p*NR + j][2q][k] | bf16
+ * W[p*NR + j][2q + 1][k] << 16, see gemm_tile_bf16.c), the tiles kcc_gemm_tile_bf16, the epilogue
+ * kcc_conv1d_f32's. Other convs are not lowered to it (KCC_EDIMS). Same argument list as
+ * kcc_conv1d_f32, so one bind serves both. Results do not depend on row blocking or threads. */
+
+/* kcc_conv_rows_f32 on the pair pack: ob rows [t0, t1) of the conv of the rows held at xs. */
+static void kcc_conv_rows_bf16(const float *KCC_RESTRICT xs, int64_t r0, int64_t t_in, int64_t c_in,
+                               const float *KCC_RESTRICT wp, int64_t c_out, int64_t k_size, int64_t pad,
+                               int64_t dilation, int64_t stride, int64_t t0, int64_t t1, float *KCC_RESTRICT ob)
+{
+    const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, kp = (c_in + 1) / 2;
+    for (int64_t t = t0; t < t1; ++t)
+        for (int64_t j = 0; j < c_out; ++j) ob[t * c_out + j] = 0.0f;
+    for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
+        const int64_t nr = kcc_gemm_pair_cols(c_out, p * KCC_GEMM_NR);
+        for (int64_t k = 0; k < k_size; ++k) {
+            const int64_t off = k * dilation - pad;         /* rows t with 0 <= t*stride + off < t_in */
+            const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
+            const int64_t end = t_in - off <= 0 ? 0 : (t_in - off + stride - 1) / stride;
+            const int64_t lo = t0 > first ? t0 : first, hi = t1 < end ? t1 : end;
+            const float *wk = wp + (k * panels + p) * kp * KCC_GEMM_NR;
+            for (int64_t ci0 = 0; ci0 < c_in; ci0 += KCC_GEMM_KC) {
+                const int64_t kc = c_in - ci0 < KCC_GEMM_KC ? c_in - ci0 : KCC_GEMM_KC;
+                for (int64_t i = lo; i < hi; i += KCC_GEMM_MR)
+                    kcc_gemm_tile_bf16(xs + (i * stride + off - r0) * c_in + ci0, stride * c_in,
+                                       hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR, wk + ci0 / 2 * KCC_GEMM_NR,
+                                       kp * KCC_GEMM_NR, kc, ob + i * c_out + p * KCC_GEMM_NR, c_out, nr, 0);
+            }
+        }
+    }
+}
+
+static int kcc_conv1d_bf16(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
+                           const float *KCC_RESTRICT wp, const float *KCC_RESTRICT bias, int64_t has_bias,
+                           int64_t c_out, int64_t k_size, int64_t stride, int64_t pad, int64_t dilation,
+                           int64_t output_padding, int64_t groups, int64_t transposed, float neg_slope,
+                           const float *KCC_RESTRICT res, int64_t has_res, float *KCC_RESTRICT out)
+{
+    if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || k_size < 1 || stride < 1 || dilation < 1 || pad < 0
+        || output_padding != 0 || !kcc_conv_is_gemm(c_in, c_out, groups, transposed))
+        return KCC_EDIMS;
+    (void)kcc_conv1d_f32;   /* pasted for its GEMM-path helpers and epilogue */
+    if (t_in + 2 * pad - dilation * (k_size - 1) - 1 < 0) return KCC_EDIMS;
+    const int64_t t_out = (t_in + 2 * pad - dilation * (k_size - 1) - 1) / stride + 1;
+    const int64_t mc = kcc_split_even(t_out, KCC_CONV_MC), blocks = (t_out + mc - 1) / mc;
+    for (int64_t b = 0; b < n_batch; ++b) {
+        const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
+        float *ob = out + b * t_out * c_out;
+        KCC_PARALLEL_FOR   /* each row block is written by one thread, in a fixed order */
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+            const int64_t t0 = blk * mc, t1 = t_out - t0 < mc ? t_out : t0 + mc;
+            kcc_conv_rows_bf16(xb, 0, t_in, c_in, wp, c_out, k_size, pad, dilation, stride, t0, t1, ob);
+            kcc_conv_epilogue_f32(ob, c_out, t0, t1, bias, has_bias, neg_slope, rb, has_res);
+        }
+    }
+    return KCC_OK;
+}
