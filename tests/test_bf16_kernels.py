@@ -177,3 +177,29 @@ def test_add_precision_argument():
     assert ap.parse_args(["--precision", "bf16"]).precision == "bf16"
     with pytest.raises(SystemExit):
         ap.parse_args(["--precision", "fp64"])
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+def test_dft_conv1d_bf16_is_the_conv_to_bf16_precision_and_its_short_path_is_conv1d_bf16(isa):
+    rng = np.random.default_rng(5)
+    c, t, k, dil, n = 128, 300, 7, 3, 16
+    x = rng.standard_normal((1, t, c)).astype(np.float32)
+    w = (rng.standard_normal((c, c, k)) / np.sqrt(c * k)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    pad = dil * (k - 1) // 2
+    ref = conv_ref(x.astype(np.float64), w.astype(np.float64), b, pad, dil)
+    outs = {}
+    for min_rows in (0, 10 ** 6):
+        op = {"op": "dft_conv1d", "in": {"x": "x"}, "w": {"weight": "weight", "spectrum": "weight", "bias": "bias"},
+              "attrs": {"n": n, "k_size": k, "c_out": c, "min_rows": min_rows, "padding": pad, "dilation": dil},
+              "out": "y"}
+        cc = _compile(op, {"x": ["B", t, c]}, {"weight": w, "bias": b}, t, isa)
+        assert [o.type for o in cc.graph.ops] == ["dft_conv1d_bf16"]
+        outs[min_rows] = cc.run({"x": x}).outputs["y"]
+    scale = np.abs(ref).max()
+    err = np.abs(outs[0] - ref).max()
+    assert 1e-4 * scale < err < 2e-2 * scale, (err, scale)
+    op = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "weight", "bias": "bias"},
+          "attrs": {"padding": pad, "dilation": dil}, "out": "y"}
+    direct = _compile(op, {"x": ["B", t, c]}, {"weight": w, "bias": b}, t, isa).run({"x": x}).outputs["y"]
+    assert np.array_equal(outs[10 ** 6], direct)

@@ -2,10 +2,10 @@
 
 `BuildOptions(precision=...)`, else KCC_PRECISION, else fp32. fp32 compiles exactly as before.
 bf16 rewrites, after the other passes, the GEMM-path convolutions that dominate a synthesis (the
-decoder's and generator's convs and their fused AdaIN forms) into their bf16 ops: weights packed
+decoder's and generator's convs, their fused AdaIN and block-DFT forms) into their bf16 ops: weights packed
 once at lowering as bf16 pairs, activations rounded to bf16 per GEMM tile, products summed in
 f32 (vdpbf16ps where the CPU has AVX512_BF16; kcc/kernels/c/gemm_tile_bf16.c). Everything else
-(encoders, LSTMs, attention, norms, the DFT convs, the transposed convs, iSTFT) stays fp32, so
+(encoders, LSTMs, attention, norms, the transposed convs, iSTFT) stays fp32, so
 durations come from the fp32 front stages.
 
 Reduced precision is not bit-checked against torch: it passes the listening gate instead
@@ -25,7 +25,7 @@ from kcc.compiler.ir import Graph
 PRECISIONS = ("fp32", "bf16", "int8")
 DEFAULT = "fp32"
 # Ops the bf16 pass rewrites: fp32 op -> its bf16 twin (kcc/ops/conv.py, kcc/ops/fused.py).
-BF16_OPS = {"conv1d": "conv1d_bf16", "adain_conv1d": "adain_conv1d_bf16"}
+BF16_OPS = {"conv1d": "conv1d_bf16", "adain_conv1d": "adain_conv1d_bf16", "dft_conv1d": "dft_conv1d_bf16"}
 
 
 class PrecisionError(ValueError):

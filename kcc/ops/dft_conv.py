@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
-from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.conv import GEMM_NR, gemm_pack, stride1_out
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.kernels.registry import F32, I64, IN_F32, KERNELS, OUT_F32, WEIGHT, Contract, Kernel, register
+from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, bf16_pairs, gemm_pack, stride1_out
+from kcc.ops.core import OPS, BindContext, OpDef, c_float, define_op, expect
 
 MAX_N, WORK = 64, 131072    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
 
@@ -189,3 +189,29 @@ define_op(OpDef("dft_conv1d", ("x", "res?"), ("weight", "spectrum", "bias"),
                  "act": "none", "slope": 0.01},
                 _conv_infer, _conv_bind,
                 pack={"weight": ("conv_pack", gemm_pack("dft_conv1d")), "spectrum": ("dft{n}", spectrum_pack)}))
+
+
+# -- the bf16 precision (kcc/compiler/precision.py): both layouts as bf16 pairs ------------------------
+register(Kernel(
+    name="kcc_dft_conv1d_bf16",
+    source="dft_conv1d_bf16.c",
+    args=KERNELS["kcc_dft_conv1d_f32"].args,
+    contract=Contract(
+        accumulation="kcc_dft_conv1d_f32 with the slot GEMMs on kcc_gemm_tile_bf16 (spectrum and tile bins in "
+                     "bf16, f32 sums); transforms and epilogue in f32",
+        tolerance=2e-2,
+        notes="below min_rows it is kcc_conv1d_bf16 exactly; identical for any thread count"),
+    requires=("kcc_dft_conv1d_f32", "kcc_conv1d_bf16"),
+))
+
+
+def _spectrum_bf16(w, a):
+    """The spectrum as bf16 pairs, from the conv weight (either layout) or its f32 spectrum
+    [n/2, 3, panels, Cin, 16] (a dft_conv1d lowered before the bf16 pass rewrote it)."""
+    return bf16_pairs(w if w.ndim == 5 else spectrum_pack(w, a))
+
+
+define_op(OpDef("dft_conv1d_bf16", OPS["dft_conv1d"].inputs, OPS["dft_conv1d"].weights, OPS["dft_conv1d"].attrs,
+                _conv_infer, bf16_bind(_conv_bind, "kcc_dft_conv1d_bf16"),
+                pack={"weight": ("bf16_pack", bf16_gemm_pack("dft_conv1d_bf16")),
+                      "spectrum": ("dft{n}_bf16", _spectrum_bf16)}))

@@ -231,7 +231,17 @@ static inline int64_t kcc_dft_tile_t0(int64_t g, int64_t d, int64_t h)
  * holds n/2 + 1 regions of three rows per tile (width w), slot f's bins in region f + 1 and its
  * GEMM products in region f, where slot f - 1's bins were (already consumed). A block is as many
  * whole 8-row GEMM tiles as fit: each block re-reads the whole spectrum. */
-static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
+/* The weights' number format: f32 (kcc_dft_conv1d_f32), or bf16 with input channels in pairs
+ * (kcc_dft_conv1d_bf16, dft_conv1d_bf16.c): its slot GEMM, its direct conv for short inputs, and
+ * whether the spectrum's rows hold channel pairs. */
+typedef struct {
+    void (*slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, float *, int64_t, int64_t);
+    int (*direct)(const float *, int64_t, int64_t, int64_t, const float *, const float *, int64_t, int64_t, int64_t,
+                  int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, const float *, int64_t, float *);
+    int64_t pairs;
+} kcc_dft_format;
+
+static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
                                    const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
                                    int64_t pad, int64_t d, int64_t t_out, int64_t g0, int64_t g1,
                                    const kcc_dft_plan *pl, const float (*cr)[KCC_DFT_MAX_N],
@@ -241,7 +251,7 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
 {
     const int64_t h = n - k_size + 1, tiles = g1 - g0;
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, ldm = panels * KCC_GEMM_NR;
-    const int64_t part = panels * c_in * KCC_GEMM_NR, w = c_in > ldm ? c_in : ldm;
+    const int64_t part = panels * (fmt->pairs ? (c_in + 1) / 2 : c_in) * KCC_GEMM_NR, w = c_in > ldm ? c_in : ldm;
     /* Row stride: one lane block past tiles * w (often a multiple of 4 KiB), so a tile's rows in
      * the regions fall in different L1 sets. */
     const int64_t rs = tiles * w + KCC_DFT_VW;
@@ -268,7 +278,7 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
     }
     for (int64_t f = 0; f < n / 2; ++f)                           /* slot 0 has no third product */
         for (int g = 0; g < (f > 0 ? 3 : 2); ++g)
-            kcc_dft_slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, spec + f * 3 * part + g * part, c_in, ldm,
+            fmt->slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, spec + f * 3 * part + g * part, c_in, ldm,
                               KCC_DFT_ROW(f, g, 0), w, 1);
     for (int64_t tt = 0; tt < tiles; ++tt) {                      /* inverse: every slot's share of each output */
         const int64_t t0 = kcc_dft_tile_t0(g0 + tt, d, h);
@@ -297,17 +307,17 @@ static void kcc_dft_conv_block_f32(const float *KCC_RESTRICT xb, int64_t t_in, i
 #undef KCC_DFT_ROW
 }
 
-static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
-                              const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
-                              int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
-                              int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
-                              int64_t has_res, float *KCC_RESTRICT out)
+static int kcc_dft_conv1d_on(const kcc_dft_format *fmt, const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in,
+                             int64_t c_in, const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
+                             int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
+                             int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
+                             int64_t has_res, float *KCC_RESTRICT out)
 {
     if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || pad < 0 || dilation < 1 || !kcc_dft_sizes_ok(n, k_size))
         return KCC_EDIMS;
     if (n_batch * t_in < min_rows)       /* short input: run direct, the spectrum is not read */
-        return kcc_conv1d_f32(x, n_batch, t_in, c_in, wp, bias, 1, c_out, k_size, 1, pad, dilation, 0, 1, 0,
-                              neg_slope, res, has_res, out);
+        return fmt->direct(x, n_batch, t_in, c_in, wp, bias, 1, c_out, k_size, 1, pad, dilation, 0, 1, 0,
+                           neg_slope, res, has_res, out);
     const int64_t t_out = t_in + 2 * pad - dilation * (k_size - 1);
     const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR;
     const int64_t per_tile = kcc_dft_tile_work(n, c_in, ldm);
@@ -342,10 +352,21 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
         for (int64_t blk = 0; blk < blocks; ++blk) {
             float work[KCC_DFT_WORK];
             const int64_t g0 = blk * tb, g1 = g0 + tb < all ? g0 + tb : all;
-            kcc_dft_conv_block_f32(xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1, &plan,
+            kcc_dft_conv_block_f32(fmt, xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1, &plan,
                                    (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm, bias,
                                    neg_slope, rb, has_res, work, ob);
         }
     }
     return KCC_OK;
+}
+
+static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
+                              const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
+                              int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
+                              int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
+                              int64_t has_res, float *KCC_RESTRICT out)
+{
+    const kcc_dft_format fmt = {kcc_dft_slot_gemm, kcc_conv1d_f32, 0};
+    return kcc_dft_conv1d_on(&fmt, x, n_batch, t_in, c_in, wp, spec, n, min_rows, bias, c_out, k_size, pad, dilation,
+                             neg_slope, res, has_res, out);
 }
