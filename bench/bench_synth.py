@@ -2,11 +2,13 @@
 
 Usage: python bench/bench_synth.py [--lengths 16,64,160] [--threads 2] [--budget-s 150] [--no-ttfa]
                                   [--isa avx2fma,avx512] [--engines torch,ort,kcc-O2,kcc-native,kcc-native-1t]
+                                  [--precision fp32,bf16]
 
 --isa runs the portable build once per forced x86-64 dispatch level (kcc/compiler/isa.py: what a CPU of
 that level takes from the portable build) in the sequential runs and in the round robin, and
 measures the GEMM's GFLOP/s and the synthesis's roofline bound at each level; every kcc result
 names the level its libraries ran (kcc_isa_level()). --engines picks the sequential runs.
+--precision runs each kcc build once per compute precision (kcc/compiler/precision.py).
 
 Every engine runs in its own child process (a clean peak RSS each), on the same seeded full-config
 checkpoint (oracle.checkpoints.test_checkpoint('full', 0)), the same seeded phoneme ids and the
@@ -177,8 +179,8 @@ def _kcc_synth(a, max_frames: int, checkpoint=None):
     from kcc.compiler.build import BuildOptions
     from kcc.model.pipeline import Synthesizer
     from oracle.checkpoints import test_checkpoint
-    opts = (BuildOptions(opt="-O3", native=True, openmp=True) if a.build == "native"
-            else BuildOptions(openmp=True, isa=a.isa or None))
+    opts = (BuildOptions(opt="-O3", native=True, openmp=True, precision=a.precision) if a.build == "native"
+            else BuildOptions(openmp=True, isa=a.isa or None, precision=a.precision))
     synth = Synthesizer(checkpoint or test_checkpoint("full", 0), opts, max_frames=max_frames)
     return synth, synth.set_threads(a.threads)
 
@@ -208,7 +210,8 @@ def child_kcc(a, inp) -> None:
     base = vm_rss_kb()
     run = kcc_runner(a, inp)
     synth, got, stage_s, ref_s = run.synth, run.threads, run.stage_s, inp["ref_s"]
-    result = {"engine": f"kcc-{a.build}" + (f"-{a.isa}" if a.isa and a.build != "native" else ""),
+    result = {"engine": f"kcc-{a.build}" + (f"-{a.isa}" if a.isa and a.build != "native" else "")
+              + (f"-{a.precision}" if a.precision != "fp32" else ""), "precision": a.precision,
               "isa": _kcc_level(synth), "threads": got,
               **time_lengths(run, a.lengths, a.budget_s, a.long_s), "stage_s": stage_s}
     parity = {}
@@ -494,6 +497,8 @@ def main(argv=None) -> int:
     ap.add_argument("--engines", default="torch,ort,kcc-O2,kcc-native,kcc-native-1t",
                     help="sequential runs (kcc-O2 runs once per --isa level)")
     # child-only
+    ap.add_argument("--precision", default="fp32",
+                    help="compute precisions of the kcc-O2 / kcc-native runs, e.g. fp32,bf16 (kcc/compiler/precision.py)")
     ap.add_argument("--child", choices=sorted(CHILDREN))
     ap.add_argument("--work")
     ap.add_argument("--result")
@@ -544,12 +549,17 @@ def parent(a) -> int:
             mf = ["--max-frames", str(max([int(f) for f in frames.values()] + [600]) + 64)]
         if "ort" in engines:
             runs["ort"] = spawn("ort", a, work, ["--onnx", str(onnx)], a.threads)
+        precisions = [p for p in a.precision.split(",") if p]
+        tag = lambda p: "" if p == "fp32" else f"-{p}"                   # noqa: E731
         if "kcc-O2" in engines:
             for lv in levels or [""]:
-                runs["kcc-O2" + (f"-{lv}" if lv else "")] = spawn("kcc", a, work, ["--build", "O2", "--isa", lv, *mf, *par],
-                                                                  a.threads)
+                for p in precisions:
+                    runs["kcc-O2" + (f"-{lv}" if lv else "") + tag(p)] = spawn(
+                        "kcc", a, work, ["--build", "O2", "--isa", lv, "--precision", p, *mf, *par], a.threads)
         if "kcc-native" in engines:
-            runs["kcc-native"] = spawn("kcc", a, work, ["--build", "native", *mf, *par], a.threads)
+            for p in precisions:
+                runs["kcc-native" + tag(p)] = spawn("kcc", a, work, ["--build", "native", "--precision", p, *mf, *par],
+                                                    a.threads)
         if "kcc-native-1t" in engines:
             short = argparse.Namespace(**{**vars(a), "lengths": a.lengths[:2]})
             runs["kcc-native-1t"] = spawn("kcc", short, work, ["--build", "native", *mf, "--parity", ""], 1)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kcc.compiler import artifact
 from kcc.compiler.build import BuildOptions
+from kcc.compiler.precision import for_this_cpu
 from kcc.files import cache_dir
 from kcc.files import file_sha256
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
@@ -65,6 +66,7 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
                log=sys.stderr, verify: bool = False) -> Synthesizer:
     """The compiled Synthesizer for `checkpoint` (None: the real default model)."""
     stages = stages or FRONT + BACK
+    options = for_this_cpu(options, log)       # bf16 without AVX512_BF16 would be emulated: fp32 instead
     model_id, label, make_checkpoint = _source(checkpoint, log)
     where = artifact.artifact_dir(model_id, options, max_frames, stages)
     found = _load_existing(where, verify, log)

@@ -1,0 +1,172 @@
+"""The listening gate a reduced compute precision must pass (issue 26): kcc at `precision` against kcc
+fp32 on the real Kokoro-82M weights, the ten sentences of bench/asr_wer.py, noise seeds 0 and 1.
+
+  1. Whisper (tiny.en, bench/asr_wer.py's) word error rate, pooled: <= fp32's + 1 point.
+  2. Log-mel distance to fp32's audio (same ids, voice row and noise seed) <= the int8 onnxruntime
+     export's distance to upstream torch on the same sentences (oracle/ort_check.py: torch with the
+     export's deterministic source, both on the imported weights): the loss the model's own int8
+     release is shipped with.
+  3. Durations: identical, or off by one frame on <= 5% of tokens.
+  4. No hiss: the energy above 8 kHz within HIGH_BAND_DB of fp32's, per utterance.
+
+`gate(precision)` returns the figures and a `passed` verdict per criterion; tests/test_precision_gate.py
+asserts them, bench/results/precision.md records them.
+
+    python bench/precision_gate.py [--precision bf16] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT, ROOT / "bench"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import asr_wer  # noqa: E402
+
+WER_MARGIN = 0.01            # points of WER over fp32 a precision may lose
+DURATION_OFF_BY_ONE = 0.05   # fraction of tokens whose duration may differ by one frame
+HIGH_BAND_HZ = 8000
+HIGH_BAND_DB = 1.0           # |high-band energy, precision vs fp32| in dB, each utterance
+N_FFT, HOP, N_MELS = 1024, 256, 80
+
+
+def mel_filters(sr: int = asr_wer.SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_MELS) -> np.ndarray:
+    """[n_mels, n_fft/2 + 1] triangular filters on the HTK mel scale, 0 Hz .. sr/2."""
+    mel = lambda f: 2595.0 * np.log10(1.0 + f / 700.0)          # noqa: E731
+    hz = lambda m: 700.0 * (10.0 ** (m / 2595.0) - 1.0)          # noqa: E731
+    edges = hz(np.linspace(mel(0.0), mel(sr / 2), n_mels + 2))
+    bins = np.linspace(0, sr / 2, n_fft // 2 + 1)
+    lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
+    return np.maximum(0.0, np.minimum((bins - lo) / (mid - lo), (hi - bins) / (hi - mid)))
+
+
+def power_spectrogram(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, np.float64)
+    count = 1 + max(0, (len(a) - N_FFT) // HOP)
+    frames = np.stack([a[i * HOP:i * HOP + N_FFT] for i in range(count)]) * np.hanning(N_FFT)
+    return np.abs(np.fft.rfft(frames, axis=1)) ** 2
+
+
+def log_mel(a: np.ndarray) -> np.ndarray:
+    return np.log10(power_spectrogram(a) @ mel_filters().T + 1e-8)
+
+
+def log_mel_distance(ref: np.ndarray, x: np.ndarray) -> float:
+    """Mean over frames and bands of |log10 mel power difference| x 10 (dB), over the common length
+    (lengths differ only where durations do), frames within 60 dB of the loudest only (silence's
+    log is noise)."""
+    n = min(len(ref), len(x))
+    r, y = log_mel(ref[:n]), log_mel(x[:n])
+    loud = r.max(axis=1) > r.max() - 6.0
+    return float(10.0 * np.mean(np.abs(r[loud] - y[loud])))
+
+
+def high_band_db(a: np.ndarray) -> float:
+    p = power_spectrogram(a)
+    f = np.linspace(0, asr_wer.SAMPLE_RATE / 2, p.shape[1])
+    return float(10 * np.log10(p[:, f > HIGH_BAND_HZ].sum() + 1e-20))
+
+
+def ort_reference(texts: list[str], log=sys.stderr) -> dict:
+    """The int8 onnxruntime export against torch (its deterministic source) on each sentence's
+    ids and voice row: log-mel distances and duration agreement."""
+    from kcc.speech.g2p import G2P
+    from kcc.speech.say import plan
+    from kcc.speech.voices import load_voice, style_for
+    from oracle.ort_check import load_kmodel, run_ort, run_torch
+    files = asr_wer.real_files()
+    pack = load_voice(f"{files['voices']}:jf_alpha")
+    km = load_kmodel(files["pth"])
+    g2p = G2P("en-us")
+    dist, exact = [], []
+    for text in texts:
+        (enc,) = plan(text, g2p, first_limit=None)
+        style = style_for(pack, len(enc.phonemes))
+        t = run_torch(km, enc.ids, style)
+        o = run_ort(files["onnx"], enc.ids, style)
+        dist.append(log_mel_distance(t["audio"], o["audio"]))
+        exact.append(float(np.mean(t["pred_dur"] == o["pred_dur"])))
+        print(f"precision_gate: ort-int8 vs torch {dist[-1]:.2f} dB  {text}", file=log)
+    return {"log_mel_db": dist, "mean_log_mel_db": float(np.mean(dist)), "duration_exact_fraction": exact}
+
+
+def gate(precision: str, seeds=(0, 1), log=sys.stderr, reference: dict | None = None) -> dict:
+    """Run the listening gate for `precision` (e.g. 'bf16'); `reference`: a cached ort_reference()."""
+    from kcc.compiler.build import BuildOptions
+    from kcc.model.pipeline import Synthesizer
+    from kcc.speech.g2p import G2P
+    from kcc.speech.say import plan
+    from kcc.speech.voices import load_voice, style_for
+    t0 = time.perf_counter()
+    files = asr_wer.real_files()
+    pack = load_voice(f"{files['voices']}:jf_alpha")
+    synth = {p: Synthesizer(files["pth"], BuildOptions(precision=p), max_frames=1200) for p in ("fp32", precision)}
+    for s in synth.values():
+        s.set_threads(2)
+    whisper = asr_wer.Whisper(2)
+    g2p = G2P("en-us")
+    rows, refs, heard = [], [], {"fp32": [], precision: []}
+    tokens = off1 = worse = 0
+    for text in asr_wer.SENTENCES:
+        (enc,) = plan(text, g2p, first_limit=None)
+        style = style_for(pack, len(enc.phonemes))
+        ref = asr_wer.spoken(text)
+        for seed in seeds:
+            out = {p: s.synthesize(enc.ids, style, seed=seed) for p, s in synth.items()}
+            a, b = out["fp32"], out[precision]
+            diff = np.abs(a.durations.astype(int) - b.durations.astype(int))
+            tokens += diff.size
+            off1 += int(np.sum(diff == 1))
+            worse += int(np.sum(diff > 1))
+            row = {"text": text, "seed": seed, "log_mel_db": log_mel_distance(a.audio, b.audio),
+                   "high_band_db": high_band_db(b.audio) - high_band_db(a.audio),
+                   "durations_equal": bool(np.array_equal(a.durations, b.durations))}
+            for p, o in out.items():
+                h = whisper(o.audio)
+                heard[p].append(" ".join(asr_wer.spoken(h)))
+                row[f"heard_{p}"] = h
+            refs.append(" ".join(ref))
+            rows.append(row)
+            print(f"precision_gate: {precision} vs fp32 {row['log_mel_db']:.2f} dB, high band "
+                  f"{row['high_band_db']:+.2f} dB  {text} (seed {seed})", file=log)
+    wer = {p: asr_wer._corpus_wer(refs, h) for p, h in heard.items()}
+    reference = reference or ort_reference(asr_wer.SENTENCES, log)
+    dist = float(np.mean([r["log_mel_db"] for r in rows]))
+    hb = max(abs(r["high_band_db"]) for r in rows)
+    result = {
+        "precision": precision, "seeds": list(seeds), "rows": rows, "wer": wer,
+        "mean_log_mel_db": dist, "ort_int8_vs_torch": reference, "tokens": tokens,
+        "durations_off_by_one": off1, "durations_off_by_more": worse, "max_high_band_db": hb,
+        "passed": {"wer": wer[precision] <= wer["fp32"] + WER_MARGIN,
+                   "log_mel": dist <= reference["mean_log_mel_db"],
+                   "durations": worse == 0 and off1 <= DURATION_OFF_BY_ONE * tokens,
+                   "high_band": hb <= HIGH_BAND_DB},
+        "seconds": round(time.perf_counter() - t0, 1)}
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--precision", default="bf16")
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args(argv)
+    r = gate(args.precision)
+    print(f"WER fp32 {r['wer']['fp32']:.3f}, {args.precision} {r['wer'][args.precision]:.3f}; log-mel distance to fp32 "
+          f"{r['mean_log_mel_db']:.2f} dB (ORT int8 vs torch {r['ort_int8_vs_torch']['mean_log_mel_db']:.2f} dB); "
+          f"durations off by one {r['durations_off_by_one']}/{r['tokens']}, by more {r['durations_off_by_more']}; "
+          f"max high-band change {r['max_high_band_db']:.2f} dB; passed {r['passed']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(r, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0 if all(r["passed"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
