@@ -180,6 +180,8 @@ def _speech_args(p) -> None:
     from kcc.speech.g2p import G2P_BACKENDS
     p.add_argument("--g2p", default="auto", choices=G2P_BACKENDS,
                    help="English G2P backend (default auto: misaki's lexicons, espeak-ng for unknown words)")
+    p.add_argument("--lexicon", metavar="FILE", help="pronunciations: JSON {\"word\": \"phonemes\"} or "
+                   "'word<TAB>phonemes' lines; inline [word](/phonemes/) works in any text")
     p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
     p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
                    "use, or $OMP_NUM_THREADS)")

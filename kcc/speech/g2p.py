@@ -172,7 +172,9 @@ _BACKEND_LOCK = threading.Lock()
 class G2P:
     """Callable: paragraph text -> list[Word]. Safe to share between threads."""
 
-    def __init__(self, language: str = "en-us", backend: str = "auto"):
+    def __init__(self, language: str = "en-us", backend: str = "auto", lexicon=None):
+        """lexicon: a kcc.speech.overrides.UserLexicon (whole words -> phonemes), or None."""
+        self.lexicon = lexicon
         self.language = canonical_language(language)
         self._backends: dict[str, tuple] = {}
         self._choice = backend
@@ -192,11 +194,36 @@ class G2P:
         return self._backends[language][0]
 
     def __call__(self, text: str) -> list[Word]:
-        from kcc.speech.g2p_scripts import keep_speakable, warn_dropped
+        """Inline `[word](/phonemes/)` overrides and lexicon words are said as written; the text
+        between them goes through the language's G2P (the language detected from all of it)."""
+        from kcc.speech.overrides import Override, split_inline
         text = decode_text(text)
         if not text.strip():
             return []
-        language = detect_language(text) if self.language == "auto" else self.language
+        vocab = load_vocab()
+        parts = split_inline(text, vocab)
+        if self.lexicon is not None:
+            parts = [q for p in parts for q in (split_inline(self.lexicon.mark(p), vocab) if isinstance(p, str) else [p])]
+        plain = [p for p in parts if isinstance(p, str)]
+        language = (detect_language(" ".join(plain)) if plain else "en-us") if self.language == "auto" else self.language
+        if len(parts) == 1 and plain:
+            return self._speak(text, language)
+        words: list[Word] = []
+        for i, p in enumerate(parts):
+            if isinstance(p, Override):
+                after = parts[i + 1] if i + 1 < len(parts) else ""
+                words.append(Word(p.text, p.phonemes, isinstance(after, str) and after[:1].isspace()))
+                continue
+            got = self._speak(p, language)
+            if got and p[-1:].isspace():
+                got[-1].whitespace = True
+            words += got
+        return words
+
+    def _speak(self, text: str, language: str) -> list[Word]:
+        from kcc.speech.g2p_scripts import keep_speakable, warn_dropped
+        if not text.strip():
+            return []
         text, dropped = keep_speakable(text, language)
         if dropped:
             warn_dropped(dropped, language)

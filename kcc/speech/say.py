@@ -457,7 +457,8 @@ def _run(args) -> tuple[int, int, int]:
     text = read_input(args)
     speed = check_speed(args.speed)
     max_frames = check_max_frames(args.max_frames)
-    g2p = G2P(args.lang, args.g2p)
+    from kcc.speech.overrides import G2PFactory
+    g2p = G2PFactory(args.g2p, getattr(args, "lexicon", None))(args.lang)
     print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
     progress = Progress(len(text), enabled=True if args.progress else None)

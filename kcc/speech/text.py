@@ -60,6 +60,16 @@ def iter_paragraphs(text: str) -> Iterator[str]:
 _SENTENCE_END = re.compile(r"[.!?…][)”\"']?\s")
 
 
+def _outside_overrides(paragraph: str, at: int, cut: int) -> int:
+    """A cut at paragraph[at + cut] moved off any inline `[word](/phonemes/)` it would split."""
+    from kcc.speech.overrides import INLINE, MAX_OVERRIDE_PHONEMES, MAX_WORD_CHARS
+    reach = MAX_WORD_CHARS + MAX_OVERRIDE_PHONEMES + 6
+    for m in INLINE.finditer(paragraph, max(0, at + cut - reach), at + cut + reach):
+        if m.start() < at + cut < m.end():
+            return m.start() - at if m.start() > at else m.end() - at
+    return cut
+
+
 def pieces(paragraph: str, size: int = PIECE_CHARS) -> Iterator[tuple[str, bool]]:
     """(piece, whether a space follows it) for G2P, each <= size characters."""
     at, n = 0, len(paragraph)
@@ -69,7 +79,8 @@ def pieces(paragraph: str, size: int = PIECE_CHARS) -> Iterator[tuple[str, bool]
         cut = ends[-1] if ends and ends[-1] > size // 4 else window.rfind(" ") + 1
         if cut <= 0:
             cut = size
-        piece, at = window[:cut], at + cut
+        cut = _outside_overrides(paragraph, at, cut)
+        piece, at = paragraph[at:at + cut], at + cut
         spaced = piece[-1:].isspace() or paragraph[at:at + 1].isspace()
         while at < n and paragraph[at].isspace():
             at += 1

@@ -90,7 +90,7 @@ def check_settings(args) -> None:
 def build_service(args):
     """Synthesizer, G2P per language, voices: everything both servers share."""
     from kcc.speech import voices as voices_mod
-    from kcc.speech.g2p import G2P
+    from kcc.speech.overrides import G2PFactory
     from kcc.speech.say import load_synthesizer
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
@@ -105,7 +105,7 @@ def build_service(args):
     def g2p_for(lang: str):
         with lock:
             if lang not in g2ps:
-                g2ps[lang] = G2P(lang, args.g2p)
+                g2ps[lang] = G2PFactory(args.g2p, args.lexicon)(lang)
             return g2ps[lang]
 
     g2p_for(args.lang)                    # the default language fails at start, not per request

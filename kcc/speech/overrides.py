@@ -1,0 +1,141 @@
+"""Pronunciation overrides: inline `[word](/phonemes/)` and a user lexicon file.
+
+Upstream Kokoro (misaki) reads `[Kokoro](/kˈOkəɹO/)` in English text; kcc takes it in every
+language, before language detection, normalisation and the script filter (which would strip
+the IPA), and checks the phonemes against the model's vocabulary. A lexicon file (`--lexicon`)
+maps whole words to phonemes and is applied by turning each match into the same inline form.
+
+Lexicon files: JSON (an object {"word": "phonemes"}) or text (one `word<TAB>phonemes` per line,
+`#` comments). Words match whole and case-sensitively; the longest entry wins.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kcc.speech.g2p import G2P, G2PError, load_vocab
+
+MAX_LEXICON_BYTES = 1 << 20
+MAX_LEXICON_ENTRIES = 10_000
+MAX_WORD_CHARS = 100
+MAX_OVERRIDE_PHONEMES = 200
+
+# [text](/phonemes/): misaki's syntax; the text has no brackets or newline, the phonemes no slash.
+INLINE = re.compile(r"\[([^\[\]\n]{1,%d})\]\(/([^/\n]{1,%d})/\)" % (MAX_WORD_CHARS, MAX_OVERRIDE_PHONEMES))
+
+
+class LexiconError(G2PError):
+    """A lexicon file or an inline override that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Override:
+    text: str            # what is written
+    phonemes: str        # what is said
+
+
+def check_phonemes(text: str, phonemes: str, vocab: dict[str, int], where: str) -> None:
+    bad = sorted({c for c in phonemes if c not in vocab and not c.isspace()})
+    if bad:
+        raise LexiconError(f"{where}: the phonemes for {text!r} have symbols the model does not know: "
+                           f"{' '.join(repr(c) for c in bad)}")
+    if not phonemes.strip():
+        raise LexiconError(f"{where}: the phonemes for {text!r} are empty")
+
+
+def split_inline(text: str, vocab: dict[str, int]) -> list[str | Override]:
+    """Text -> plain strings and Overrides, in order (no empty strings)."""
+    out: list[str | Override] = []
+    at = 0
+    for m in INLINE.finditer(text):
+        if m.start() > at:
+            out.append(text[at:m.start()])
+        check_phonemes(m.group(1), m.group(2), vocab, "inline override")
+        out.append(Override(m.group(1), m.group(2)))
+        at = m.end()
+    if at < len(text):
+        out.append(text[at:])
+    return out
+
+
+class UserLexicon:
+    """Whole-word replacements, applied to plain text as inline overrides."""
+
+    def __init__(self, entries: dict[str, str], vocab: dict[str, int], source: str = "lexicon"):
+        if len(entries) > MAX_LEXICON_ENTRIES:
+            raise LexiconError(f"{source}: {len(entries)} entries; at most {MAX_LEXICON_ENTRIES}")
+        for word, phonemes in entries.items():
+            if not isinstance(word, str) or not isinstance(phonemes, str):
+                raise LexiconError(f"{source}: entries map a word to a phoneme string, got {word!r}: {phonemes!r}")
+            if not word.strip() or len(word) > MAX_WORD_CHARS or any(c in word for c in "[]()\n"):
+                raise LexiconError(f"{source}: {word!r} is not a word kcc can match (1-{MAX_WORD_CHARS} "
+                                   "characters, no brackets or newlines)")
+            if len(phonemes) > MAX_OVERRIDE_PHONEMES or "/" in phonemes:
+                raise LexiconError(f"{source}: the phonemes for {word!r} are longer than "
+                                   f"{MAX_OVERRIDE_PHONEMES} symbols or contain '/'")
+            check_phonemes(word, phonemes, vocab, source)
+        self.entries = dict(entries)
+        words = sorted(self.entries, key=len, reverse=True)
+        self._pattern = re.compile(r"(?<!\w)(?:%s)(?!\w)" % "|".join(map(re.escape, words))) if words else None
+
+    def mark(self, text: str) -> str:
+        """Plain text with every lexicon word written as `[word](/phonemes/)`."""
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(lambda m: f"[{m.group(0)}](/{self.entries[m.group(0)]}/)", text)
+
+
+@dataclass(frozen=True)
+class G2PFactory:
+    """language -> G2P with one backend choice and an optional lexicon file; picklable, so batch
+    workers (processes, Ray actors) build their own."""
+    backend: str = "auto"
+    lexicon_path: str | None = None
+
+    def __call__(self, language: str) -> G2P:
+        lexicon = load_lexicon(self.lexicon_path) if self.lexicon_path else None
+        return G2P(language, self.backend, lexicon=lexicon)
+
+
+def load_lexicon(path: str | Path, vocab: dict[str, int] | None = None) -> UserLexicon:
+    vocab = vocab if vocab is not None else load_vocab()
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_LEXICON_BYTES:
+            raise LexiconError(f"{path}: {size} bytes; a lexicon file may have at most {MAX_LEXICON_BYTES}")
+        raw = path.read_bytes()
+    except OSError as e:
+        raise LexiconError(f"{path}: cannot read the lexicon ({e.strerror or e})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LexiconError(f"{path}: not UTF-8 (byte {e.start})") from None
+    if text.lstrip().startswith("{"):
+        def unique(pairs):
+            seen = {}
+            for k, v in pairs:
+                if k in seen:
+                    raise LexiconError(f"{path}: {k!r} is listed twice")
+                seen[k] = v
+            return seen
+        try:
+            entries = json.loads(text, object_pairs_hook=unique)
+        except json.JSONDecodeError as e:
+            raise LexiconError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        if not isinstance(entries, dict):
+            raise LexiconError(f"{path}: a JSON lexicon is one object {{\"word\": \"phonemes\"}}")
+    else:
+        entries = {}
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            word, tab, phonemes = line.partition("\t")
+            if not tab:
+                raise LexiconError(f"{path}:{n}: expected 'word<TAB>phonemes'")
+            if word in entries:
+                raise LexiconError(f"{path}:{n}: {word!r} is listed twice")
+            entries[word] = phonemes.strip()
+    return UserLexicon(entries, vocab, str(path))
