@@ -70,6 +70,7 @@ def _compile(op, inputs, weights: dict, t_max, isa, prec="bf16"):
     (33, 5, 1, 1, 0, 1, 9),            # odd Cin (a zero pair row), Cout < one panel, conv1x1
     (22, 48, 12, 6, 3, 1, 61),         # stride 6 (noise_convs), three panels
     (300, 20, 3, 2, 2, 2, 17),         # odd chunk tail (300 = 2 x 128 + 44), stride and dilation
+    (2048, 16, 3, 1, 1, 1, 70),        # input rows too wide to round once per block: rounded per tile
 ])
 def test_conv1d_bf16_matches_the_rounded_reference(isa, cin, cout, k, stride, pad, dil, t):
     rng = np.random.default_rng(cin * 7 + k)

@@ -4,12 +4,20 @@
  * kcc_conv1d_f32's. Other convs are not lowered to it (KCC_EDIMS). Same argument list as
  * kcc_conv1d_f32, so one bind serves both. Results do not depend on row blocking or threads. */
 
-/* kcc_conv_rows_f32 on the pair pack: ob rows [t0, t1) of the conv of the rows held at xs. */
+/* kcc_conv_rows_f32 on the pair pack: ob rows [t0, t1) of the conv of the rows held at xs. The
+ * input rows those outputs read are rounded to bf16 pairs once (not once per tap and panel pair)
+ * when they fit KCC_BF16_ROWS words, else per tile; the same values either way. */
 static void kcc_conv_rows_bf16(const float *KCC_RESTRICT xs, int64_t r0, int64_t t_in, int64_t c_in,
                                const float *KCC_RESTRICT wp, int64_t c_out, int64_t k_size, int64_t pad,
                                int64_t dilation, int64_t stride, int64_t t0, int64_t t1, float *KCC_RESTRICT ob)
 {
     const int64_t panels = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR, kp = (c_in + 1) / 2;
+    const int64_t lo_in = t0 * stride - pad > 0 ? t0 * stride - pad : 0;
+    const int64_t last = (t1 - 1) * stride + (k_size - 1) * dilation - pad + 1;
+    const int64_t hi_in = last < t_in ? last : t_in;
+    uint32_t xa[KCC_BF16_ROWS];
+    const int held = hi_in > lo_in && (hi_in - lo_in) * kp <= KCC_BF16_ROWS;
+    if (held) kcc_bf16_pack_rows(xs + (lo_in - r0) * c_in, c_in, hi_in - lo_in, c_in, xa, kp);
     for (int64_t t = t0; t < t1; ++t)
         for (int64_t j = 0; j < c_out; ++j) ob[t * c_out + j] = 0.0f;
     for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
@@ -22,10 +30,17 @@ static void kcc_conv_rows_bf16(const float *KCC_RESTRICT xs, int64_t r0, int64_t
             const float *wk = wp + (k * panels + p) * kp * KCC_GEMM_NR;
             for (int64_t ci0 = 0; ci0 < c_in; ci0 += KCC_GEMM_KC) {
                 const int64_t kc = c_in - ci0 < KCC_GEMM_KC ? c_in - ci0 : KCC_GEMM_KC;
-                for (int64_t i = lo; i < hi; i += KCC_GEMM_MR)
-                    kcc_gemm_tile_bf16(xs + (i * stride + off - r0) * c_in + ci0, stride * c_in,
-                                       hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR, wk + ci0 / 2 * KCC_GEMM_NR,
-                                       kp * KCC_GEMM_NR, kc, ob + i * c_out + p * KCC_GEMM_NR, c_out, nr, 0);
+                for (int64_t i = lo; i < hi; i += KCC_GEMM_MR) {
+                    const int64_t mr = hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR;
+                    if (held)
+                        kcc_gemm_tile_bf16p(xa + (i * stride + off - lo_in) * kp + ci0 / 2, stride * kp, mr,
+                                            (const uint32_t *)(const void *)(wk + ci0 / 2 * KCC_GEMM_NR),
+                                            kp * KCC_GEMM_NR, kc, ob + i * c_out + p * KCC_GEMM_NR, c_out, nr, 0);
+                    else
+                        kcc_gemm_tile_bf16(xs + (i * stride + off - r0) * c_in + ci0, stride * c_in, mr,
+                                           wk + ci0 / 2 * KCC_GEMM_NR, kp * KCC_GEMM_NR, kc,
+                                           ob + i * c_out + p * KCC_GEMM_NR, c_out, nr, 0);
+                }
             }
         }
     }
