@@ -3,9 +3,15 @@
 Kernels are model-name free: they know rows, channels and sequences, never 'ALBERT' or
 'decoder'. Lowering picks a kernel by name from here; the emitter checks every call against
 the signature recorded here before it writes a line of C.
+
+The op families (kcc/ops, loaded by kcc.ops.load()) register their kernels here; this module
+imports nothing from them, so the layering is one way. Constants that Python must agree with
+(panel widths, stack-array bounds) are read from the C's `#define`s by `c_constant`, never copied.
 """
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,7 +81,29 @@ def with_requires(names) -> list[str]:
 
 
 def get_kernel(name: str) -> Kernel:
-    import kcc.ops  # noqa: F401  (op families register their kernels on import)
     if name not in KERNELS:
-        raise KeyError(f"no kernel named '{name}' in the registry; known: {', '.join(sorted(KERNELS))}")
+        raise KeyError(f"no kernel named '{name}' in the registry (kcc.ops.load() fills it); "
+                       f"known: {', '.join(sorted(KERNELS))}")
     return KERNELS[name]
+
+
+_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\s+(-?\d+)(?:\.0f?)?\b(?!\.)", re.MULTILINE)
+
+
+@functools.cache
+def c_defines(source: str) -> dict[str, int]:
+    """The integer `#define NAME <literal>` constants of kcc/kernels/c/<source> (function-like
+    macros, expressions and floating-point values other than whole ones are left out; so is a
+    name defined to different values under different #if branches, which has no one value)."""
+    seen: dict[str, set[int]] = {}
+    for m in _DEFINE.finditer((C_DIR / source).read_text(encoding="utf-8")):
+        seen.setdefault(m.group(1), set()).add(int(m.group(2)))
+    return {name: values.pop() for name, values in seen.items() if len(values) == 1}
+
+
+def c_constant(source: str, name: str) -> int:
+    """One integer constant of a C source: the single place Python learns a kernel's bound."""
+    defines = c_defines(source)
+    if name not in defines:
+        raise KeyError(f"{source} defines no integer constant {name}; it has {sorted(defines)}")
+    return defines[name]

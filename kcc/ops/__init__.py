@@ -1,8 +1,21 @@
-"""Semantic ops, one module per family; importing this package fills OPS and the kernel registry."""
-from kcc.ops.core import OPS, BindContext, LoweringError, OpDef, c_float, define_op, expect  # noqa: F401
-from kcc.ops import embedding  # noqa: F401,E402
-from kcc.ops import dense, norm  # noqa: F401,E402
-from kcc.ops import elementwise, conv, adain, fused, dft_conv  # noqa: F401,E402
-from kcc.ops import attention  # noqa: F401,E402
-from kcc.ops import recurrence, style, duration  # noqa: F401,E402
-from kcc.ops import signal  # noqa: F401,E402
+"""Semantic ops, one module per family. `load()` imports the families in FAMILIES, in that
+order (later ones build on earlier ones' kernels), which fills OPS and the kernel registry;
+importing this package calls it, so `from kcc.ops import OPS` sees every op."""
+from __future__ import annotations
+
+import importlib
+
+from kcc.ops.core import OPS, BindContext, Case, LoweringError, OpDef, c_float, define_op, expect  # noqa: F401
+
+FAMILIES = ("embedding", "dense", "norm", "elementwise", "conv", "adain", "fused", "dft_conv",
+            "attention", "recurrence", "style", "duration", "signal")
+
+
+def load() -> dict[str, OpDef]:
+    """Every op family registered (idempotent: a module is imported once); returns OPS."""
+    for family in FAMILIES:
+        importlib.import_module(f"kcc.ops.{family}")
+    return OPS
+
+
+load()

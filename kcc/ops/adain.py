@@ -27,10 +27,13 @@ x carried in; repeat for j = 0, 1, 2 with dilations 1, 3, 5 (weights declared pe
 """
 from __future__ import annotations
 
-from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+import numpy as np
 
-MAX_CHANNELS = 2048   # KCC_IN_MAX_C in instance_norm_style_f32.c
+from kcc.kernels.registry import Contract, F32, I64, IN_F32, Kernel, OUT_F32, WEIGHT, c_constant, register
+from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import ACT_FLOPS
+
+MAX_CHANNELS = c_constant("instance_norm_style_f32.c", "KCC_IN_MAX_C")   # statistics in stack arrays
 
 ACTS = {"none": 0, "leaky_relu": 1, "snake": 2}
 
@@ -90,5 +93,55 @@ def _bind(ctx: BindContext):
     }
 
 
+def adain_reference(x, style, ws: dict, eps, act: str, slope) -> np.ndarray:
+    """AdaIN1d in f64: instance norm over time (biased variance), (1 + gamma) * xn + beta with
+    [gamma | beta] = fc(style), then the activation; f64 throughout (not rounded)."""
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=1, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=1, keepdims=True)
+    xn = (x64 - mean) / np.sqrt(var + float(eps)) * ws["norm_w"].astype(np.float64) + ws["norm_b"].astype(np.float64)
+    h = style.astype(np.float64) @ ws["fc_w"].astype(np.float64).T + ws["fc_b"].astype(np.float64)
+    c = x.shape[2]
+    y = (1.0 + h[:, None, :c]) * xn + h[:, None, c:]
+    if act == "leaky_relu":
+        y = np.where(y < 0, y * float(slope), y)
+    elif act == "snake":
+        alpha = ws["alpha"].astype(np.float64).reshape(1, 1, c)
+        y = y + np.sin(alpha * y) ** 2 / alpha
+    return y
+
+
+def adain_weights(rng, c: int, n_style: int, snake: bool) -> dict:
+    """Seeded AdaIN weights at unit scale (fc kept small, as trained ones are)."""
+    ws = {"norm_w": (1 + 0.1 * rng.standard_normal(c)).astype(np.float32),
+          "norm_b": (0.1 * rng.standard_normal(c)).astype(np.float32),
+          "fc_w": (rng.standard_normal((2 * c, n_style)) / np.sqrt(4 * n_style)).astype(np.float32),
+          "fc_b": (0.1 * rng.standard_normal(2 * c)).astype(np.float32)}
+    if snake:
+        ws["alpha"] = (0.5 + rng.random((1, c, 1))).astype(np.float32)
+    return ws
+
+
+def _cases():
+    rng = np.random.default_rng(30)
+    out = []
+    for name, (b, t, c, s, act) in {"plain": (2, 23, 5, 7, "none"), "leaky_tail": (1, 67, 33, 16, "leaky_relu"),
+                                    "snake": (2, 9, 64, 16, "snake"), "two_rows": (1, 2, 3, 4, "none")}.items():
+        x = (rng.standard_normal((b, t, c)) * 2 + 0.5).astype(np.float32)
+        style = rng.standard_normal((b, s)).astype(np.float32)
+        out.append(Case(name, {"x": x, "style": style}, adain_weights(rng, c, s, act == "snake"),
+                        {"act": act, "slope": 0.2}))
+    return out
+
+
+def _cost(v) -> int:
+    b, s = v.ins["style"]
+    c2 = v.w["fc_b"][0]
+    n = v.n_out                                # fc(style) + instance norm + (1+gamma)*xn+beta
+    return 2 * b * s * c2 + b * c2 + 8 * n + ACT_FLOPS[v.attrs["act"]] * n
+
+
 define_op(OpDef("adain", ("x", "style"), ("norm_w", "norm_b", "fc_w", "fc_b", "alpha?"),
-                {"eps": 1e-5, "act": "none", "slope": 0.01}, _infer, _bind))
+                {"eps": 1e-5, "act": "none", "slope": 0.01}, _infer, _bind,
+                reference=lambda i, w, a: adain_reference(i["x"], i["style"], w, a["eps"], a["act"], a["slope"]),
+                cases=_cases, cost=_cost))

@@ -6,10 +6,12 @@ N = 3*H*D GEMM would need a concatenated weight, which the checkpoint does not h
 """
 from __future__ import annotations
 
-from kcc.kernels.registry import F32, I64, IN_F32, IN_I32, OUT_F32, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+import numpy as np
 
-MAX_HEAD_DIM = 256    # KCC_ATTN_MAX_D in attention_f32.c
+from kcc.kernels.registry import Contract, F32, I64, IN_F32, IN_I32, Kernel, OUT_F32, c_constant, register
+from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
+
+MAX_HEAD_DIM = c_constant("attention_f32.c", "KCC_ATTN_MAX_D")   # the packed blocks' bound
 
 register(Kernel(
     name="kcc_attention_f32",
@@ -63,4 +65,39 @@ def _bind(ctx: BindContext):
     }
 
 
-define_op(OpDef("attention", ("q", "k", "v", "lengths"), (), {"heads": None}, _infer, _bind))
+def _reference(ins, ws, a):
+    """Per head softmax(q k^T / sqrt(D)) v in f64, keys at positions >= lengths[b] masked out;
+    every query row (padded ones too) attends to the valid keys."""
+    q, k, v = (ins[r].astype(np.float64) for r in ("q", "k", "v"))
+    b, t, width = q.shape
+    heads = _heads("attention", a["heads"], width)
+    d = width // heads
+    split = lambda z: z.reshape(b, t, heads, d).transpose(0, 2, 1, 3)  # noqa: E731
+    scores = split(q) @ split(k).transpose(0, 1, 3, 2) * d ** -0.5
+    valid = np.arange(t)[None, :] < ins["lengths"][:, None]                     # [B, T keys]
+    scores = np.where(valid[:, None, None, :], scores, -np.inf)
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    out = (p / p.sum(axis=-1, keepdims=True)) @ split(v)
+    return out.transpose(0, 2, 1, 3).reshape(b, t, width)
+
+
+def _cases():
+    rng = np.random.default_rng(60)
+
+    def case(name, b, t, width, heads, lengths):
+        ins = {r: rng.standard_normal((b, t, width)).astype(np.float32) for r in ("q", "k", "v")}
+        return Case(name, {**ins, "lengths": np.array(lengths, np.int32)}, attrs={"heads": heads})
+    return [case("two_heads_padded", 2, 7, 16, 2, [7, 3]), case("keys_past_one_block", 1, 70, 24, 3, [67]),
+            case("one_token", 1, 1, 8, 1, [1]), case("heads_by_width", 1, 5, 12, {"12": 4, "768": 12}, [5])]
+
+
+def _cost(v) -> int:
+    """QK^T and PV (2 B T^2 W each), softmax (scale, max, subtract, exp, sum: 5 per score),
+    the final 1/denominator per output element. Every key counted (lengths = T)."""
+    b, t, w = v.ins["q"]
+    h = v.karg("heads")
+    return 4 * b * t * t * w + 5 * b * h * t * t + b * t * w
+
+
+define_op(OpDef("attention", ("q", "k", "v", "lengths"), (), {"heads": None}, _infer, _bind,
+                reference=_reference, cases=_cases, cost=_cost))

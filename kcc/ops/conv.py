@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcc.kernels.registry import F32, I64, IN_F32, KERNELS, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.core import OPS, BindContext, OpDef, c_float, define_op, expect
+from kcc.kernels.registry import Contract, F32, I64, IN_F32, KERNELS, Kernel, OUT_F32, WEIGHT, c_constant, register
+from kcc.ops.core import OPS, BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import epilogue
 from kcc.ops.elementwise import paren_extent, same_extent
 
-NR = 8  # KCC_CONV_NR in conv1d_f32.c: general dense layouts are column panels of 8, zero-padded
-GEMM_NR = 16  # KCC_GEMM_NR in gemm_tile_f32.c: the GEMM path's panel width
+NR = c_constant("conv1d_f32.c", "KCC_CONV_NR")          # general dense layouts: column panels, zero-padded
+GEMM_NR = c_constant("gemm_tile_f32.c", "KCC_GEMM_NR")   # the GEMM path's panel width
 ACTS = ("none", "leaky_relu")
 
 register(Kernel(
@@ -186,12 +187,114 @@ def _make(op: str, transposed: bool):
     def pack(w, a):
         return _pack(w, transposed, a["groups"], a["stride"], a["dilation"])
 
-    define_op(OpDef(op, ("x", "res?"), ("weight", "bias?"), attrs, infer, bind, pack={"weight": ("conv_pack", pack)}))
+    def reference(ins, ws, a):
+        return conv_reference(ins["x"], ws["weight"], ws.get("bias"), a, transposed, ins.get("res"))
+
+    define_op(OpDef(op, ("x", "res?"), ("weight", "bias?"), attrs, infer, bind, pack={"weight": ("conv_pack", pack)},
+                    reference=reference, cases=_transposed_cases if transposed else _conv_cases, cost=conv_cost))
 
 
 def _k(ctx: BindContext) -> int:
     wp = ctx.w_shape["weight"]  # packed: [K, panels, Cin, 16] GEMM, [K, C] depthwise, [G, panels, K, cig, 8] dense
     return wp[0] if len(wp) in (2, 4) else wp[2]
+
+
+# -- reference, harness cases and cost (shared by the conv-shaped ops: fused, block-DFT, bf16) --------
+
+def _leaky64(y: np.ndarray, act: str, slope) -> np.ndarray:
+    return np.where(y < 0, y * float(slope), y) if act == "leaky_relu" else y
+
+
+def conv_reference(x, w, bias, a: dict, transposed: bool = False, res=None) -> np.ndarray:
+    """nn.Conv1d / nn.ConvTranspose1d in f64 on time-major x ([B, T, C] or [B, T]), torch weight
+    layout, then + bias, the leaky slope and + res as the kernel's epilogue; rounded to f32 once."""
+    x64 = x.astype(np.float64)
+    x64 = x64[..., None] if x64.ndim == 2 else x64
+    b, t, c_in = x64.shape
+    s, p, d, g, k = a.get("stride", 1), a["padding"], a["dilation"], a.get("groups", 1), w.shape[2]
+    w64 = w.astype(np.float64)
+    if transposed:
+        cig, cog = c_in // g, w.shape[1]
+        t_out = (t - 1) * s - 2 * p + d * (k - 1) + a.get("output_padding", 0) + 1
+        full = np.zeros((b, max(t_out + p, (t - 1) * s + d * (k - 1) + 1), cog * g))
+        for gi in range(g):
+            xs, wg = x64[..., gi * cig:(gi + 1) * cig], w64[gi * cig:(gi + 1) * cig]
+            for j in range(k):
+                full[:, j * d:j * d + s * (t - 1) + 1:s, gi * cog:(gi + 1) * cog] += xs @ wg[:, :, j]
+        out = full[:, p:p + t_out]
+    else:
+        cig, cog = w.shape[1], w.shape[0] // g
+        xp = np.pad(x64, [(0, 0), (p, p), (0, 0)])
+        t_out = (t + 2 * p - d * (k - 1) - 1) // s + 1
+        out = np.zeros((b, t_out, cog * g))
+        for gi in range(g):
+            wg = w64[gi * cog:(gi + 1) * cog]
+            for j in range(k):
+                xs = xp[:, j * d:j * d + s * (t_out - 1) + 1:s, gi * cig:(gi + 1) * cig]
+                out[..., gi * cog:(gi + 1) * cog] += xs @ wg[:, :, j].T
+    if bias is not None:
+        out = out + bias.astype(np.float64)
+    out = _leaky64(out, a.get("act", "none"), a.get("slope", 0.01))
+    if res is not None:
+        out = out + res.astype(np.float64)
+    return out.astype(np.float32)
+
+
+def conv_weight(rng, c_out: int, cig: int, k: int) -> np.ndarray:
+    """A seeded weight scaled 1/sqrt(fan-in): unit-scale outputs from unit-scale inputs."""
+    return (rng.standard_normal((c_out, cig, k)) / np.sqrt(cig * k)).astype(np.float32)
+
+
+def conv_case(rng, name: str, b: int, t: int, c_in: int, c_out: int, k: int, bias: bool = True,
+              res_t: int | None = None, rank2: bool = False, transposed: bool = False, **attrs) -> Case:
+    """One conv-shaped case: x [B, T, Cin] (or [B, T]), weight in torch layout, optional bias and
+    a residual of res_t output rows; attrs as the op's."""
+    g = attrs.get("groups", 1)
+    x = rng.standard_normal((b, t) if rank2 else (b, t, c_in)).astype(np.float32)
+    w = conv_weight(rng, c_in, c_out // g, k) if transposed else conv_weight(rng, c_out, c_in // g, k)
+    ws = {"weight": w, **({"bias": rng.standard_normal(c_out).astype(np.float32)} if bias else {})}
+    ins = {"x": x, **({"res": rng.standard_normal((b, res_t, c_out)).astype(np.float32)} if res_t else {})}
+    return Case(name, ins, ws, attrs)
+
+
+def _conv_cases():
+    rng = np.random.default_rng(20)
+    return [
+        conv_case(rng, "gemm_same_pad", 2, 23, 8, 24, 3, padding=1),
+        conv_case(rng, "gemm_stride2_leaky_cout_tail", 1, 19, 9, 20, 3, bias=False, stride=2, padding=2,
+                  dilation=2, act="leaky_relu", slope=0.2),
+        conv_case(rng, "gemm_k11_d5_residual", 1, 40, 33, 17, 11, res_t=40, padding=25, dilation=5),
+        conv_case(rng, "gemm_stride6", 1, 37, 22, 40, 12, stride=6, padding=3),
+        conv_case(rng, "conv1x1_cout5", 2, 13, 33, 5, 1, bias=False, act="leaky_relu", slope=0.2),
+        conv_case(rng, "grouped_stride3", 1, 29, 12, 40, 7, stride=3, dilation=2, groups=4),
+        conv_case(rng, "depthwise_dilated", 2, 21, 16, 16, 3, bias=False, padding=3, dilation=3, groups=16),
+        conv_case(rng, "one_channel_row", 1, 26, 1, 1, 3, rank2=True, stride=2, padding=1),
+    ]
+
+
+def _transposed_cases():
+    rng = np.random.default_rng(21)
+    return [
+        conv_case(rng, "polyphase_up2", 1, 11, 24, 12, 4, transposed=True, stride=2, padding=1),
+        conv_case(rng, "polyphase_up10_outpad", 1, 7, 16, 19, 20, transposed=True, stride=10, padding=5,
+                  output_padding=1, act="leaky_relu", slope=0.1),
+        conv_case(rng, "depthwise_up2", 2, 9, 8, 8, 3, transposed=True, stride=2, padding=1, output_padding=1,
+                  groups=8),
+        conv_case(rng, "grouped_dilated", 1, 10, 6, 9, 3, bias=False, transposed=True, stride=1, padding=2,
+                  dilation=2, groups=3),
+    ]
+
+
+def conv_cost(v) -> int:
+    x = v.ins["x"]
+    c_in = x[2] if len(x) == 3 else 1
+    b, _, c_out = v.out
+    g, k = v.attrs["groups"], v.karg("k_size")
+    if v.op.type == "conv_transpose1d":       # every input row scatters to (Cout/g) * K outputs
+        mac = b * x[1] * c_in * (c_out // g) * k
+    else:                                      # every output row gathers (Cin/g) * K inputs
+        mac = b * v.out[1] * c_out * (c_in // g) * k
+    return 2 * mac + epilogue(v, v.n_out)
 
 
 _make("conv1d", transposed=False)
@@ -254,6 +357,15 @@ def bf16_bind(bind, kernel: str):
     return wrapped
 
 
+def _bf16_conv_cases():
+    """GEMM-path shapes only (the bf16 kernel refuses the others)."""
+    rng = np.random.default_rng(22)
+    return [conv_case(rng, "same_pad", 2, 23, 8, 24, 3, padding=1),
+            conv_case(rng, "stride2_odd_cin_residual", 1, 30, 33, 17, 5, res_t=14, stride=2, padding=1,
+                      act="leaky_relu", slope=0.2)]
+
+
 define_op(OpDef("conv1d_bf16", OPS["conv1d"].inputs, OPS["conv1d"].weights, OPS["conv1d"].attrs,
                 OPS["conv1d"].infer, bf16_bind(OPS["conv1d"].bind, "kcc_conv1d_bf16"),
-                pack={"weight": ("bf16_pack", bf16_gemm_pack("conv1d_bf16"))}))
+                pack={"weight": ("bf16_pack", bf16_gemm_pack("conv1d_bf16"))},
+                reference=OPS["conv1d"].reference, cases=_bf16_conv_cases, cost=conv_cost))

@@ -1,13 +1,18 @@
-"""The op-definition mechanism: OpDef, BindContext and the OPS table that families fill.
+"""The op-definition mechanism: OpDef, BindContext, Case and the OPS table that families fill.
 
-An OpDef's `infer` gives the output extent from input and weight shapes (and rejects
-mismatches by name); its `bind` maps the op onto one registered kernel, argument by argument,
-as C expressions. The emitter checks that mapping against the kernel's recorded signature.
+An op is one definition: its `infer` gives the output extent from input and weight shapes (and
+rejects mismatches by name); its `bind` maps the op onto one registered kernel, argument by
+argument, as C expressions (the emitter checks that mapping against the kernel's recorded
+signature); its `reference` computes the same output in numpy, its `cases` are the small seeded
+problems tests/test_ops.py runs the compiled op on against that reference (at the bound
+kernel's Contract.tolerance), and its `cost` is the FLOP formula kcc.compiler.costs reads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
+
+import numpy as np
 
 from kcc.compiler.ir import Shape
 
@@ -58,6 +63,32 @@ class OpDef:
     # tag may name attrs, '{n}', when the layout depends on them). Ops a pass makes are packed
     # the same way after the passes (kcc.compiler.lower.pack_weights).
     pack: dict = None
+    # (inputs, weights, attrs) -> the output as a numpy array: arrays as a circuit feeds them
+    # (weights in the checkpoint's layout, before any pack), attrs with the defaults filled in.
+    reference: Callable[[dict, dict, dict], np.ndarray] | None = None
+    # () -> [Case]: small seeded problems for the op harness (odd sizes, tails, edge attrs).
+    cases: Callable[[], list["Case"]] | None = None
+    # kcc.compiler.costs' view of one op -> nominal FLOPs (see that module for the counting rules).
+    cost: Callable | None = None
+    # output -> the form the harness compares, applied to kernel and reference alike, for an output
+    # with a representation choice the reference cannot predict (the stft's phase at the -pi/pi cut).
+    compare_as: Callable[[np.ndarray], np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One harness problem: arrays for the op's inputs and weights (checkpoint layout), its attrs
+    (defaults filled in by the harness), and values for runtime dims no input carries."""
+    name: str
+    inputs: dict[str, np.ndarray]
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+    dims: dict[str, int] = field(default_factory=dict)
+
+
+def with_defaults(defn: OpDef, attrs: dict) -> dict:
+    """The op's attrs as lowering sees them: its defaults, overridden by `attrs`."""
+    return {**defn.attrs, **attrs}
 
 
 OPS: dict[str, OpDef] = {}

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.kernels.registry import Contract, F32, I64, IN_F32, Kernel, OUT_F32, WEIGHT, c_constant, register
+from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import epilogue
 
-PANEL = 16  # KCC_GEMM_NR in gemm_tile_f32.c
+PANEL = c_constant("gemm_tile_f32.c", "KCC_GEMM_NR")   # panel width of the packed weight
 ACTIVATIONS = {"none": 0, "gelu_new": 1, "leaky_relu": 2, "tanh": 3, "sigmoid": 4, "relu": 5}
 
 register(Kernel(
@@ -70,5 +71,45 @@ def _bind(ctx: BindContext):
     }
 
 
+def activation(y: np.ndarray, act: str, slope=0.01) -> np.ndarray:
+    """The GEMM epilogue's activations, in f64."""
+    if act == "gelu_new":
+        return 0.5 * y * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (y + 0.044715 * y ** 3)))
+    if act == "leaky_relu":
+        return np.where(y < 0, y * float(slope), y)
+    if act == "relu":
+        return np.maximum(y, 0.0)
+    if act == "tanh":
+        return np.tanh(y)
+    if act == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-y))
+    return y
+
+
+def linear_reference(x, w, b, act="none", slope=0.01) -> np.ndarray:
+    y = x.astype(np.float64) @ w.astype(np.float64).T + b.astype(np.float64)
+    return activation(y, act, slope)
+
+
+def _cases():
+    rng = np.random.default_rng(50)
+
+    def case(name, lead, k, n, act):
+        w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
+        return Case(name, {"x": rng.standard_normal((*lead, k)).astype(np.float32)},
+                    {"weight": w, "bias": rng.standard_normal(n).astype(np.float32)}, {"act": act, "slope": 0.2})
+    return [case("rank3_panel_tail", (2, 7), 13, 37, "none"), case("k_over_chunk_gelu", (1, 19), 300, 16, "gelu_new"),
+            case("rank2_leaky", (9,), 64, 5, "leaky_relu"), case("tanh", (1, 3), 8, 33, "tanh"),
+            case("sigmoid", (2, 1), 5, 17, "sigmoid"), case("relu_one_row", (1, 1), 129, 48, "relu")]
+
+
+def _cost(v) -> int:
+    k, n = v.ins["x"][-1], v.out[-1]
+    m = v.n(v.ins["x"]) // k
+    return 2 * m * k * n + epilogue(v, m * n)
+
+
 define_op(OpDef("linear", ("x",), ("weight", "bias"), {"act": "none", "slope": 0.01}, _infer, _bind,
-                pack={"weight": ("panel16", pack_panels)}))
+                pack={"weight": ("panel16", pack_panels)},
+                reference=lambda i, w, a: linear_reference(i["x"], w["weight"], w["bias"], a["act"], a["slope"]),
+                cases=_cases, cost=_cost))

@@ -18,11 +18,13 @@ import math
 
 import numpy as np
 
-from kcc.kernels.registry import F32, I64, IN_F32, KERNELS, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, bf16_pairs, gemm_pack, stride1_out
-from kcc.ops.core import OPS, BindContext, OpDef, c_float, define_op, expect
+from kcc.kernels.registry import Contract, F32, I64, IN_F32, KERNELS, Kernel, OUT_F32, WEIGHT, c_constant, register
+from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, bf16_pairs, conv_case, conv_reference, gemm_pack, stride1_out
+from kcc.ops.core import OPS, BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import epilogue
 
-MAX_N, WORK = 64, 131072    # KCC_DFT_MAX_N, KCC_DFT_WORK in dft_conv1d_f32.c
+MAX_N = c_constant("dft_conv1d_f32.c", "KCC_DFT_MAX_N")
+WORK = c_constant("dft_conv1d_f32.c", "KCC_DFT_WORK")     # floats of one thread's work area
 
 register(Kernel(
     name="kcc_dft_conv1d_f32",
@@ -58,7 +60,7 @@ def panels(c_out: int) -> int:
 # a block holds 8 tiles); the model picks those.
 TRANSFORM_WEIGHT = 2.0
 SPECTRUM_WEIGHT = 3.0
-VW = 16                     # KCC_DFT_VW: the padding lane block of each work-area row
+VW = c_constant("dft_conv1d_f32.c", "KCC_DFT_VW")   # the padding lane block of each work-area row
 
 
 def tiles_per_block(c_in: int, c_out: int, n: int) -> int:
@@ -184,11 +186,53 @@ def _conv_bind(ctx: BindContext):
     }
 
 
+def _reference(ins, ws, a):
+    """The conv it replaces (same output and epilogue): a DFT is a change of basis, not of result."""
+    return conv_reference(ins["x"], ws["weight"], ws["bias"], a, res=ins.get("res"))
+
+
+def _case(rng, name, b, t, c_in, c_out, k, n, min_rows=0, res=False, **attrs) -> Case:
+    t_out = t + 2 * attrs.get("padding", 0) - attrs.get("dilation", 1) * (k - 1)
+    conv = conv_case(rng, name, b, t, c_in, c_out, k, res_t=t_out if res else None, **attrs)
+    return Case(name, conv.inputs, {**conv.weights, "spectrum": conv.weights["weight"]},
+                {**conv.attrs, "n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows})
+
+
+def _cases():
+    rng = np.random.default_rng(40)
+    return [_case(rng, "k7_n16_tiles_tail", 1, 53, 24, 20, 7, 16, padding=3),
+            _case(rng, "k11_n32_d3_residual_leaky", 2, 61, 16, 33, 11, 32, res=True, padding=15, dilation=3,
+                  act="leaky_relu", slope=0.1),
+            _case(rng, "k3_n4_odd", 1, 10, 5, 3, 3, 4),
+            _case(rng, "below_min_rows_direct", 1, 30, 8, 16, 7, 16, min_rows=1000, padding=3)]
+
+
+def reads_spectrum(v) -> bool:
+    """dft_conv1d below min_rows input rows runs the direct conv (its spectrum is not read)."""
+    b, t, _ = v.ins["x"]
+    return b * t >= v.attrs["min_rows"]
+
+
+def _cost(v) -> int:
+    """Per tile of h = n-K+1 outputs and slot: the input DFT (n rows x 2 Cin), three real GEMM
+    rows of Cin x padded Cout (Gauss), the inverse (h rows x 2 Cout); tiles as the kernel cuts
+    them (every residue of the dilation the same count). Below min_rows: the direct conv's."""
+    b, t_out, c_out = v.out
+    c_in, k, n, d = v.ins["x"][2], v.attrs["k_size"], v.attrs["n"], v.attrs["dilation"]
+    if not reads_spectrum(v):
+        return 2 * b * t_out * c_out * c_in * k + epilogue(v, v.n_out)
+    h, cols = n - k + 1, v.w["spectrum"][2] * v.w["spectrum"][4]
+    tiles = b * d * math.ceil(math.ceil(t_out / d) / h)           # per residue, from residue 0's outputs
+    per_slot = 2 * (n * 2 * c_in + 3 * c_in * cols + h * 2 * c_out)
+    return tiles * n // 2 * per_slot + epilogue(v, v.n_out)
+
+
 define_op(OpDef("dft_conv1d", ("x", "res?"), ("weight", "spectrum", "bias"),
                 {"n": None, "k_size": None, "c_out": None, "min_rows": 0, "padding": 0, "dilation": 1,
                  "act": "none", "slope": 0.01},
                 _conv_infer, _conv_bind,
-                pack={"weight": ("conv_pack", gemm_pack("dft_conv1d")), "spectrum": ("dft{n}", spectrum_pack)}))
+                pack={"weight": ("conv_pack", gemm_pack("dft_conv1d")), "spectrum": ("dft{n}", spectrum_pack)},
+                reference=_reference, cases=_cases, cost=_cost))
 
 
 # -- the bf16 precision (kcc/compiler/precision.py): both layouts as bf16 pairs ------------------------
@@ -214,4 +258,5 @@ def _spectrum_bf16(w, a):
 define_op(OpDef("dft_conv1d_bf16", OPS["dft_conv1d"].inputs, OPS["dft_conv1d"].weights, OPS["dft_conv1d"].attrs,
                 _conv_infer, bf16_bind(_conv_bind, "kcc_dft_conv1d_bf16"),
                 pack={"weight": ("bf16_pack", bf16_gemm_pack("dft_conv1d_bf16")),
-                      "spectrum": ("dft{n}_bf16", _spectrum_bf16)}))
+                      "spectrum": ("dft{n}_bf16", _spectrum_bf16)},
+                reference=_reference, cases=_cases, cost=_cost))

@@ -13,8 +13,11 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from kcc.kernels.registry import I64, IN_F32, IN_I32, OUT_F32, OUT_I32, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, define_op, expect
+from kcc.ops.core import BindContext, Case, OpDef, define_op, expect
+from kcc.ops.cost_terms import data_movement
 
 register(Kernel(
     name="kcc_durations_from_logits_f32",
@@ -53,7 +56,32 @@ def _dur_bind(ctx: BindContext):
     }
 
 
-define_op(OpDef("durations", ("logits", "speed", "lengths"), (), {}, _dur_infer, _dur_bind))
+def _dur_reference(ins, ws, a):
+    """The kernel's roundings: each sigmoid to f32, the K terms summed in order in f64 and
+    rounded once, / speed in f32, half to even, at least 1; 0 past lengths[b]."""
+    sig = (1.0 / (1.0 + np.exp(-ins["logits"].astype(np.float64)))).astype(np.float32)
+    total = np.cumsum(sig.astype(np.float64), axis=-1)[..., -1].astype(np.float32)
+    dur = np.maximum(np.rint(total / ins["speed"][:, None]), 1).astype(np.int32)
+    return np.where(np.arange(dur.shape[1])[None, :] < ins["lengths"][:, None], dur, 0).astype(np.int32)
+
+
+def _dur_cases():
+    rng = np.random.default_rng(100)
+
+    def case(name, b, t, k, speed, lengths):
+        return Case(name, {"logits": (3 * rng.standard_normal((b, t, k))).astype(np.float32),
+                           "speed": np.array(speed, np.float32), "lengths": np.array(lengths, np.int32)})
+    return [case("kokoro_bins", 2, 7, 50, [1.0, 0.8], [7, 4]), case("fast_one_token", 1, 1, 3, [5.0], [1]),
+            case("slow_odd", 1, 9, 5, [0.25], [9])]
+
+
+def _dur_cost(v) -> int:
+    b, t, k = v.ins["logits"]
+    return 4 * b * t * k + b * t                               # sigmoid 3 + sum 1, / speed
+
+
+define_op(OpDef("durations", ("logits", "speed", "lengths"), (), {}, _dur_infer, _dur_bind,
+                reference=_dur_reference, cases=_dur_cases, cost=_dur_cost))
 
 
 def _expand_infer(name, ins, ws, attrs):
@@ -74,4 +102,19 @@ def _expand_bind(ctx: BindContext):
     }
 
 
-define_op(OpDef("expand_by_durations", ("x", "durations"), (), {"frames": None}, _expand_infer, _expand_bind))
+def _expand_reference(ins, ws, a):
+    return np.stack([np.repeat(x, d, axis=0) for x, d in zip(ins["x"], ins["durations"])])
+
+
+def _expand_cases():
+    rng = np.random.default_rng(101)
+
+    def case(name, frames_dim, c, durations):
+        d = np.array(durations, np.int32)
+        return Case(name, {"x": rng.standard_normal((*d.shape, c)).astype(np.float32), "durations": d},
+                    attrs={"frames": frames_dim}, dims={frames_dim: int(d[0].sum())})
+    return [case("zeros_and_padding", "F", 5, [[2, 0, 3, 1], [1, 1, 1, 3]]), case("one_token", "G", 130, [[7]])]
+
+
+define_op(OpDef("expand_by_durations", ("x", "durations"), (), {"frames": None}, _expand_infer, _expand_bind,
+                reference=_expand_reference, cases=_expand_cases, cost=data_movement))

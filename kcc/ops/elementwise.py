@@ -17,9 +17,12 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
+
 from kcc.compiler.ir import extent_value
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import data_movement
 
 register(Kernel(
     name="kcc_eltwise_sum_f32", source="eltwise_sum_f32.c",
@@ -117,9 +120,49 @@ def _leaky_bind(ctx: BindContext):
     return _sum_bind(ctx, ("x",), 1.0, 1.0, ctx.attrs["slope"])
 
 
+def _leaky(y: np.ndarray, slope) -> np.ndarray:
+    return np.where(y >= 0, y, y * np.float32(slope)).astype(np.float32)
+
+
+def _add_ref(ins, ws, a):
+    """The kernel's f32 steps in the same order, so the reference is bit-exact."""
+    y = ins["a"]
+    for r in ("b", "c", "d"):
+        if r in ins:
+            y = y + ins[r]
+    y = y * np.float32(a["scale"]) / np.float32(a["divisor"])
+    return _leaky(y, a["slope"]) if a["act"] == "leaky_relu" else y
+
+
+def _add_cost(v) -> int:
+    extra = sum(1 for r in ("b", "c", "d") if r in v.ins)
+    extra += (v.attrs["scale"] != 1.0) + (v.attrs["divisor"] != 1.0) + (v.attrs["act"] != "none")
+    return extra * v.n_out
+
+
+def _randn(rng, *shape) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _add_cases():
+    rng = np.random.default_rng(10)
+    x = lambda *s: _randn(rng, *s)  # noqa: E731
+    return [Case("two_operands", {"a": x(2, 7, 5), "b": x(2, 7, 5)}),
+            Case("resblock_rsqrt2", {"a": x(1, 33, 16), "b": x(1, 33, 16)}, attrs={"scale": 0.7071067811865476}),
+            Case("three_over_3", {"a": x(2, 9, 3), "b": x(2, 9, 3), "c": x(2, 9, 3)}, attrs={"divisor": 3.0}),
+            Case("four_leaky_tail", {r: x(1, 1037) for r in "abcd"}, attrs={"act": "leaky_relu", "slope": 0.2})]
+
+
+def _leaky_cases():
+    rng = np.random.default_rng(11)
+    return [Case("rank3_odd", {"x": _randn(rng, 2, 7, 5)}, attrs={"slope": 0.2}),
+            Case("long_tail", {"x": _randn(rng, 1, 2051)})]
+
+
 define_op(OpDef("add", ("a", "b", "c?", "d?"), (), {"scale": 1.0, "divisor": 1.0, "act": "none", "slope": 0.01},
-                _add_infer, _add_bind))
-define_op(OpDef("leaky_relu", ("x",), (), {"slope": 0.01}, _leaky_infer, _leaky_bind))
+                _add_infer, _add_bind, reference=_add_ref, cases=_add_cases, cost=_add_cost))
+define_op(OpDef("leaky_relu", ("x",), (), {"slope": 0.01}, _leaky_infer, _leaky_bind,
+                reference=lambda i, w, a: _leaky(i["x"], a["slope"]), cases=_leaky_cases, cost=lambda v: v.n_out))
 
 
 # -- concat ----------------------------------------------------------------------------------
@@ -142,7 +185,15 @@ def _concat_bind(ctx: BindContext):
     return "kcc_concat_last_f32", args
 
 
-define_op(OpDef("concat", ("a", "b", "c?", "d?"), (), {}, _concat_infer, _concat_bind))
+def _concat_cases():
+    rng = np.random.default_rng(12)
+    return [Case("two", {"a": _randn(rng, 2, 5, 3), "b": _randn(rng, 2, 5, 17)}),
+            Case("four_rank2", {r: _randn(rng, 3, 1 + i) for i, r in enumerate("abcd")})]
+
+
+define_op(OpDef("concat", ("a", "b", "c?", "d?"), (), {}, _concat_infer, _concat_bind,
+                reference=lambda i, w, a: np.concatenate([i[r] for r in "abcd" if r in i], axis=-1),
+                cases=_concat_cases, cost=data_movement))
 
 
 # -- upsample_nearest / reflection_pad --------------------------------------------------------
@@ -169,9 +220,27 @@ def _time_bind(ctx: BindContext, factor, left, right):
         "pad_left": str(left), "pad_right": str(right), "out": ctx.out_ptr}
 
 
+def _reflect(x, left, right):
+    return np.pad(x, [(0, 0), (left, right)] + [(0, 0)] * (x.ndim - 2), mode="reflect")
+
+
+def _time_cases(attrs: list[dict]):
+    def cases():
+        rng = np.random.default_rng(13)
+        shapes = [(2, 7, 3), (1, 5), (1, 4, 33)]
+        return [Case(f"{'x'.join(map(str, s))}_{'_'.join(f'{k}{v}' for k, v in a.items())}", {"x": _randn(rng, *s)},
+                     attrs=a) for s, a in zip(shapes, attrs)]
+    return cases
+
+
 define_op(OpDef("upsample_nearest", ("x",), (), {"factor": 2},
                 lambda n, i, w, a: _time_shape(n, i["x"], a["factor"], 0, 0),
-                lambda ctx: _time_bind(ctx, ctx.attrs["factor"], 0, 0)))
+                lambda ctx: _time_bind(ctx, ctx.attrs["factor"], 0, 0),
+                reference=lambda i, w, a: np.repeat(i["x"], a["factor"], axis=1),
+                cases=_time_cases([{"factor": 2}, {"factor": 3}, {"factor": 1}]), cost=data_movement))
 define_op(OpDef("reflection_pad", ("x",), (), {"left": 1, "right": 0},
                 lambda n, i, w, a: _time_shape(n, i["x"], 1, a["left"], a["right"]),
-                lambda ctx: _time_bind(ctx, 1, ctx.attrs["left"], ctx.attrs["right"])))
+                lambda ctx: _time_bind(ctx, 1, ctx.attrs["left"], ctx.attrs["right"]),
+                reference=lambda i, w, a: _reflect(i["x"], a["left"], a["right"]),
+                cases=_time_cases([{"left": 1, "right": 0}, {"left": 2, "right": 4}, {"left": 3, "right": 3}]),
+                cost=data_movement))

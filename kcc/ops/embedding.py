@@ -1,8 +1,12 @@
 """Embedding lookups: the three-table ALBERT embedding with its LayerNorm, as one op."""
 from __future__ import annotations
 
+import numpy as np
+
 from kcc.kernels.registry import F32, I64, IN_I32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import data_movement, per_output
+from kcc.ops.norm import layer_norm_reference
 
 register(Kernel(
     name="kcc_embedding_three_table_layer_norm_f32",
@@ -43,8 +47,29 @@ def _emb_bind(ctx: BindContext):
     }
 
 
+def _emb_reference(ins, ws, a):
+    t = ins["ids"].shape[1]
+    x = ws["word"][ins["ids"]] + ws["type"][ins["type_ids"]] + ws["position"][:t]   # f32 sums, as the kernel
+    return layer_norm_reference(x, ws["gamma"], ws["beta"], a["eps"])
+
+
+def _emb_cases():
+    rng = np.random.default_rng(90)
+
+    def case(name, b, t, chan, n_word, n_pos, n_type, eps):
+        tab = lambda n: rng.standard_normal((n, chan)).astype(np.float32)  # noqa: E731
+        ins = {"ids": rng.integers(0, n_word, (b, t)).astype(np.int32),
+               "type_ids": rng.integers(0, n_type, (b, t)).astype(np.int32)}
+        ins["ids"][0, 0], ins["ids"][-1, -1] = 0, n_word - 1                   # both ends of the table
+        return Case(name, ins, {"word": tab(n_word), "position": tab(n_pos), "type": tab(n_type),
+                                "gamma": (1 + 0.1 * rng.standard_normal(chan)).astype(np.float32),
+                                "beta": (0.1 * rng.standard_normal(chan)).astype(np.float32)}, {"eps": eps})
+    return [case("albert_like", 2, 7, 24, 50, 9, 2, 1e-12), case("all_positions_one_type", 1, 5, 3, 4, 5, 1, 1e-5)]
+
+
 define_op(OpDef("embedding_three_table_layer_norm", ("ids", "type_ids"),
-          ("word", "position", "type", "gamma", "beta"), {"eps": None}, _emb_infer, _emb_bind))
+          ("word", "position", "type", "gamma", "beta"), {"eps": None}, _emb_infer, _emb_bind,
+          reference=_emb_reference, cases=_emb_cases, cost=per_output(10)))   # two adds + LayerNorm
 
 
 # -- embedding (plain lookup) ----------------------------------------------------------------
@@ -74,4 +99,15 @@ def _lookup_bind(ctx: BindContext):
     }
 
 
-define_op(OpDef("embedding", ("ids",), ("table",), {}, _lookup_infer, _lookup_bind))
+def _lookup_cases():
+    rng = np.random.default_rng(91)
+    out = []
+    for name, (b, t, rows, chan) in {"odd": (2, 7, 11, 5), "one_id_wide": (1, 1, 3, 130)}.items():
+        ids = rng.integers(0, rows, (b, t)).astype(np.int32)
+        ids.flat[0] = rows - 1
+        out.append(Case(name, {"ids": ids}, {"table": rng.standard_normal((rows, chan)).astype(np.float32)}))
+    return out
+
+
+define_op(OpDef("embedding", ("ids",), ("table",), {}, _lookup_infer, _lookup_bind,
+                reference=lambda i, w, a: w["table"][i["ids"]], cases=_lookup_cases, cost=data_movement))

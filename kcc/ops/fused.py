@@ -12,14 +12,19 @@
 """
 from __future__ import annotations
 
-from kcc.kernels.registry import F32, I64, IN_F32, KERNELS, OUT_F32, WEIGHT, Contract, Kernel, register
+import numpy as np
+
+from kcc.kernels.registry import Contract, F32, I64, IN_F32, KERNELS, Kernel, OUT_F32, WEIGHT, c_constant, register
 from kcc.ops.adain import ACTS as NORM_ACTS
 from kcc.ops.adain import MAX_CHANNELS
 from kcc.ops.adain import _infer as adain_infer
-from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, gemm_pack, stride1_out
-from kcc.ops.core import OPS, BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.adain import adain_reference, adain_weights
+from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, conv_case, conv_reference, gemm_pack, stride1_out
+from kcc.ops.core import OPS, BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import ACT_FLOPS, epilogue
 
-NC_TILE, GEMM_MR = 73728, 8   # KCC_NC_TILE, KCC_GEMM_MR
+NC_TILE = c_constant("norm_conv1d_f32.c", "KCC_NC_TILE")
+GEMM_MR = c_constant("gemm_tile_f32.c", "KCC_GEMM_MR")
 
 
 def fits_norm_conv(c_in: int, span: int) -> bool:
@@ -88,9 +93,42 @@ def _bind(ctx: BindContext):
     }
 
 
+def _reference(ins, ws, a):
+    xn = adain_reference(ins["x"], ins["style"], ws, a["eps"], a["norm_act"], a["norm_slope"])
+    return conv_reference(xn, ws["weight"], ws.get("bias"), a, res=ins.get("res"))
+
+
+def _case(rng, name, b, t, c_in, c_out, k, n_style, norm_act, res=False, bias=True, **conv_attrs) -> Case:
+    conv = conv_case(rng, name, b, t, c_in, c_out, k, bias=bias, **conv_attrs)
+    t_out = t + 2 * conv_attrs.get("padding", 0) - conv_attrs.get("dilation", 1) * (k - 1)
+    ins = {"x": conv.inputs["x"], "style": rng.standard_normal((b, n_style)).astype(np.float32),
+           **({"res": rng.standard_normal((b, t_out, c_out)).astype(np.float32)} if res else {})}
+    return Case(name, ins, {**adain_weights(rng, c_in, n_style, norm_act == "snake"), **conv.weights},
+                {**conv.attrs, "norm_act": norm_act, "norm_slope": 0.2})
+
+
+def _cases():
+    rng = np.random.default_rng(31)
+    return [_case(rng, "snake_k3", 2, 23, 16, 24, 3, 8, "snake", padding=1),
+            _case(rng, "leaky_k7_d3_residual", 1, 70, 33, 17, 7, 16, "leaky_relu", res=True, padding=9, dilation=3,
+                  act="leaky_relu", slope=0.1),
+            _case(rng, "plain_valid_no_bias", 1, 9, 5, 3, 3, 4, "none", bias=False)]
+
+
+def _cost(v) -> int:
+    """The adain's formula on its input (its act is attr norm_act) and the conv's on the output."""
+    b, s = v.ins["style"]
+    c_in = v.ins["x"][2]
+    n_in = v.n(v.ins["x"])
+    norm = 2 * b * s * 2 * c_in + b * 2 * c_in + (8 + ACT_FLOPS[v.attrs["norm_act"]]) * n_in
+    b, t_out, c_out = v.out
+    return norm + 2 * b * t_out * c_out * c_in * v.karg("k_size") + epilogue(v, v.n_out)
+
+
 define_op(OpDef("adain_conv1d", ("x", "style", "res?"),
                 ("norm_w", "norm_b", "fc_w", "fc_b", "alpha?", "weight", "bias?"), ATTRS, _infer, _bind,
-                pack={"weight": ("conv_pack", gemm_pack("adain_conv1d"))}))
+                pack={"weight": ("conv_pack", gemm_pack("adain_conv1d"))},
+                reference=_reference, cases=_cases, cost=_cost))
 
 
 # -- the bf16 precision (kcc/compiler/precision.py) ----------------------------------------------------
@@ -107,4 +145,5 @@ register(Kernel(
 
 define_op(OpDef("adain_conv1d_bf16", OPS["adain_conv1d"].inputs, OPS["adain_conv1d"].weights, ATTRS, _infer,
                 bf16_bind(_bind, "kcc_norm_conv1d_bf16"),
-                pack={"weight": ("bf16_pack", bf16_gemm_pack("adain_conv1d_bf16"))}))
+                pack={"weight": ("bf16_pack", bf16_gemm_pack("adain_conv1d_bf16"))},
+                reference=_reference, cases=_cases, cost=_cost))

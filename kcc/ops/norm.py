@@ -1,8 +1,10 @@
 """Normalisation ops: `layer_norm` over the last axis, with an optional fused residual add."""
 from __future__ import annotations
 
+import numpy as np
+
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
 
 register(Kernel(
     name="kcc_layer_norm_f32",
@@ -35,4 +37,38 @@ def _bind(ctx: BindContext):
     }
 
 
-define_op(OpDef("layer_norm", ("x", "res?"), ("gamma", "beta"), {"eps": 1e-5}, _infer, _bind))
+def layer_norm_reference(x, gamma, beta, eps) -> np.ndarray:
+    """LayerNorm over the last axis in f64 (biased variance), then the affine."""
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=-1, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)
+    y = (x64 - mean) / np.sqrt(var + float(eps))
+    return y * gamma.astype(np.float64) + beta.astype(np.float64) if gamma is not None else y
+
+
+def _reference(ins, ws, a):
+    x = ins["x"] + ins["res"] if "res" in ins else ins["x"]       # the kernel rounds x + res to f32 first
+    return layer_norm_reference(x, ws["gamma"], ws["beta"], a["eps"])
+
+
+def _cases():
+    rng = np.random.default_rng(51)
+
+    def case(name, shape, res=False, eps=1e-5):
+        c = shape[-1]
+        ins = {"x": (rng.standard_normal(shape) * 3 + 1).astype(np.float32)}
+        if res:
+            ins["res"] = rng.standard_normal(shape).astype(np.float32)
+        return Case(name, ins, {"gamma": (1 + 0.1 * rng.standard_normal(c)).astype(np.float32),
+                                "beta": (0.1 * rng.standard_normal(c)).astype(np.float32)}, {"eps": eps})
+    return [case("rank3_odd", (2, 7, 5)), case("residual_768", (1, 3, 768), res=True),
+            case("rank2_eps_1e-12", (4, 33), eps=1e-12), case("one_channel", (1, 2, 1))]
+
+
+def _cost(v) -> int:
+    n = v.n_out                                # mean 1, variance 3, normalise 2, affine 2
+    return 8 * n + (n if "res" in v.ins else 0)
+
+
+define_op(OpDef("layer_norm", ("x", "res?"), ("gamma", "beta"), {"eps": 1e-5}, _infer, _bind,
+                reference=_reference, cases=_cases, cost=_cost))

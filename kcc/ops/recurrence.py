@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcc.kernels.registry import I64, IN_F32, IN_I32, OUT_F32, WEIGHT, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, define_op, expect
+from kcc.kernels.registry import Contract, I64, IN_F32, IN_I32, Kernel, OUT_F32, WEIGHT, c_constant, register
+from kcc.ops.core import BindContext, Case, OpDef, define_op, expect
 from kcc.ops.dense import pack_panels
 
-MAX_HIDDEN = 512  # KCC_LSTM_MAX_HIDDEN in lstm_bidirectional_f32.c
+MAX_HIDDEN = c_constant("lstm_bidirectional_f32.c", "KCC_LSTM_MAX_HIDDEN")   # fixed local state
 
 register(Kernel(
     name="kcc_lstm_input_gates_f32",
@@ -74,8 +74,32 @@ def _gates_bind(ctx: BindContext):
     }
 
 
+def _gates_reference(ins, ws, a):
+    x = ins["x"].astype(np.float64)
+    return np.stack([x @ ws[f"w_{d}"].astype(np.float64).T + ws[f"b_{d}"].astype(np.float64) for d in ("fwd", "rev")])
+
+
+def _gates_cases():
+    rng = np.random.default_rng(70)
+
+    def case(name, b, t, c_in, hidden):
+        w = lambda *s: (rng.standard_normal(s) / np.sqrt(s[-1])).astype(np.float32)  # noqa: E731
+        return Case(name, {"x": rng.standard_normal((b, t, c_in)).astype(np.float32)},
+                    {"w_fwd": w(4 * hidden, c_in), "b_fwd": w(4 * hidden), "w_rev": w(4 * hidden, c_in),
+                     "b_rev": w(4 * hidden)})
+    return [case("odd", 2, 5, 7, 3), case("panel_tail_k_over_chunk", 1, 9, 131, 13)]
+
+
+def _gates_cost(v) -> int:
+    k = v.ins["x"][-1]
+    m = v.n(v.ins["x"]) // k
+    g = v.out[-1]
+    return 2 * (2 * m * k * g + m * g)
+
+
 define_op(OpDef("lstm_gates", ("x",), ("w_fwd", "b_fwd", "w_rev", "b_rev"), {}, _gates_infer, _gates_bind,
-                pack={"w_fwd": ("panel16", pack_panels), "w_rev": ("panel16", pack_panels)}))
+                pack={"w_fwd": ("panel16", pack_panels), "w_rev": ("panel16", pack_panels)},
+                reference=_gates_reference, cases=_gates_cases, cost=_gates_cost))
 
 
 # -- bilstm ----------------------------------------------------------------------------------
@@ -111,6 +135,52 @@ def _lstm_bind(ctx: BindContext):
     }
 
 
+def _lstm_reference(ins, ws, a):
+    """torch.nn.LSTM's cell (gates i, f, g, o) in f64 over precomputed input gates; packed: each
+    sequence covers t < lengths[b], the reverse direction starts at lengths[b]-1, padded rows 0."""
+    gates = ins["gates"].astype(np.float64)
+    _, b, t, g4 = gates.shape
+    h_size = g4 // 4
+    out = np.zeros((b, t, 2 * h_size))
+    sig = lambda z: 1.0 / (1.0 + np.exp(-z))  # noqa: E731
+    for di, d in enumerate(("fwd", "rev")):
+        w_hh, b_hh = ws[f"w_hh_{d}"].astype(np.float64), ws[f"b_hh_{d}"].astype(np.float64)
+        for s in range(b):
+            n = int(ins["lengths"][s]) if a["packed"] else t
+            h, c = np.zeros(h_size), np.zeros(h_size)
+            for step in (range(n) if d == "fwd" else range(n - 1, -1, -1)):
+                z = gates[di, s, step] + w_hh @ h + b_hh
+                i, f, g, o = sig(z[:h_size]), sig(z[h_size:2 * h_size]), np.tanh(z[2 * h_size:3 * h_size]), sig(z[3 * h_size:])
+                c = f * c + i * g
+                h = o * np.tanh(c)
+                out[s, step, di * h_size:(di + 1) * h_size] = h
+    return out
+
+
+def _lstm_cases():
+    rng = np.random.default_rng(71)
+
+    def case(name, b, t, hidden, lengths=None):
+        w = lambda *s: (rng.standard_normal(s) / np.sqrt(hidden)).astype(np.float32)  # noqa: E731
+        ins = {"gates": rng.standard_normal((2, b, t, 4 * hidden)).astype(np.float32)}
+        if lengths is not None:
+            ins["lengths"] = np.array(lengths, np.int32)
+        return Case(name, ins, {"w_hh_fwd": w(4 * hidden, hidden), "b_hh_fwd": w(4 * hidden),
+                                "w_hh_rev": w(4 * hidden, hidden), "b_hh_rev": w(4 * hidden)},
+                    {"packed": lengths is not None})
+    return [case("packed_ragged", 3, 6, 5, [6, 2, 1]), case("unpacked", 2, 7, 17),
+            case("packed_hidden_33", 1, 9, 33, [9])]
+
+
+def _lstm_cost(v) -> int:
+    """Per direction and step: W_hh h (8H^2), + b_hh + input gates (8H), gate
+    nonlinearities (4H), cell and hidden update (5H)."""
+    _, b, t, g4 = v.ins["gates"]
+    h = g4 // 4
+    return 2 * b * t * (8 * h * h + 17 * h)
+
+
 define_op(OpDef("bilstm", ("gates", "lengths?"), ("w_hh_fwd", "b_hh_fwd", "w_hh_rev", "b_hh_rev"),
                 {"packed": None}, _lstm_infer, _lstm_bind,
-                pack={"w_hh_fwd": ("t", _transpose), "w_hh_rev": ("t", _transpose)}))
+                pack={"w_hh_fwd": ("t", _transpose), "w_hh_rev": ("t", _transpose)},
+                reference=_lstm_reference, cases=_lstm_cases, cost=_lstm_cost))

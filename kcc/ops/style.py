@@ -12,8 +12,12 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from kcc.kernels.registry import F32, I64, IN_F32, IN_I32, OUT_F32, Contract, Kernel, register
-from kcc.ops.core import BindContext, OpDef, c_float, define_op, expect
+from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
+from kcc.ops.cost_terms import data_movement, per_output
+from kcc.ops.norm import layer_norm_reference
 
 register(Kernel(
     name="kcc_rows_concat_mask_f32",
@@ -70,9 +74,33 @@ def _rows_bind(ctx: BindContext, tail: str | None):
     }
 
 
-define_op(OpDef("sequence_mask", ("x", "lengths"), (), {}, _mask_infer, lambda ctx: _rows_bind(ctx, None)))
+def _rows_reference(ins, ws, a):
+    x = ins["x"]
+    if "style" in ins:
+        x = np.concatenate([x, np.broadcast_to(ins["style"][:, None, :], (*x.shape[:2], ins["style"].shape[1]))], -1)
+    valid = np.arange(x.shape[1])[None, :] < ins["lengths"][:, None]
+    return np.where(valid[..., None], x, 0.0).astype(np.float32)
+
+
+def _rows_cases(style: bool):
+    def cases():
+        rng = np.random.default_rng(80 + style)
+        out = []
+        for name, (b, t, c, lengths) in {"ragged": (3, 6, 5, [6, 1, 4]), "full_one_row": (1, 1, 3, [1]),
+                                         "wide": (2, 9, 130, [2, 9])}.items():
+            ins = {"x": rng.standard_normal((b, t, c)).astype(np.float32), "lengths": np.array(lengths, np.int32)}
+            if style:
+                ins["style"] = rng.standard_normal((b, 7)).astype(np.float32)
+            out.append(Case(name, ins))
+        return out
+    return cases
+
+
+define_op(OpDef("sequence_mask", ("x", "lengths"), (), {}, _mask_infer, lambda ctx: _rows_bind(ctx, None),
+                reference=_rows_reference, cases=_rows_cases(False), cost=data_movement))
 define_op(OpDef("concat_style", ("x", "style", "lengths"), (), {}, _concat_infer,
-                lambda ctx: _rows_bind(ctx, "style")))
+                lambda ctx: _rows_bind(ctx, "style"), reference=_rows_reference, cases=_rows_cases(True),
+                cost=data_movement))
 
 
 # -- check_finite ----------------------------------------------------------------------------
@@ -86,7 +114,16 @@ def _finite_bind(ctx: BindContext):
     return "kcc_check_finite_copy_f32", {"x": ctx.in_ptr["x"], "n": n, "out": ctx.out_ptr}
 
 
-define_op(OpDef("check_finite", ("x",), (), {}, _finite_infer, _finite_bind))
+def _copy_cases(shapes):
+    def cases():
+        rng = np.random.default_rng(82)
+        return [Case("x".join(map(str, sh)), {"x": (1e30 * rng.standard_normal(sh)).astype(np.float32)})
+                for sh in shapes]
+    return cases
+
+
+define_op(OpDef("check_finite", ("x",), (), {}, _finite_infer, _finite_bind,
+                reference=lambda i, w, a: i["x"].copy(), cases=_copy_cases([(2, 7, 5), (1, 1)]), cost=data_movement))
 
 
 def _squeeze_infer(name, ins, ws, attrs):
@@ -96,7 +133,9 @@ def _squeeze_infer(name, ins, ws, attrs):
 
 
 # [B, T, 1] -> [B, T] (a one-channel conv output as a per-frame signal); the same checked copy.
-define_op(OpDef("squeeze", ("x",), (), {}, _squeeze_infer, _finite_bind))
+define_op(OpDef("squeeze", ("x",), (), {}, _squeeze_infer, _finite_bind,
+                reference=lambda i, w, a: i["x"][..., 0].copy(), cases=_copy_cases([(2, 7, 1), (1, 1, 1, 1)]),
+                cost=data_movement))
 
 
 # -- ada_layer_norm --------------------------------------------------------------------------
@@ -118,4 +157,18 @@ def _ada_bind(ctx: BindContext):
     }
 
 
-define_op(OpDef("ada_layer_norm", ("x", "mod"), (), {"eps": 1e-5}, _ada_infer, _ada_bind))
+def _ada_reference(ins, ws, a):
+    c = ins["x"].shape[2]
+    mod = ins["mod"].astype(np.float64)[:, None, :]
+    return (1.0 + mod[..., :c]) * layer_norm_reference(ins["x"], None, None, a["eps"]) + mod[..., c:]
+
+
+def _ada_cases():
+    rng = np.random.default_rng(83)
+    return [Case(f"{b}x{t}x{c}", {"x": (2 * rng.standard_normal((b, t, c)) - 1).astype(np.float32),
+                                  "mod": (0.3 * rng.standard_normal((b, 2 * c))).astype(np.float32)})
+            for b, t, c in ((2, 7, 5), (1, 3, 640), (1, 1, 1))]
+
+
+define_op(OpDef("ada_layer_norm", ("x", "mod"), (), {"eps": 1e-5}, _ada_infer, _ada_bind,
+                reference=_ada_reference, cases=_ada_cases, cost=per_output(10)))

@@ -1,0 +1,94 @@
+"""The op harness: every registered op x its cases x {1, 2 threads} x {portable, native} builds,
+against the op's numpy reference at the bound kernel's Contract.tolerance.
+
+An op's definition (kcc/ops/<family>.py) carries its reference and its seeded cases; the cases
+of one op compile as one circuit (kcc.compiler.one_op), once per build variant. The gate is
+max |got - ref| <= tolerance * max(1, max |ref|): the contracts state their budget at unit-scale
+values, so an output of larger magnitude (a conv over Hz, an iSTFT envelope) is held to the same
+relative error. Both thread counts must give the same bits (every kernel's contract says so).
+The last test prints the coverage list and fails for an op without a reference or cases.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kcc.compiler.build import BuildOptions
+from kcc.compiler.costs import bind_op
+from kcc.compiler.one_op import compile_op, run_cases
+from kcc.kernels.registry import get_kernel
+from kcc.ops import OPS
+from kcc.ops.core import with_defaults
+
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
+VARIANTS = {"portable": BuildOptions(), "native": BuildOptions(native=True)}
+THREADS = (1, 2)
+COVERED: dict[str, dict] = {}          # op -> {"cases": [...], "variants": [...]}, filled as the runs pass
+
+
+def max_error(got: np.ndarray, ref: np.ndarray) -> float:
+    if got.dtype.kind == "i" or ref.dtype.kind == "i":
+        return float(np.abs(got.astype(np.int64) - ref.astype(np.int64)).max(initial=0))
+    return float(np.abs(got.astype(np.float64) - ref.astype(np.float64)).max(initial=0.0))
+
+
+def gate(tolerance: float, ref: np.ndarray) -> float:
+    return tolerance * max(1.0, float(np.abs(ref.astype(np.float64)).max(initial=0.0)))
+
+
+def tested_ops() -> list[str]:
+    return sorted(n for n, d in OPS.items() if d.cases is not None and d.reference is not None)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("op", tested_ops())
+def test_op_matches_its_reference(op, variant):
+    defn = OPS[op]
+    cases = defn.cases()
+    assert cases, f"{op}: cases() returned none"
+    cc = compile_op(op, cases, VARIANTS[variant])
+    kernels = {bind_op(cc.graph, o)[0] for o in cc.graph.ops}
+    tolerance = max(get_kernel(k).contract.tolerance for k in kernels)
+    canon = defn.compare_as or (lambda a: a)
+    refs = [canon(defn.reference(c.inputs, c.weights, with_defaults(defn, c.attrs))) for c in cases]
+    first = None
+    for threads in THREADS:
+        cc.set_threads(threads)
+        outs = run_cases(cc, cases)
+        for case, got, ref in zip(cases, outs, refs):
+            got = canon(got)
+            assert got.shape == ref.shape, f"{op}/{case.name}: shape {got.shape}, reference {ref.shape}"
+            err, limit = max_error(got, ref), gate(tolerance, ref)
+            assert err <= limit, f"{op}/{case.name} ({variant}, {threads} threads): max-abs {err:.3e} > {limit:.3e}"
+        if first is None:
+            first = outs
+        for case, a, b in zip(cases, first, outs):
+            assert np.array_equal(a, b), f"{op}/{case.name} ({variant}): {threads} threads differ from 1"
+    entry = COVERED.setdefault(op, {"cases": [c.name for c in cases], "variants": []})
+    entry["variants"] += [f"{variant}x{t}" for t in THREADS]
+
+
+def test_kernels_constants_come_from_the_c():
+    """Every Python mirror of a C bound is the C's #define (kcc.kernels.registry.c_constant)."""
+    from kcc.kernels.registry import c_constant, c_defines
+    from kcc.ops import adain, attention, conv, dense, dft_conv, fused, recurrence, signal
+    assert (conv.GEMM_NR, dense.PANEL, conv.NR) == (16, 16, 8) == (
+        c_constant("gemm_tile_f32.c", "KCC_GEMM_NR"), c_constant("gemm_tile_f32.c", "KCC_GEMM_NR"),
+        c_constant("conv1d_f32.c", "KCC_CONV_NR"))
+    assert (dft_conv.MAX_N, dft_conv.WORK, dft_conv.VW) == (64, 131072, 16)
+    assert (fused.NC_TILE, fused.GEMM_MR, adain.MAX_CHANNELS) == (73728, 8, 2048)
+    assert (attention.MAX_HEAD_DIM, recurrence.MAX_HIDDEN, signal.MAX_HARM, signal.MAX_FFT) == (256, 512, 64, 64)
+    # The reader: a name defined differently under #if branches has no one value; a missing one is named.
+    assert "KCC_X86_PORTABLE" not in c_defines("kcc_common.h") and c_defines("kcc_common.h")["KCC_EDIMS"] == -4
+    with pytest.raises(KeyError, match="defines no integer constant KCC_NOPE"):
+        c_constant("gemm_tile_f32.c", "KCC_NOPE")
+
+
+def test_coverage_list_and_ops_without_cases_fail(capsys):
+    missing = sorted(n for n, d in OPS.items() if d.cases is None or d.reference is None)
+    lines = [f"{op:34s} {len(v['cases'])} cases  {' '.join(v['variants'])}" for op, v in sorted(COVERED.items())]
+    lines += [f"{op:34s} NO CASES OR REFERENCE" for op in missing]
+    with capsys.disabled():
+        print("\nop harness coverage (op, cases, variants):\n  " + "\n  ".join(lines))
+    assert missing == [], f"ops without a reference or cases: {missing}"
