@@ -1,15 +1,24 @@
 """Every registered kernel's argument list (kcc/ops/*: Kernel(args=...)) is its C definition's
 parameter list in kcc/kernels/c: same order, same names, each kind's C type (registry.C_TYPES).
 The emitter checks calls against the registry, so a registry that drifts from the C would let a
-call through that the C reads differently."""
+call through that the C reads differently. Registration is explicit (kcc.ops.load()) and the
+layering one way: the registry imports nothing from the op families, and every op and kernel
+module imports on its own in a fresh interpreter."""
 from __future__ import annotations
 
+import ast
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-import kcc.ops  # noqa: F401  (op families register their kernels on import)
+import kcc.ops
 from kcc.kernels.registry import C_TYPES, IN_F32, I64, KERNELS, OUT_F32, Kernel
+
+kcc.ops.load()
+ROOT = Path(__file__).resolve().parents[1]
 
 QUALIFIERS = re.compile(r"\b(KCC_RESTRICT|restrict|__restrict__)\b")
 
@@ -74,3 +83,46 @@ def test_every_kernel_file_is_registered_or_required():
     from kcc.kernels.registry import C_DIR
     sources = {k.source for k in KERNELS.values()}
     assert sorted(p.name for p in C_DIR.glob("*.c")) == sorted(sources)
+
+
+def _modules(package: str) -> list[str]:
+    folder = ROOT / package.replace(".", "/")
+    return sorted(f"{package}.{p.stem}" if p.stem != "__init__" else package for p in folder.glob("*.py"))
+
+
+STANDALONE = [*_modules("kcc.ops"), *_modules("kcc.kernels"), "kcc.compiler.costs", "kcc.compiler.one_op"]
+
+
+def test_every_op_and_kernel_module_imports_alone_in_a_fresh_interpreter():
+    """No import cycle: each module, imported first in its own interpreter, loads; and the
+    registry alone pulls in no op family."""
+    script = ("import importlib, sys\n"
+              "for name in sys.argv[1:]:\n"
+              "    importlib.import_module(name)\n")
+    failed = {}
+    for name in STANDALONE:
+        proc = subprocess.run([sys.executable, "-c", script, name], cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode != 0:
+            failed[name] = proc.stderr.strip().splitlines()[-1]
+    assert failed == {}
+    alone = subprocess.run([sys.executable, "-c", "import sys, kcc.kernels.registry; "
+                            "print(sorted(m for m in sys.modules if m.startswith('kcc.ops')))"],
+                           cwd=ROOT, capture_output=True, text=True, check=True)
+    assert alone.stdout.strip() == "[]"
+
+
+def test_the_kernel_package_never_imports_the_op_families():
+    """Not even inside a function (the lazy import that made the kernels <-> ops cycle)."""
+    offenders = []
+    for path in (ROOT / "kcc/kernels").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.name}: {n}" for n in names if n == "kcc.ops" or n.startswith("kcc.ops.")]
+    assert offenders == []
+
+
+def test_load_lists_every_family_module_once():
+    from kcc.ops import FAMILIES
+    modules = {m.rsplit(".", 1)[1] for m in _modules("kcc.ops")} - {"ops", "core", "cost_terms"}
+    assert sorted(FAMILIES) == sorted(modules) and len(set(FAMILIES)) == len(FAMILIES)
