@@ -1,8 +1,10 @@
-"""conv1d, conv_transpose1d, adain and the elementwise family against torch, op by op.
+"""conv1d, conv_transpose1d, adain and the elementwise family: what the op harness
+(tests/test_ops.py, every op against its numpy reference) does not check.
 
-Each case compiles a one- or two-op circuit (kcc.compiler.driver.compile_circuit) and compares with
-torch.nn.functional / the upstream istftnet modules: random weights for the shape sweep,
-the seeded checkpoint's real (weight-norm-folded) weights for Kokoro's own layer shapes.
+Kokoro's own layer shapes with the seeded checkpoint's real (weight-norm-folded) weights against
+torch / the upstream istftnet modules, Snake's large-argument path, the adain -> conv fusion and
+GEMM row blocks bit for bit across thread counts, and every rejection. One-op circuits come from
+kcc.compiler.one_op with runtime dims B and T, as the shipped circuits have them.
 """
 from __future__ import annotations
 
@@ -20,34 +22,34 @@ from kcc.weights.checkpoint import Checkpoint  # noqa: E402
 from kcc.ops import LoweringError  # noqa: E402
 from kcc.ops.elementwise import same_extent  # noqa: E402
 from kcc.compiler.runtime import KccRunError  # noqa: E402
-from kcc.compiler.driver import compile_circuit
+from kcc.compiler.driver import compile_circuit  # noqa: E402
+from kcc.compiler.one_op import compile_op, run_op  # noqa: E402
+from kcc.ops import Case  # noqa: E402
 
 TOL = 2e-5
 
 
 def _circuit(ops, inputs: dict, weights: dict, out: str, t_max: int = 64) -> dict:
+    """A multi-op chain (fusion and threading tests); one op goes through kcc.compiler.one_op."""
     return {"schema": "kcc.circuit/1", "name": "t_" + ops[0]["op"],
             "dims": {"B": {"min": 1, "max": 2}, "T": {"min": 1, "max": t_max}},
             "inputs": [{"name": n, "dtype": "f32", "shape": s} for n, s in inputs.items()],
-            "weights": weights,
-            "blocks": [{"name": "b", "ops": ops, "checkpoints": [
-                {"name": "out", "tensor": out, "layout": "time_major", "dtype": "f32", "axes": ["b", "t", "c"]}]}],
-            "outputs": [out]}
+            "weights": weights, "blocks": [{"name": "b", "ops": ops}], "outputs": [out]}
 
 
 def _mem_ckpt(arrays: dict) -> Checkpoint:
     return Checkpoint(Path("<memory>"), {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()})
 
 
+def _shapes(x: np.ndarray, extra_inputs: dict) -> dict:
+    return {"x": ["B", "T", *x.shape[2:]], **{k: ["B", *v.shape[1:]] for k, v in extra_inputs.items()}}
+
+
 def run_one(op: str, x: np.ndarray, weights: dict, attrs: dict, extra_inputs: dict | None = None,
             t_max: int = 64) -> np.ndarray:
-    """Compile `op` over input x ([B, T, C] or [B, T]) with the given weights and run it."""
-    shape = ["B", "T", *x.shape[2:]]
-    inputs = {"x": shape, **{k: ["B", *v.shape[1:]] for k, v in (extra_inputs or {}).items()}}
-    spec = {"op": op, "in": {k: k for k in inputs}, "w": {r: r for r in weights}, "attrs": attrs, "out": "y"}
-    circ = _circuit([spec], inputs, {r: {"ref": f"t.{r}"} for r in weights}, "y", t_max=t_max)
-    cc = compile_circuit(circ, _mem_ckpt({f"t.{r}": v for r, v in weights.items()}))
-    return cc.run({"x": x, **(extra_inputs or {})}).outputs["y"]
+    """Compile `op` over input x ([B, T, C] or [B, T]) with runtime dims B, T and run it."""
+    extra = extra_inputs or {}
+    return run_op(op, {"x": x, **extra}, weights, attrs, shapes=_shapes(x, extra), dim_max={"B": 2, "T": t_max})
 
 
 def tm(t):       # torch [B, C, T] -> numpy time-major [B, T, C]
@@ -67,30 +69,6 @@ def _close(got, ref, tol=TOL):
 
 # -- conv1d ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cin,cout,k,stride,pad,dil,groups,bias,act", [
-    (8, 24, 3, 1, 1, 1, 1, True, "none"),            # same padding
-    (6, 20, 5, 2, 2, 1, 2, True, "leaky_relu"),      # stride 2, groups 2
-    (16, 16, 3, 1, 3, 3, 16, False, "none"),         # depthwise, dilated, no bias
-    (33, 5, 1, 1, 0, 1, 1, False, "leaky_relu"),     # conv1x1 shortcut, Cout < the 16-wide tile
-    (12, 40, 7, 3, 0, 2, 4, True, "none"),           # stride 3, dilation 2, groups 4, no padding
-    (64, 64, 11, 1, 25, 5, 1, True, "none"),         # generator resblock shape: K 11, dilation 5
-    (22, 40, 12, 6, 3, 1, 1, True, "none"),          # generator noise_convs[0]: stride 6 on the GEMM path
-    (9, 20, 3, 2, 2, 2, 1, False, "leaky_relu"),     # stride 2 with dilation 2, no bias: GEMM path
-])
-def test_conv1d_matches_torch(cin, cout, k, stride, pad, dil, groups, bias, act):
-    rng = np.random.default_rng(cin * 100 + k)
-    x = rng.standard_normal((2, 23, cin)).astype(np.float32)
-    w = (rng.standard_normal((cout, cin // groups, k)) / np.sqrt(cin // groups * k)).astype(np.float32)
-    b = rng.standard_normal(cout).astype(np.float32)
-    ref = F.conv1d(cm(x), torch.from_numpy(w), torch.from_numpy(b) if bias else None, stride, pad, dil, groups)
-    if act == "leaky_relu":
-        ref = F.leaky_relu(ref, 0.2)
-    weights = {"weight": w, **({"bias": b} if bias else {})}
-    got = run_one("conv1d", x, weights, {"stride": stride, "padding": pad, "dilation": dil, "groups": groups,
-                                         "act": act, "slope": 0.2})
-    _close(got, tm(ref))
-
-
 def test_conv1d_one_channel_rows_with_real_f0_conv(full_ckpt):
     """decoder.F0_conv on an F0 curve in Hz given as a [B, T] row: stride 2, k 3, pad 1."""
     w, b = full_ckpt.weight_norm("decoder.F0_conv"), np.array(full_ckpt.get("decoder.F0_conv.bias"))
@@ -109,9 +87,8 @@ def test_conv1d_rejects_wrong_channels():
 
 def test_conv1d_kernel_rejects_too_short_input():
     """k 5 without padding needs T >= 5: called with T = 3 the kernel refuses before writing."""
-    w = np.ones((2, 2, 5), np.float32)
-    spec = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "w"}, "out": "y"}
-    cc = compile_circuit(_circuit([spec], {"x": ["B", "T", 2]}, {"w": {"ref": "t.w"}}, "y"), _mem_ckpt({"t.w": w}))
+    case = Case("short", {"x": np.zeros((1, 8, 2), np.float32)}, {"weight": np.ones((2, 2, 5), np.float32)})
+    cc = compile_op("conv1d", [case], shapes={"x": ["B", "T", 2]}, dim_max={"B": 2, "T": 64})
     out = np.full(8, 7.0, np.float32)
     status, msg = cc.call([np.zeros((1, 3, 2), np.float32)], [1, 3], [out], cc.new_arena())
     assert status == -4 and "kcc_conv1d_f32" in msg       # KCC_EDIMS
@@ -119,23 +96,6 @@ def test_conv1d_kernel_rejects_too_short_input():
 
 
 # -- conv_transpose1d ------------------------------------------------------------------------
-
-@pytest.mark.parametrize("cin,cout,k,stride,pad,opad,groups", [
-    (10, 10, 3, 2, 1, 1, 10),    # AdainResBlk1d pool: depthwise, output_padding 1
-    (24, 12, 20, 10, 5, 0, 1),   # generator ups[0] geometry
-    (12, 6, 12, 6, 3, 0, 1),     # generator ups[1] geometry
-    (6, 9, 4, 2, 1, 1, 3),       # grouped
-])
-def test_conv_transpose1d_matches_torch(cin, cout, k, stride, pad, opad, groups):
-    rng = np.random.default_rng(k)
-    x = rng.standard_normal((2, 7, cin)).astype(np.float32)
-    w = (rng.standard_normal((cin, cout // groups, k)) * 0.3).astype(np.float32)
-    b = rng.standard_normal(cout).astype(np.float32)
-    ref = F.conv_transpose1d(cm(x), torch.from_numpy(w), torch.from_numpy(b), stride, pad, opad, groups)
-    got = run_one("conv_transpose1d", x, {"weight": w, "bias": b},
-                  {"stride": stride, "padding": pad, "output_padding": opad, "groups": groups})
-    _close(got, tm(ref))
-
 
 @pytest.mark.parametrize("module,attrs", [
     ("decoder.decode.3.pool", {"stride": 2, "padding": 1, "output_padding": 1, "groups": 1090}),
@@ -317,41 +277,6 @@ def test_adain_rejects_more_channels_than_its_statistics_hold():
 
 
 # -- elementwise -----------------------------------------------------------------------------
-
-def test_add_scale_and_mean_are_bit_exact():
-    rng = np.random.default_rng(4)
-    a, b, c = (rng.standard_normal((1, 11, 7)).astype(np.float32) for _ in range(3))
-    ops = [{"op": "add", "in": {"a": "a", "b": "b"}, "attrs": {"scale": 0.7071067811865476}, "out": "s"},
-           {"op": "add", "in": {"a": "s", "b": "b", "c": "c"}, "attrs": {"divisor": 3, "act": "leaky_relu"}, "out": "y"}]
-    circ = _circuit(ops, {n: ["B", "T", 7] for n in "abc"}, {}, "y")
-    circ["blocks"][0]["checkpoints"].append({"name": "s", "tensor": "s", "layout": "time_major", "dtype": "f32",
-                                             "axes": ["b", "t", "c"]})
-    res = compile_circuit(circ, _mem_ckpt({})).run({"a": a, "b": b, "c": c}, with_checkpoints=True)
-    ta, tb, tc = map(torch.from_numpy, (a, b, c))
-    s = (ta + tb) * torch.rsqrt(torch.tensor(2))
-    xs = s.clone()
-    xs += tb
-    xs += tc
-    np.testing.assert_array_equal(res.checkpoints["s"], s.numpy())
-    np.testing.assert_array_equal(res.outputs["y"], F.leaky_relu(xs / 3).numpy())
-
-
-def test_concat_upsample_reflection_pad_leaky():
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((2, 6, 3)).astype(np.float32)
-    b = rng.standard_normal((2, 6, 1)).astype(np.float32)
-    ops = [{"op": "concat", "in": {"a": "a", "b": "b", "c": "a", "d": "b"}, "out": "cat"},
-           {"op": "upsample_nearest", "in": {"x": "cat"}, "out": "up"},
-           {"op": "reflection_pad", "in": {"x": "up"}, "attrs": {"left": 1, "right": 0}, "out": "pad"},
-           {"op": "leaky_relu", "in": {"x": "pad"}, "attrs": {"slope": 0.1}, "out": "y"}]
-    circ = _circuit(ops, {"a": ["B", "T", 3], "b": ["B", "T", 1]}, {}, "y")
-    got = compile_circuit(circ, _mem_ckpt({})).run({"a": a, "b": b}).outputs["y"]
-    ref = torch.cat([cm(a), cm(b), cm(a), cm(b)], dim=1)
-    ref = F.interpolate(ref, scale_factor=2, mode="nearest")
-    ref = F.leaky_relu(torch.nn.ReflectionPad1d((1, 0))(ref), 0.1)
-    assert got.shape == (2, 13, 8)
-    np.testing.assert_array_equal(got, tm(ref))
-
 
 def test_reflection_pad_rejects_single_frame():
     with pytest.raises(KccRunError, match="rejected its input"):

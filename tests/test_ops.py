@@ -19,6 +19,7 @@ from kcc.compiler.one_op import compile_op, run_cases
 from kcc.kernels.registry import get_kernel
 from kcc.ops import OPS
 from kcc.ops.core import with_defaults
+from kcc.ops.signal import _phase_cut
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -67,6 +68,102 @@ def test_op_matches_its_reference(op, variant):
             assert np.array_equal(a, b), f"{op}/{case.name} ({variant}): {threads} threads differ from 1"
     entry = COVERED.setdefault(op, {"cases": [c.name for c in cases], "variants": []})
     entry["variants"] += [f"{variant}x{t}" for t in THREADS]
+
+
+def _torch_equivalents(torch):
+    """op -> (inputs, weights, attrs) -> torch's output (time-major numpy), for the ops torch has."""
+    F = torch.nn.functional
+    T = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
+    cm = lambda a: T(a)[:, None, :] if a.ndim == 2 else T(a).transpose(1, 2)  # noqa: E731  channel-major
+
+    def epilogue(y, a, i):
+        y = F.leaky_relu(y, a["slope"]) if a["act"] == "leaky_relu" else y
+        return y.transpose(1, 2).numpy() + (i["res"] if "res" in i else 0)
+
+    def conv(i, w, a):
+        y = F.conv1d(cm(i["x"]), T(w["weight"]), T(w["bias"]) if "bias" in w else None, a["stride"], a["padding"],
+                     a["dilation"], a["groups"])
+        return epilogue(y, a, i)
+
+    def conv_t(i, w, a):
+        y = F.conv_transpose1d(cm(i["x"]), T(w["weight"]), T(w["bias"]) if "bias" in w else None, a["stride"],
+                               a["padding"], a["output_padding"], a["groups"], a["dilation"])
+        return epilogue(y, a, i)
+
+    def linear(i, w, a):
+        y = F.linear(T(i["x"]), T(w["weight"]), T(w["bias"]))
+        acts = {"none": lambda z: z, "gelu_new": lambda z: F.gelu(z, approximate="tanh"), "tanh": torch.tanh,
+                "sigmoid": torch.sigmoid, "relu": F.relu, "leaky_relu": lambda z: F.leaky_relu(z, a["slope"])}
+        return acts[a["act"]](y).numpy()
+
+    def adain(i, w, a):
+        h = F.linear(T(i["style"]), T(w["fc_w"]), T(w["fc_b"]))
+        c = i["x"].shape[2]
+        y = (1 + h[:, :c, None]) * F.instance_norm(cm(i["x"]), weight=T(w["norm_w"]), bias=T(w["norm_b"]),
+                                                   eps=a["eps"]) + h[:, c:, None]
+        if a["act"] == "snake":
+            al = T(w["alpha"])
+            y = y + (1 / al) * torch.sin(al * y) ** 2
+        return (F.leaky_relu(y, a["slope"]) if a["act"] == "leaky_relu" else y).transpose(1, 2).numpy()
+
+    def attention(i, w, a):
+        b, t, width = i["q"].shape
+        h = a["heads"] if isinstance(a["heads"], int) else a["heads"][str(width)]
+        split = lambda z: T(z).reshape(b, t, h, width // h).transpose(1, 2)  # noqa: E731
+        mask = torch.arange(t)[None, :] < T(i["lengths"])[:, None]
+        y = F.scaled_dot_product_attention(split(i["q"]), split(i["k"]), split(i["v"]), attn_mask=mask[:, None, None, :])
+        return y.transpose(1, 2).reshape(b, t, width).numpy()
+
+    def stft(i, w, a):
+        z = torch.stft(T(i["x"]), a["n_fft"], a["hop"], window=torch.hann_window(a["n_fft"]), center=True,
+                       pad_mode="reflect", return_complex=True).transpose(1, 2)
+        return _phase_cut(torch.cat([z.abs(), z.angle()], dim=-1).numpy())
+
+    def istft(i, w, a):
+        n = a["n_fft"] // 2 + 1
+        mag, ph = T(i["x"][..., :n]), T(i["x"][..., n:])
+        if a["spec"] == "exp_sin":
+            mag, ph = torch.exp(mag), torch.sin(ph)
+        return torch.istft(torch.polar(mag, ph).transpose(1, 2), a["n_fft"], a["hop"],
+                           window=torch.hann_window(a["n_fft"]), center=True).numpy()
+
+    def add(i, w, a):
+        y = T(i["a"]).clone()
+        for r in ("b", "c", "d"):
+            if r in i:
+                y += T(i[r])
+        y = y * a["scale"] / a["divisor"]
+        return (F.leaky_relu(y, a["slope"]) if a["act"] == "leaky_relu" else y).numpy()
+
+    return {"conv1d": conv, "conv_transpose1d": conv_t, "linear": linear, "adain": adain, "attention": attention,
+            "stft": stft, "istft": istft, "add": add,
+            "layer_norm": lambda i, w, a: F.layer_norm(T(i["x"] + i.get("res", 0)), (i["x"].shape[-1],),
+                                                       T(w["gamma"]), T(w["beta"]), a["eps"]).numpy(),
+            "leaky_relu": lambda i, w, a: F.leaky_relu(T(i["x"]), a["slope"]).numpy(),
+            "upsample_nearest": lambda i, w, a: F.interpolate(cm(i["x"]), scale_factor=a["factor"]).transpose(1, 2)
+            .numpy().reshape(i["x"].shape[0], -1, *i["x"].shape[2:]),
+            "reflection_pad": lambda i, w, a: torch.nn.ReflectionPad1d((a["left"], a["right"]))(cm(i["x"]))
+            .transpose(1, 2).numpy().reshape(i["x"].shape[0], -1, *i["x"].shape[2:])}
+
+
+TORCH_OPS = ("conv1d", "conv_transpose1d", "linear", "adain", "attention", "stft", "istft", "add", "layer_norm",
+             "leaky_relu", "upsample_nearest", "reflection_pad")
+
+
+@pytest.mark.parametrize("op", TORCH_OPS)
+def test_references_agree_with_torch(op):
+    """The references are what the model means: on every harness case, within f32 rounding of
+    torch's own op (bit for bit where the reference replays the f32 steps: add, leaky_relu, copies)."""
+    torch = pytest.importorskip("torch")
+    fn, defn = _torch_equivalents(torch)[op], OPS[op]
+    exact = op in ("add", "leaky_relu", "upsample_nearest", "reflection_pad")
+    for case in defn.cases():
+        a = with_defaults(defn, case.attrs)
+        ref, want = defn.reference(case.inputs, case.weights, a), fn(case.inputs, case.weights, a)
+        ref = defn.compare_as(ref) if defn.compare_as else ref
+        assert ref.shape == want.shape, (op, case.name)
+        limit = 0.0 if exact else 1e-5 * max(1.0, float(np.abs(want).max()))
+        assert max_error(ref, want) <= limit, (op, case.name, max_error(ref, want))
 
 
 def test_kernels_constants_come_from_the_c():
