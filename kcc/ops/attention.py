@@ -88,7 +88,10 @@ def _cases():
         ins = {r: rng.standard_normal((b, t, width)).astype(np.float32) for r in ("q", "k", "v")}
         return Case(name, {**ins, "lengths": np.array(lengths, np.int32)}, attrs={"heads": heads})
     return [case("two_heads_padded", 2, 7, 16, 2, [7, 3]), case("keys_past_one_block", 1, 70, 24, 3, [67]),
-            case("one_token", 1, 1, 8, 1, [1]), case("heads_by_width", 1, 5, 12, {"12": 4, "768": 12}, [5])]
+            case("one_token", 1, 1, 64, 4, [1]), case("heads_by_width", 1, 5, 12, {"12": 4, "768": 12}, [5]),
+            case("three_blocks_partial_panels", 2, 150, 120, 3, [150, 77]),      # head_dim 40: 2.5 panels
+            case("head_dim_two_chunks", 1, 70, 320, 2, [70]),                    # head_dim 160 > 128 terms
+            case("length_at_block_edge", 3, 130, 64, 1, [130, 64, 65])]
 
 
 def _cost(v) -> int:
