@@ -204,3 +204,38 @@ def test_dft_conv1d_bf16_is_the_conv_to_bf16_precision_and_its_short_path_is_con
           "attrs": {"padding": pad, "dilation": dil}, "out": "y"}
     direct = _compile(op, {"x": ["B", t, c]}, {"weight": w, "bias": b}, t, isa).run({"x": x}).outputs["y"]
     assert np.array_equal(outs[10 ** 6], direct)
+
+
+def conv_transpose_ref(x, w, b, stride, pad, output_padding=0):
+    """float64 ConvTranspose1d over time-major x [B, T, Cin], torch weight [Cin, Cout, K]."""
+    bsz, t, _ = x.shape
+    _, c_out, k = w.shape
+    full = np.zeros((bsz, (t - 1) * stride + k + output_padding, c_out))
+    for kk in range(k):
+        full[:, kk: kk + stride * (t - 1) + 1: stride, :] += x @ w[:, :, kk]
+    t_out = (t - 1) * stride - 2 * pad + k + output_padding
+    return full[:, pad: pad + t_out, :] + b
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("cin,cout,k,stride,pad,t", [
+    (64, 40, 20, 10, 5, 13),           # the generator's ups.0 geometry, narrower
+    (33, 16, 12, 6, 3, 70),            # ups.1's stride, odd Cin, more rows than one block
+])
+def test_conv_transpose1d_bf16_matches_the_rounded_reference(isa, cin, cout, k, stride, pad, t):
+    rng = np.random.default_rng(cin + k)
+    x = rng.standard_normal((1, t, cin)).astype(np.float32)
+    w = (rng.standard_normal((cin, cout, k)) / np.sqrt(cin)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    op = {"op": "conv_transpose1d", "in": {"x": "x"}, "w": {"weight": "weight", "bias": "bias"},
+          "attrs": {"stride": stride, "padding": pad}, "out": "y"}
+    cc = _compile(op, {"x": ["B", t, cin]}, {"weight": w, "bias": b}, t, isa)
+    assert [o.type for o in cc.graph.ops] == ["conv_transpose1d_bf16"]
+    got = cc.run({"x": x}).outputs["y"]
+    ref = conv_transpose_ref(bf16(x), bf16(w), b, stride, pad)
+    scale = np.abs(ref).max()
+    assert np.abs(got - ref).max() <= 2e-6 * scale * np.sqrt(cin * k), np.abs(got - ref).max()
+    cc.set_threads(1)
+    one = cc.run({"x": x}).outputs["y"]
+    cc.set_threads(3)
+    assert np.array_equal(one, cc.run({"x": x}).outputs["y"])

@@ -2,10 +2,10 @@
 
 `BuildOptions(precision=...)`, else KCC_PRECISION, else fp32. fp32 compiles exactly as before.
 bf16 rewrites, after the other passes, the GEMM-path convolutions that dominate a synthesis (the
-decoder's and generator's convs, their fused AdaIN and block-DFT forms) into their bf16 ops: weights packed
+decoder's and generator's convs, transposed convs, their fused AdaIN and block-DFT forms) into their bf16 ops: weights packed
 once at lowering as bf16 pairs, activations rounded to bf16 per GEMM tile, products summed in
 f32 (vdpbf16ps where the CPU has AVX512_BF16; kcc/kernels/c/gemm_tile_bf16.c). Everything else
-(encoders, LSTMs, attention, norms, the transposed convs, iSTFT) stays fp32, so
+(encoders, LSTMs, attention, norms, iSTFT) stays fp32, so
 durations come from the fp32 front stages.
 
 Reduced precision is not bit-checked against torch: it passes the listening gate instead
@@ -25,7 +25,8 @@ from kcc.compiler.ir import Graph
 PRECISIONS = ("fp32", "bf16", "int8")
 DEFAULT = "fp32"
 # Ops the bf16 pass rewrites: fp32 op -> its bf16 twin (kcc/ops/conv.py, kcc/ops/fused.py).
-BF16_OPS = {"conv1d": "conv1d_bf16", "adain_conv1d": "adain_conv1d_bf16", "dft_conv1d": "dft_conv1d_bf16"}
+BF16_OPS = {"conv1d": "conv1d_bf16", "conv_transpose1d": "conv_transpose1d_bf16", "adain_conv1d": "adain_conv1d_bf16",
+            "dft_conv1d": "dft_conv1d_bf16"}
 
 
 class PrecisionError(ValueError):
@@ -79,15 +80,15 @@ def for_this_cpu(options, log=None):
 
 
 def bf16_gemms(g: Graph) -> Graph:
-    """The bf16 pass: each GEMM-path conv (conv1d with groups 1 on the GEMM pack; adain_conv1d)
-    becomes its bf16 op; kcc.compiler.lower.pack_weights then packs its weight as bf16 pairs."""
+    """The bf16 pass: each conv on the GEMM pack (conv1d's GEMM path, conv_transpose1d's polyphase
+    path, adain_conv1d, dft_conv1d) becomes its bf16 op; kcc.compiler.lower.pack_weights then packs its weight as bf16 pairs."""
     for op in g.ops:
         new = BF16_OPS.get(op.type)
         if new is None:
             continue
         w = g.weights[op.weights["weight"]]
-        if op.type == "conv1d" and (w.pack != "conv_pack" or len(w.shape) != 4 or op.attrs["groups"] != 1):
-            continue                 # depthwise and grouped convs keep their own f32 layouts
+        if op.type in ("conv1d", "conv_transpose1d") and (w.pack != "conv_pack" or len(w.shape) != 4):
+            continue                 # off the GEMM / polyphase paths (grouped, depthwise): their own f32 layouts
         op.type = new
     return g
 

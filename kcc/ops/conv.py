@@ -369,3 +369,27 @@ define_op(OpDef("conv1d_bf16", OPS["conv1d"].inputs, OPS["conv1d"].weights, OPS[
                 OPS["conv1d"].infer, bf16_bind(OPS["conv1d"].bind, "kcc_conv1d_bf16"),
                 pack={"weight": ("bf16_pack", bf16_gemm_pack("conv1d_bf16"))},
                 reference=OPS["conv1d"].reference, cases=_bf16_conv_cases, cost=conv_cost))
+
+
+def _bf16_polyphase_pack(w, a):
+    """conv_transpose1d_bf16's weight: torch layout or the f32 polyphase pack -> bf16 pairs."""
+    if w.ndim == 3:
+        expect(is_polyphase(w.shape[0], w.shape[1] * a["groups"], a["groups"], a["dilation"], True),
+               "conv_transpose1d_bf16", f"weight {list(w.shape)} is not a polyphase-path transposed conv")
+        w = _pack(w, True, a["groups"], a["stride"], a["dilation"])
+    return bf16_pairs(w)
+
+
+def _bf16_transposed_cases():
+    """Polyphase-path shapes only (the bf16 kernel refuses the others)."""
+    rng = np.random.default_rng(23)
+    return [conv_case(rng, "polyphase_up6_odd_cin", 1, 9, 33, 16, 12, transposed=True, stride=6, padding=3),
+            conv_case(rng, "polyphase_up10_outpad", 1, 7, 16, 19, 20, transposed=True, stride=10, padding=5,
+                      output_padding=1, act="leaky_relu", slope=0.1)]
+
+
+define_op(OpDef("conv_transpose1d_bf16", OPS["conv_transpose1d"].inputs, OPS["conv_transpose1d"].weights,
+                OPS["conv_transpose1d"].attrs, OPS["conv_transpose1d"].infer,
+                bf16_bind(OPS["conv_transpose1d"].bind, "kcc_conv1d_bf16"),
+                pack={"weight": ("bf16_pack", _bf16_polyphase_pack)},
+                reference=OPS["conv_transpose1d"].reference, cases=_bf16_transposed_cases, cost=conv_cost))
