@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from kcc.weights.checkpoint import Checkpoint, tensor_sha256
+from kcc.weights.quantised import Quantised, QuantisedError, from_exact
 from kcc.compiler.ir import Checkpoint as XrayPoint
 from kcc.compiler.ir import Graph, Op, Tensor, WeightRef
 from kcc.ops import OPS, LoweringError
@@ -28,9 +29,33 @@ def resolve_weights(circuit: dict, ckpt: Checkpoint) -> dict[str, np.ndarray]:
     return out
 
 
-def _pack_roles(g: Graph, arrays: dict[str, np.ndarray], defn, weights: dict[str, str], attrs: dict) -> None:
+def resolve_quant(circuit: dict, ckpt: Checkpoint) -> dict[str, Quantised]:
+    """Circuit weight name -> its int8 provenance (Checkpoint.quant), for weights used as stored
+    (a weight-norm fold of a split weight is not int8 * scale any more)."""
+    out = {}
+    for name, spec in circuit["weights"].items():
+        ref = spec["ref"]
+        if spec.get("fold", "none") == "weight_norm":
+            ref = None if f"{ref}.weight_v" in ckpt else f"{ref}.weight"
+        if ref in ckpt.quant:
+            out[name] = ckpt.quant[ref]
+    return out
+
+
+def _int8_source(name: str, arrays: dict, quant: dict[str, Quantised], op_name: str) -> Quantised:
+    if name in quant:
+        return quant[name]
+    try:
+        return from_exact(name, arrays[name])
+    except QuantisedError as exc:
+        raise LoweringError(f"op {op_name}: int8 storage needs an int8 weight: {exc}") from None
+
+
+def _pack_roles(g: Graph, arrays: dict[str, np.ndarray], defn, weights: dict[str, str], attrs: dict,
+                quant: dict[str, Quantised] | None = None, op_name: str = "") -> None:
     """Point each packed role of an op at '<weight>.<tag>', making that array once. A role whose
-    weight already has the tag's layout (a pass moved it between ops) is left as it is."""
+    weight already has the tag's layout (a pass moved it between ops) is left as it is. An
+    int8 role packs the weight's int8 provenance (`quant`, else derived exactly from it)."""
     for role, (tag, fn) in (defn.pack or {}).items():
         if role not in weights:
             continue
@@ -40,7 +65,8 @@ def _pack_roles(g: Graph, arrays: dict[str, np.ndarray], defn, weights: dict[str
             continue
         packed = f"{base}.{tag}"
         if packed not in g.weights:
-            arrays[packed] = np.ascontiguousarray(fn(arrays[base], attrs), dtype=np.float32)
+            src = (_int8_source(base, arrays, quant or {}, op_name) if role in defn.int8_roles else arrays[base])
+            arrays[packed] = np.ascontiguousarray(fn(src, attrs), dtype=np.float32)
             src = g.weights[base]
             g.weights[packed] = WeightRef(packed, src.ref, src.fold, tuple(arrays[packed].shape), pack=tag)
         weights[role] = packed
@@ -61,8 +87,10 @@ def pack_weights(g: Graph, arrays: dict[str, np.ndarray]) -> None:
 
 
 def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> tuple[Graph, dict[str, np.ndarray]]:
-    """Return the graph and the FP32 arrays of the weights its ops use (after folding)."""
+    """Return the graph and the FP32 arrays of the weights its ops use (after folding); weights
+    with int8 provenance go to the ops' int8 twins and are stored packed as int8 + scales."""
     arrays = resolve_weights(circuit, ckpt)
+    quant = resolve_quant(circuit, ckpt)
     g = Graph(name=circuit["name"],
               dims={k: (v["min"], v["max"]) for k, v in circuit["dims"].items()},
               inputs=[i["name"] for i in circuit["inputs"]], outputs=list(circuit["outputs"]))
@@ -82,7 +110,8 @@ def lower_circuit(circuit: dict, ckpt: Checkpoint, passes: list[Pass] = ()) -> t
             if carry:
                 scope[local] = visible[carried] if i == 0 else scope_prev_out
             for o, spec in enumerate(block["ops"]):
-                _lower_op(g, arrays, spec, scope, prefix, f"{block['name']}.{i}.{o}" if repeat > 1 else f"{block['name']}.{o}")
+                _lower_op(g, arrays, spec, scope, prefix, f"{block['name']}.{i}.{o}" if repeat > 1 else f"{block['name']}.{o}",
+                          quant)
             for ck in block.get("checkpoints", []):
                 g.checkpoints.append(XrayPoint(ck["name"].format(i=i), scope[ck["tensor"]], ck["layout"], ck["axes"],
                                              ck.get("gate", {})))
@@ -118,7 +147,8 @@ def _same_kind(value, default) -> bool:
     return isinstance(value, type(default))
 
 
-def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix: str, op_name: str) -> None:
+def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix: str, op_name: str,
+              quant: dict[str, Quantised]) -> None:
     defn = OPS[spec["op"]]
     # A role ending in '?' is optional (e.g. a residual operand).
     required = {r for r in defn.inputs if not r.endswith("?")}
@@ -150,7 +180,9 @@ def _lower_op(g: Graph, arrays: dict, spec: dict, scope: dict[str, str], prefix:
     shapes = {role: g.tensors[t].shape for role, t in inputs.items()}
     wshapes = {role: g.weights[w].shape for role, w in weights.items()}
     shape, dtype = defn.infer(op_name, shapes, wshapes, attrs)
-    _pack_roles(g, arrays, defn, weights, attrs)
+    if defn.int8_twin and all(weights.get(r) in quant for r in OPS[defn.int8_twin].int8_roles):
+        defn = OPS[defn.int8_twin]          # int8 weight storage: same infer, int8-reading kernel
+    _pack_roles(g, arrays, defn, weights, attrs, quant, op_name)
     out = prefix + spec["out"]
     g.tensors[out] = Tensor(out, dtype, tuple(shape), "activation")
     g.ops.append(Op(op_name, defn.name, inputs, weights, attrs, out))

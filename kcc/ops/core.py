@@ -70,6 +70,11 @@ class OpDef:
     cases: Callable[[], list["Case"]] | None = None
     # kcc.compiler.costs' view of one op -> nominal FLOPs (see that module for the counting rules).
     cost: Callable | None = None
+    # Int8 weight storage (kcc.weights.quantised): `int8_twin` names the op lowering uses instead
+    # when every weight in the twin's `int8_roles` is int8 * per-row scale in the checkpoint; the
+    # twin's pack fn for those roles gets that Quantised (q, scale), not the FP32 array.
+    int8_twin: str = ""
+    int8_roles: tuple[str, ...] = ()
     # output -> the form the harness compares, applied to kernel and reference alike, for an output
     # with a representation choice the reference cannot predict (the stft's phase at the -pi/pi cut).
     compare_as: Callable[[np.ndarray], np.ndarray] | None = None

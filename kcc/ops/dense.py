@@ -3,6 +3,9 @@
 Weights come in torch's nn.Linear layout (`weight` [N, K], `bias` [N]); lowering packs
 `weight` into 16-column panels [ceil(N/16), K, 16] (zero-padded) for the blocked GEMM in
 gemm_f32.c (on the micro-kernel of gemm_tile_f32.c). `bias` is required (every Linear kcc lowers has one).
+`linear_q8` is its int8-storage twin (kcc.weights.quantised): lowering picks it for a weight
+that is int8 * per-row scale in the checkpoint, packs the int8 panels + scales (a quarter of
+the bytes) and gemm_q8.c expands them in registers: the same bits as `linear`.
 """
 from __future__ import annotations
 
@@ -53,6 +56,49 @@ def pack_panels(w: np.ndarray, attrs=None) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(panels, PANEL, k).transpose(0, 2, 1))
 
 
+register(Kernel(
+    name="kcc_linear_q8",
+    source="gemm_q8.c",
+    args=(("x", IN_F32), ("rows", I64), ("k", I64), ("wq", WEIGHT), ("bias", WEIGHT), ("n", I64),
+          ("act", I64), ("slope", F32), ("out", OUT_F32)),
+    contract=Contract(
+        accumulation="kcc_linear_f32's, on the weight (float)q * scale (an exact product rounded once, "
+                     "the FP32 path's weight): the same bits as kcc_linear_f32 on the dequantised weight",
+        tolerance=2e-5,
+        notes="wq: pack_q8_panels words (scales [panels*16] f32, then int8 [panels][K][16]); "
+              "x and out must not alias"),
+    requires=("kcc_linear_f32",),
+))
+
+
+def q8_words(scales: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """One packed int8 weight as 32-bit words (the blob's unit): f32 scales, then the int8
+    values, zero-padded to a whole word. The kernel reads the bytes after the scales as int8."""
+    raw = np.ascontiguousarray(scales, dtype=np.float32).tobytes() + np.ascontiguousarray(q, dtype=np.int8).tobytes()
+    raw += bytes(-len(raw) % 4)
+    return np.frombuffer(raw, dtype=np.float32).copy()
+
+
+def pack_q8_panels(quant, attrs=None) -> np.ndarray:
+    """Quantised [N, K] -> pack_panels' layout in int8 (zero past N) after one scale per column
+    (zero past N): the gemm_q8.c words."""
+    n, k = quant.q.shape
+    panels = -(-n // PANEL)
+    q = np.zeros((panels * PANEL, k), dtype=np.int8)
+    q[:n] = quant.q
+    s = np.zeros(panels * PANEL, dtype=np.float32)
+    s[:n] = quant.scale
+    return q8_words(s, q.reshape(panels, PANEL, k).transpose(0, 2, 1))
+
+
+def int8_exact(rng, n: int, k: int) -> np.ndarray:
+    """A random [n, k] f32 weight that is exactly int8 * a power-of-two scale per row, each row
+    reaching +-127 (its max/127 is its scale): test cases for the int8-storage twins."""
+    q = rng.integers(-127, 128, (n, k))
+    q[:, 0] = rng.choice([-127, 127], n)
+    return (q * np.exp2(-rng.integers(4, 9, n))[:, None]).astype(np.float32)
+
+
 def _infer(name, ins, ws, attrs):
     x = ins["x"]
     expect(len(ws["weight"]) == 2, name, f"weight must be [N, K], got {list(ws['weight'])}")
@@ -69,6 +115,12 @@ def _bind(ctx: BindContext):
         "wp": ctx.w_ptr["weight"], "bias": ctx.w_ptr["bias"], "n": str(ctx.w_shape["bias"][0]),
         "act": str(ACTIVATIONS[ctx.attrs["act"]]), "slope": c_float(ctx.attrs["slope"]), "out": ctx.out_ptr,
     }
+
+
+def _bind_q8(ctx: BindContext):
+    _, args = _bind(ctx)
+    args["wq"] = args.pop("wp")
+    return "kcc_linear_q8", args
 
 
 def activation(y: np.ndarray, act: str, slope=0.01) -> np.ndarray:
@@ -109,7 +161,24 @@ def _cost(v) -> int:
     return 2 * m * k * n + epilogue(v, m * n)
 
 
+def _reference(i, w, a):
+    return linear_reference(i["x"], w["weight"], w["bias"], a["act"], a["slope"])
+
+
+def _q8_cases():
+    rng = np.random.default_rng(51)
+
+    def case(name, lead, k, n, act):
+        return Case(name, {"x": rng.standard_normal((*lead, k)).astype(np.float32)},
+                    {"weight": int8_exact(rng, n, k), "bias": rng.standard_normal(n).astype(np.float32)},
+                    {"act": act, "slope": 0.2})
+    return [case("odd_panel_tail", (2, 7), 13, 37, "none"), case("k_over_chunk_gelu", (1, 70), 300, 16, "gelu_new"),
+            case("one_panel_pair_tail", (3,), 129, 5, "leaky_relu")]
+
+
 define_op(OpDef("linear", ("x",), ("weight", "bias"), {"act": "none", "slope": 0.01}, _infer, _bind,
-                pack={"weight": ("panel16", pack_panels)},
-                reference=lambda i, w, a: linear_reference(i["x"], w["weight"], w["bias"], a["act"], a["slope"]),
-                cases=_cases, cost=_cost))
+                pack={"weight": ("panel16", pack_panels)}, reference=_reference, cases=_cases, cost=_cost,
+                int8_twin="linear_q8"))
+define_op(OpDef("linear_q8", ("x",), ("weight", "bias"), {"act": "none", "slope": 0.01}, _infer, _bind_q8,
+                pack={"weight": ("q8panel16", pack_q8_panels)}, reference=_reference, cases=_q8_cases, cost=_cost,
+                int8_roles=("weight",)))

@@ -9,6 +9,8 @@ direction starts at lengths[b]-1; padded rows are 0) and needs `lengths` [B] i32
 every sequence over all T rows (torch called on a plain tensor) and takes no lengths.
 Weights in torch's layout: weight_ih_l0 [4H, Cin], weight_hh_l0 [4H, H], biases [4H], and
 the *_reverse ones; gate order i, f, g, o.
+`lstm_gates_q8` / `bilstm_q8` are their int8-storage twins (kcc.weights.quantised): W_ih and W_hh
+packed as int8 + one scale per gate row, expanded in registers; the same bits as the f32 ops.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from kcc.kernels.registry import Contract, I64, IN_F32, IN_I32, Kernel, OUT_F32, WEIGHT, c_constant, register
 from kcc.ops.core import BindContext, Case, OpDef, define_op, expect
-from kcc.ops.dense import pack_panels
+from kcc.ops.dense import int8_exact, pack_panels, pack_q8_panels, q8_words
 
 MAX_HIDDEN = c_constant("lstm_bidirectional_f32.c", "KCC_LSTM_MAX_HIDDEN")   # fixed local state
 
@@ -44,6 +46,34 @@ register(Kernel(
         notes=f"hidden <= {MAX_HIDDEN} (fixed local state); lengths checked in [1, T] when packed, "
               "not read when not packed; errors compound over steps only through the (contracting) recurrence"),
 ))
+
+
+register(Kernel(
+    name="kcc_lstm_input_gates_q8",
+    source="lstm_input_gates_q8.c",
+    args=(("x", IN_F32), ("rows", I64), ("k", I64), ("wq_fwd", WEIGHT), ("b_fwd", WEIGHT),
+          ("wq_rev", WEIGHT), ("b_rev", WEIGHT), ("n_gate", I64), ("gates", OUT_F32)),
+    contract=Contract(accumulation="kcc_lstm_input_gates_f32's on the dequantised W_ih (kcc_linear_q8): the same bits",
+                      tolerance=2e-5, notes="wq_*: dense.pack_q8_panels words; x and gates must not alias"),
+    requires=("kcc_linear_q8",),
+))
+
+register(Kernel(
+    name="kcc_bilstm_q8",
+    source="lstm_bidirectional_q8.c",
+    args=(("pre", IN_F32), ("lengths", IN_I32), ("n_seq", I64), ("n_tok", I64),
+          ("whq_fwd", WEIGHT), ("bhh_fwd", WEIGHT), ("whq_rev", WEIGHT), ("bhh_rev", WEIGHT),
+          ("hidden", I64), ("packed", I64), ("out", OUT_F32)),
+    contract=Contract(accumulation="kcc_bilstm_f32's, each W_hh term (float)q * scale (exact, rounded once): "
+                                   "the same bits as kcc_bilstm_f32 on the dequantised W_hh",
+                      tolerance=2e-5, notes="whq_*: pack_q8_transposed words (scales [4H], int8 [H][4H])"),
+    requires=("kcc_bilstm_f32",),
+))
+
+
+def pack_q8_transposed(quant, attrs=None) -> np.ndarray:
+    """Quantised W_hh [4H, H] -> scales [4H] then int8 [H, 4H] (the f32 layout's transpose)."""
+    return q8_words(quant.scale, np.ascontiguousarray(quant.q.T))
 
 
 def _transpose(w: np.ndarray, attrs=None) -> np.ndarray:
@@ -97,9 +127,29 @@ def _gates_cost(v) -> int:
     return 2 * (2 * m * k * g + m * g)
 
 
+def _gates_bind_q8(ctx: BindContext):
+    _, args = _gates_bind(ctx)
+    args["wq_fwd"], args["wq_rev"] = args.pop("wp_fwd"), args.pop("wp_rev")
+    return "kcc_lstm_input_gates_q8", args
+
+
+def _gates_q8_cases():
+    rng = np.random.default_rng(72)
+
+    def case(name, b, t, c_in, hidden):
+        bias = lambda: rng.standard_normal(4 * hidden).astype(np.float32)  # noqa: E731
+        return Case(name, {"x": rng.standard_normal((b, t, c_in)).astype(np.float32)},
+                    {"w_fwd": int8_exact(rng, 4 * hidden, c_in), "b_fwd": bias(),
+                     "w_rev": int8_exact(rng, 4 * hidden, c_in), "b_rev": bias()})
+    return [case("odd", 2, 5, 7, 3), case("panel_tail_k_over_chunk", 1, 9, 131, 13)]
+
+
 define_op(OpDef("lstm_gates", ("x",), ("w_fwd", "b_fwd", "w_rev", "b_rev"), {}, _gates_infer, _gates_bind,
                 pack={"w_fwd": ("panel16", pack_panels), "w_rev": ("panel16", pack_panels)},
-                reference=_gates_reference, cases=_gates_cases, cost=_gates_cost))
+                reference=_gates_reference, cases=_gates_cases, cost=_gates_cost, int8_twin="lstm_gates_q8"))
+define_op(OpDef("lstm_gates_q8", ("x",), ("w_fwd", "b_fwd", "w_rev", "b_rev"), {}, _gates_infer, _gates_bind_q8,
+                pack={"w_fwd": ("q8panel16", pack_q8_panels), "w_rev": ("q8panel16", pack_q8_panels)},
+                reference=_gates_reference, cases=_gates_q8_cases, cost=_gates_cost, int8_roles=("w_fwd", "w_rev")))
 
 
 # -- bilstm ----------------------------------------------------------------------------------
@@ -180,7 +230,33 @@ def _lstm_cost(v) -> int:
     return 2 * b * t * (8 * h * h + 17 * h)
 
 
+def _lstm_bind_q8(ctx: BindContext):
+    _, args = _lstm_bind(ctx)
+    args["whq_fwd"], args["whq_rev"] = args.pop("whh_fwd"), args.pop("whh_rev")
+    args["hidden"] = str(ctx.w_shape["b_hh_fwd"][0] // 4)     # the packed words do not carry H
+    return "kcc_bilstm_q8", args
+
+
+def _lstm_q8_cases():
+    rng = np.random.default_rng(73)
+
+    def case(name, b, t, hidden, lengths=None):
+        bias = lambda: (0.1 * rng.standard_normal(4 * hidden)).astype(np.float32)  # noqa: E731
+        w = lambda: int8_exact(rng, 4 * hidden, hidden) * np.float32(0.125)  # noqa: E731  (a power of 2: still exact)
+        ins = {"gates": rng.standard_normal((2, b, t, 4 * hidden)).astype(np.float32)}
+        if lengths is not None:
+            ins["lengths"] = np.array(lengths, np.int32)
+        return Case(name, ins, {"w_hh_fwd": w(), "b_hh_fwd": bias(), "w_hh_rev": w(), "b_hh_rev": bias()},
+                    {"packed": lengths is not None})
+    return [case("packed_ragged", 3, 6, 4, [6, 2, 1]), case("unpacked_tail", 2, 7, 17),
+            case("packed_hidden_36", 1, 9, 36, [9])]
+
+
 define_op(OpDef("bilstm", ("gates", "lengths?"), ("w_hh_fwd", "b_hh_fwd", "w_hh_rev", "b_hh_rev"),
                 {"packed": None}, _lstm_infer, _lstm_bind,
                 pack={"w_hh_fwd": ("t", _transpose), "w_hh_rev": ("t", _transpose)},
-                reference=_lstm_reference, cases=_lstm_cases, cost=_lstm_cost))
+                reference=_lstm_reference, cases=_lstm_cases, cost=_lstm_cost, int8_twin="bilstm_q8"))
+define_op(OpDef("bilstm_q8", ("gates", "lengths?"), ("w_hh_fwd", "b_hh_fwd", "w_hh_rev", "b_hh_rev"),
+                {"packed": None}, _lstm_infer, _lstm_bind_q8,
+                pack={"w_hh_fwd": ("q8t", pack_q8_transposed), "w_hh_rev": ("q8t", pack_q8_transposed)},
+                reference=_lstm_reference, cases=_lstm_q8_cases, cost=_lstm_cost, int8_roles=("w_hh_fwd", "w_hh_rev")))

@@ -279,6 +279,9 @@ class Checkpoint:
     """Named, read-only FP32 views of every tensor, keyed 'section.param.path'."""
     path: Path
     tensors: dict[str, np.ndarray] = field(repr=False)
+    # ref -> its int8 values + per-row scales, for tensors that are exactly that (the int8 ONNX
+    # import, kcc.weights.quantised); lowering packs those as int8. Empty: FP32 everywhere.
+    quant: dict = field(default_factory=dict, repr=False)
 
     def __contains__(self, ref: str) -> bool:
         return ref in self.tensors

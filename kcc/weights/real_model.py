@@ -138,13 +138,13 @@ def import_checkpoint(files: dict[str, Path], log=None):
     import numpy as np
 
     from kcc.weights.checkpoint import Checkpoint
-    from kcc.weights.importers.onnx_kokoro import import_onnx
+    from kcc.weights.importers.onnx_kokoro import import_onnx_quantised
     _say(log, f"kcc: importing {MODEL_LABEL}")
-    sections, _report = import_onnx(files["onnx"])
+    sections, quant, _report = import_onnx_quantised(files["onnx"])
     tensors = {}
     for sec, sd in sections.items():
         for key, arr in sd.items():
             arr = np.asarray(arr, dtype=np.float32)
             arr.setflags(write=False)
             tensors[f"{sec}.{key.removeprefix('module.')}"] = arr
-    return Checkpoint(path=files["onnx"], tensors=tensors)
+    return Checkpoint(path=files["onnx"], tensors=tensors, quant=quant)

@@ -15,13 +15,15 @@
  * The two directions (and the sequences) run in parallel, each exactly as it would alone. */
 #define KCC_LSTM_MAX_HIDDEN 512
 
-/* One step of one direction: gate = (W_hh h_prev + b_hh) + p (h_prev NULL: the first step), then
- * the cell and h. Loops run through KCC_FOR16, with AVX-512 / AVX2 clones; the arithmetic per
- * element is the same in every block and clone. */
+/* gate = W_hh h_prev for the f32 layout (h_prev NULL: the first step, gate = 0). Each gate is
+ * one f32 accumulator summed in k order; the int8 layout (lstm_bidirectional_q8.c) gives the
+ * same bits from the same weights. */
+typedef void (*kcc_lstm_hidden_fn)(const float *KCC_RESTRICT w, const float *KCC_RESTRICT h_prev, int64_t H,
+                                   float *KCC_RESTRICT gate);
+
 KCC_VECTOR_CLONES
-static void kcc_lstm_step_f32(const float *KCC_RESTRICT wt, const float *KCC_RESTRICT bias,
-                              const float *KCC_RESTRICT p, const float *KCC_RESTRICT h_prev, int64_t H,
-                              float *KCC_RESTRICT gate, float *KCC_RESTRICT cell, float *KCC_RESTRICT h)
+static void kcc_lstm_hidden_f32(const float *KCC_RESTRICT wt, const float *KCC_RESTRICT h_prev, int64_t H,
+                                float *KCC_RESTRICT gate)
 {
     const int64_t G = 4 * H;
     KCC_FOR16(G, gate[j] = 0.0f;);
@@ -30,6 +32,16 @@ static void kcc_lstm_step_f32(const float *KCC_RESTRICT wt, const float *KCC_RES
         const float *KCC_RESTRICT w = wt + k * G;
         KCC_FOR16(G, gate[j] += hk * w[j];);
     }
+}
+
+/* The rest of one step: gate = (gate + b_hh) + p, then the cell and h. Loops run through
+ * KCC_FOR16, with AVX-512 / AVX2 clones; the arithmetic per element is the same in every block
+ * and clone. */
+KCC_VECTOR_CLONES
+static void kcc_lstm_cell_f32(const float *KCC_RESTRICT bias, const float *KCC_RESTRICT p, int64_t H,
+                              float *KCC_RESTRICT gate, float *KCC_RESTRICT cell, float *KCC_RESTRICT h)
+{
+    const int64_t G = 4 * H;
     KCC_FOR16(G, gate[j] = (gate[j] + bias[j]) + p[j];);
 #define KCC_LSTM_CELL                                                                             \
     const float i_g = kcc_sigmoid_f32(gate[j]), f_g = kcc_sigmoid_f32(gate[H + j]);               \
@@ -41,11 +53,12 @@ static void kcc_lstm_step_f32(const float *KCC_RESTRICT wt, const float *KCC_RES
 #undef KCC_LSTM_CELL
 }
 
-static int kcc_bilstm_f32(const float *KCC_RESTRICT pre, const int32_t *KCC_RESTRICT lengths,
+/* The recurrence for any W_hh layout: `hidden_fn` reads whh_fwd / whh_rev as that layout. */
+static int kcc_bilstm_run(const float *KCC_RESTRICT pre, const int32_t *KCC_RESTRICT lengths,
                           int64_t n_seq, int64_t n_tok,
                           const float *KCC_RESTRICT whh_fwd, const float *KCC_RESTRICT bhh_fwd,
                           const float *KCC_RESTRICT whh_rev, const float *KCC_RESTRICT bhh_rev,
-                          int64_t hidden, int64_t packed, float *KCC_RESTRICT out)
+                          int64_t hidden, int64_t packed, float *KCC_RESTRICT out, kcc_lstm_hidden_fn hidden_fn)
 {
     if (n_seq < 1 || n_tok < 1 || hidden < 1) return KCC_EDIMS;
     if (hidden > KCC_LSTM_MAX_HIDDEN) return KCC_EDIMS;
@@ -70,11 +83,22 @@ static int kcc_bilstm_f32(const float *KCC_RESTRICT pre, const int32_t *KCC_REST
         for (int64_t s = 0; s < len; ++s) {
             const int64_t t = dir ? len - 1 - s : s;
             float *h = yb + t * width + dir * H;
-            kcc_lstm_step_f32(wt, bias, pb + t * G, h_prev, H, gate, cell, h);
+            hidden_fn(wt, h_prev, H, gate);
+            kcc_lstm_cell_f32(bias, pb + t * G, H, gate, cell, h);
             h_prev = h;
         }
         for (int64_t t = len; t < n_tok; ++t)       /* this direction's half of the padded rows */
             for (int64_t j = 0; j < H; ++j) yb[t * width + dir * H + j] = 0.0f;
     }
     return KCC_OK;
+}
+
+static int kcc_bilstm_f32(const float *KCC_RESTRICT pre, const int32_t *KCC_RESTRICT lengths,
+                          int64_t n_seq, int64_t n_tok,
+                          const float *KCC_RESTRICT whh_fwd, const float *KCC_RESTRICT bhh_fwd,
+                          const float *KCC_RESTRICT whh_rev, const float *KCC_RESTRICT bhh_rev,
+                          int64_t hidden, int64_t packed, float *KCC_RESTRICT out)
+{
+    return kcc_bilstm_run(pre, lengths, n_seq, n_tok, whh_fwd, bhh_fwd, whh_rev, bhh_rev, hidden, packed, out,
+                          kcc_lstm_hidden_f32);
 }

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kcc.weights.quantised import Quantised, symmetric
+
 
 class OnnxImportError(Exception):
     """The ONNX graph holds something the importer cannot map; the message names the node/tensor."""
@@ -96,15 +98,27 @@ class GraphIndex:
         raise OnnxImportError(f"node {node.name} ({node.op_type}): cannot find the Mul(x_scale, w_scale) that rescales it")
 
 
-def dequant_matmul_integer(g: GraphIndex, node) -> np.ndarray:
-    """MatMulInteger B [in, out] int8, per-output-channel scale/zp -> Linear weight [out, in]."""
-    q = g.const(node, 1, "weight").astype(np.float64)
-    zp = g.const(node, 3, "weight zero point").astype(np.float64)
-    scale = g.weight_scale(node).astype(np.float64)
+def _matmul_integer_parts(g: GraphIndex, node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int8 B [in, out], zero point, scale) of a MatMulInteger, checked per output channel."""
+    q = g.const(node, 1, "weight")
+    zp = g.const(node, 3, "weight zero point")
+    scale = g.weight_scale(node)
     if q.ndim != 2 or zp.size not in (1, q.shape[1]) or scale.size not in (1, q.shape[1]):
         raise OnnxImportError(f"node {node.name}: weight {q.shape}, zero point {zp.shape}, scale {scale.shape} "
                               "are not a per-output-channel [in, out] quantisation")
+    return q, zp, scale
+
+
+def dequant_matmul_integer(g: GraphIndex, node) -> np.ndarray:
+    """MatMulInteger B [in, out] int8, per-output-channel scale/zp -> Linear weight [out, in]."""
+    q, zp, scale = (a.astype(np.float64) for a in _matmul_integer_parts(g, node))
     return ((q - zp.reshape(1, -1)) * scale.reshape(1, -1)).T.astype(np.float32)
+
+
+def quantised_matmul_integer(g: GraphIndex, node) -> Quantised | None:
+    """The int8 provenance of dequant_matmul_integer's weight: q [out, in], a scale per output."""
+    q, zp, scale = _matmul_integer_parts(g, node)
+    return symmetric(q.T, zp, scale)
 
 
 def dequant_conv_integer(g: GraphIndex, node) -> np.ndarray:
@@ -118,18 +132,29 @@ def dequant_conv_integer(g: GraphIndex, node) -> np.ndarray:
     return ((q - zp.reshape(())) * scale.reshape(())).astype(np.float32)
 
 
-def dequant_gather(g: GraphIndex, node) -> np.ndarray:
-    """Gather on an int8 table followed by DequantizeLinear -> float embedding table."""
+def _gather_parts(g: GraphIndex, node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int8 table, zero point, scale) of a quantised Gather and its one DequantizeLinear."""
     table = g.const(node, 0, "embedding table")
     nxt = g.consumers.get(node.output[0], [])
     if len(nxt) != 1 or nxt[0].op_type != "DequantizeLinear":
         raise OnnxImportError(f"node {node.name}: quantised Gather is not followed by one DequantizeLinear")
     dq = nxt[0]
-    scale = g.const(dq, 1, "scale").astype(np.float64)
-    zp = g.const(dq, 2, "zero point").astype(np.float64)
+    scale = g.const(dq, 1, "scale")
+    zp = g.const(dq, 2, "zero point")
     if scale.size != 1 or zp.size != 1:
         raise OnnxImportError(f"node {dq.name}: expected a per-tensor embedding quantisation")
-    return ((table.astype(np.float64) - zp.reshape(())) * scale.reshape(())).astype(np.float32)
+    return table, zp, scale
+
+
+def dequant_gather(g: GraphIndex, node) -> np.ndarray:
+    """Gather on an int8 table followed by DequantizeLinear -> float embedding table."""
+    table, zp, scale = (a.astype(np.float64) for a in _gather_parts(g, node))
+    return ((table - zp.reshape(())) * scale.reshape(())).astype(np.float32)
+
+
+def quantised_gather(g: GraphIndex, node) -> Quantised | None:
+    """The int8 provenance of dequant_gather's table (one scale, given to every row)."""
+    return symmetric(*_gather_parts(g, node))
 
 
 def _tensor(proto) -> np.ndarray:
@@ -146,12 +171,9 @@ def _regate(m: np.ndarray, hidden: int) -> np.ndarray:
     return np.concatenate([blocks[k] for k in _TORCH_FROM_ONNX_GATES], axis=0)
 
 
-def dequant_lstm(g: GraphIndex, node) -> dict[str, np.ndarray]:
-    """DynamicQuantizeLSTM -> PyTorch nn.LSTM parameters (one layer, uni- or bidirectional).
-
-    Inputs (com.microsoft): X, W [D, in, 4H] int8, R [D, H, 4H] int8, B [D, 8H], seq_lens,
-    initial_h, initial_c, P, W_scale [D], W_zero_point [D], R_scale [D], R_zero_point [D].
-    """
+def _lstm_parts(g: GraphIndex, node) -> tuple:
+    """(hidden, W, R, B, W scale, W zero point, R scale, R zero point) of a DynamicQuantizeLSTM,
+    checked: no input_forget, no peepholes, zero initial states, one scale per direction."""
     hidden = int(g.attr(node, "hidden_size"))
     if g.attr(node, "input_forget", 0):
         raise OnnxImportError(f"node {node.name}: input_forget=1 has no PyTorch nn.LSTM equivalent")
@@ -170,8 +192,8 @@ def dequant_lstm(g: GraphIndex, node) -> dict[str, np.ndarray]:
             v = g.const(node, slot, what)
             if np.any(v != 0):
                 raise OnnxImportError(f"node {node.name}: non-zero {what}; nn.LSTM starts from zeros")
-    w, r, b = (g.const(node, s, n).astype(np.float64) for s, n in ((1, "W"), (2, "R"), (3, "B")))
-    ws, wz, rs, rz = (g.const(node, s, n).astype(np.float64).reshape(-1) for s, n in
+    w, r, b = (g.const(node, s, n) for s, n in ((1, "W"), (2, "R"), (3, "B")))
+    ws, wz, rs, rz = (g.const(node, s, n).reshape(-1) for s, n in
                       ((8, "W scale"), (9, "W zero point"), (10, "R scale"), (11, "R zero point")))
     dirs = w.shape[0]
     if w.shape[2] != 4 * hidden or r.shape[1:] != (hidden, 4 * hidden) or b.shape != (dirs, 8 * hidden):
@@ -179,14 +201,41 @@ def dequant_lstm(g: GraphIndex, node) -> dict[str, np.ndarray]:
     for name, v in (("W scale", ws), ("W zero point", wz), ("R scale", rs), ("R zero point", rz)):
         if v.size != dirs:
             raise OnnxImportError(f"node {node.name}: {name} has {v.size} entries, expected one per direction ({dirs})")
+    return hidden, w, r, b, ws, wz, rs, rz
+
+
+def _lstm_leaf(d: int, kind: str) -> str:
+    return f"{kind}_l0" + ("_reverse" if d == 1 else "")
+
+
+def dequant_lstm(g: GraphIndex, node) -> dict[str, np.ndarray]:
+    """DynamicQuantizeLSTM -> PyTorch nn.LSTM parameters (one layer, uni- or bidirectional).
+
+    Inputs (com.microsoft): X, W [D, in, 4H] int8, R [D, H, 4H] int8, B [D, 8H], seq_lens,
+    initial_h, initial_c, P, W_scale [D], W_zero_point [D], R_scale [D], R_zero_point [D].
+    """
+    hidden, *parts = _lstm_parts(g, node)
+    w, r, b, ws, wz, rs, rz = (a.astype(np.float64) for a in parts)
     out = {}
-    for d in range(dirs):
-        sfx = "_reverse" if d == 1 else ""
-        out[f"weight_ih_l0{sfx}"] = _regate(((w[d] - wz[d]) * ws[d]).T, hidden)
-        out[f"weight_hh_l0{sfx}"] = _regate(((r[d] - rz[d]) * rs[d]).T, hidden)
-        out[f"bias_ih_l0{sfx}"] = _regate(b[d, :4 * hidden], hidden)
-        out[f"bias_hh_l0{sfx}"] = _regate(b[d, 4 * hidden:], hidden)
+    for d in range(w.shape[0]):
+        out[_lstm_leaf(d, "weight_ih")] = _regate(((w[d] - wz[d]) * ws[d]).T, hidden)
+        out[_lstm_leaf(d, "weight_hh")] = _regate(((r[d] - rz[d]) * rs[d]).T, hidden)
+        out[_lstm_leaf(d, "bias_ih")] = _regate(b[d, :4 * hidden], hidden)
+        out[_lstm_leaf(d, "bias_hh")] = _regate(b[d, 4 * hidden:], hidden)
     return {k: v.astype(np.float32) for k, v in out.items()}
+
+
+def quantised_lstm(g: GraphIndex, node) -> dict[str, Quantised]:
+    """The int8 provenance of dequant_lstm's weight_ih / weight_hh (torch layout, gate rows
+    regated; one scale per direction, given to every row); a leaf with a zero point is left out."""
+    hidden, w, r, _b, ws, wz, rs, rz = _lstm_parts(g, node)
+    out = {}
+    for d in range(w.shape[0]):
+        for kind, q, s, z in (("weight_ih", w, ws, wz), ("weight_hh", r, rs, rz)):
+            quant = symmetric(_regate(q[d].T, hidden), z[d], s[d])
+            if quant is not None:
+                out[_lstm_leaf(d, kind)] = quant
+    return out
 
 
 def weight_norm_split(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

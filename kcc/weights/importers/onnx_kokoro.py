@@ -25,7 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from kcc.weights.importers.onnx_graph import (GraphIndex, OnnxImportError, dequant_conv_integer, dequant_gather,
-                                      dequant_lstm, dequant_matmul_integer, weight_norm_split)
+                                      dequant_lstm, dequant_matmul_integer, quantised_gather, quantised_lstm,
+                                      quantised_matmul_integer, weight_norm_split)
+from kcc.weights.quantised import Quantised, check_exact
 
 LABEL = "Kokoro-82M v1.0 weights (Apache-2.0), dequantised from an int8 ONNX export"
 
@@ -129,8 +131,9 @@ class _Builder:
         self.targets = targets
         self.report = report
         self.out: dict[str, np.ndarray] = {}
+        self.quant: dict[str, Quantised] = {}     # key -> the int8 values + scales it is exactly
 
-    def put(self, key: str, value: np.ndarray, source: str) -> None:
+    def put(self, key: str, value: np.ndarray, source: str, quant: Quantised | None = None) -> None:
         if key not in self.targets:
             raise OnnxImportError(f"{source}: maps to '{key}', which is not a kokoro-v1_0.pth tensor")
         want = self.targets[key]
@@ -149,9 +152,13 @@ class _Builder:
             return
         self.out[key] = np.ascontiguousarray(value, dtype=np.float32)
         self.report.sources[key] = source
+        if quant is not None and quant.q.shape == tuple(value.shape):
+            check_exact(key, quant, self.out[key])
+            self.quant[key] = quant
 
-    def put_weight(self, module: str, w: np.ndarray, source: str) -> None:
-        """A dense weight for `module`: stored as .weight, or split when the layer is weight-normed."""
+    def put_weight(self, module: str, w: np.ndarray, source: str, quant: Quantised | None = None) -> None:
+        """A dense weight for `module`: stored as .weight, or split when the layer is weight-normed
+        (the split halves are not int8 * scale, so `quant` is then not recorded)."""
         if f"{module}.weight_v" in self.targets:
             g, v, zeros = weight_norm_split(w)
             self.put(f"{module}.weight_g", g, source)
@@ -159,7 +166,7 @@ class _Builder:
             if zeros:
                 self.report.zero_channels[module] = zeros
         else:
-            self.put(f"{module}.weight", w, source)
+            self.put(f"{module}.weight", w, source, quant)
 
 
 def _check_name(node, init_name: str, module: str) -> None:
@@ -192,7 +199,7 @@ def _map_nodes(g: GraphIndex, b: _Builder) -> set[str]:
         _check_name(node, wname, module)
         src = f"{op} {node.name}"
         if op == "MatMulInteger":
-            b.put_weight(module, dequant_matmul_integer(g, node), src)
+            b.put_weight(module, dequant_matmul_integer(g, node), src, quantised_matmul_integer(g, node))
         elif op == "ConvInteger":
             b.put_weight(module, dequant_conv_integer(g, node), src)
         elif op in ("Conv", "ConvTranspose"):
@@ -200,10 +207,11 @@ def _map_nodes(g: GraphIndex, b: _Builder) -> set[str]:
         elif op == "MatMul":
             b.put_weight(module, g.init[wname].astype(np.float32).T, src)
         elif op == "Gather":
-            b.put_weight(module, dequant_gather(g, node), src)
+            b.put_weight(module, dequant_gather(g, node), src, quantised_gather(g, node))
         else:  # DynamicQuantizeLSTM; its bias is a node input, not parameter-named
+            quant = quantised_lstm(g, node)
             for leaf, v in dequant_lstm(g, node).items():
-                b.put(f"{module}.{leaf}", v, src)
+                b.put(f"{module}.{leaf}", v, src, quant.get(leaf))
             used.add(node.input[3])
         used.add(wname)
     return used
@@ -230,6 +238,15 @@ def import_onnx(onnx_path, targets: dict | None = None,
     `targets` ('section.key' -> shape) defaults to target_layout(); `graph` to the
     loaded ONNX (both injectable so a caller can reuse them).
     """
+    sections, _quant, report = import_onnx_quantised(onnx_path, targets, graph)
+    return sections, report
+
+
+def import_onnx_quantised(onnx_path, targets: dict | None = None, graph: GraphIndex | None = None
+                          ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Quantised], ImportReport]:
+    """import_onnx's (sections, report) plus the int8 provenance side table: 'section.key' ->
+    Quantised for every tensor that is exactly int8 * per-row scale (kcc.weights.quantised):
+    the Linear (MatMulInteger), LSTM and embedding weights; not the weight-normed convs."""
     g = GraphIndex.load(onnx_path) if graph is None else graph
     targets = target_layout() if targets is None else targets
     report = ImportReport(source=str(onnx_path))
@@ -259,7 +276,7 @@ def import_onnx(onnx_path, targets: dict | None = None,
         if key in b.out:
             sec, rest = key.split(".", 1)
             sections.setdefault(sec, {})[f"module.{rest}"] = b.out[key]
-    return sections, report
+    return sections, b.quant, report
 
 
 def save_checkpoint(sections: dict[str, dict[str, np.ndarray]], out_path) -> Path:
