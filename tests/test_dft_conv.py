@@ -1,8 +1,10 @@
-"""dft_conv1d (block-DFT convolution, kcc/ops/dft_conv.py) against torch, the direct conv and
-its own rejection paths; and where kcc.compiler.passes.spectral_convs fires.
+"""dft_conv1d (block-DFT convolution, kcc/ops/dft_conv.py) beyond the op harness (tests/test_ops.py
+runs its cases against the conv reference, 1 and 2 threads): Kokoro's geometries no worse than
+the direct conv, the spectrum pack against np.fft, the direct path below min_rows bit for bit, its
+rejection paths; and where kcc.compiler.passes.spectral_convs fires.
 
-Circuits declare dft_conv1d explicitly so each case picks its DFT length n; the weight is in
-torch layout and packed at lowering twice (GEMM pack, spectrum).
+The op is declared explicitly (kcc.compiler.one_op) so each case picks its DFT length n; the weight
+is in torch layout and packed at lowering twice (GEMM pack, spectrum).
 """
 from __future__ import annotations
 
@@ -14,36 +16,33 @@ pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from kcc.compiler.build import BuildOptions  # noqa: E402
 from kcc.compiler.ir import Graph, Tensor, WeightRef  # noqa: E402
-from kcc.ops import LoweringError  # noqa: E402
+from kcc.compiler.one_op import compile_op, run_cases  # noqa: E402
+from kcc.ops import Case, LoweringError  # noqa: E402
 from kcc.compiler.passes import spectral_convs  # noqa: E402
-from kcc.compiler.driver import compile_circuit  # noqa: E402
-from tests.test_conv_ops import _circuit, _mem_ckpt, cm, tm  # noqa: E402
+from tests.test_conv_ops import cm, tm  # noqa: E402
 
 TOL = 2e-5
 
 
-def _dft_circuit(c_in, c_out, k, n, pad, dil, min_rows=0, act="none", res=False, t_max=512):
-    common = {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows}
-    ops = [{"op": "dft_conv1d", "in": {"x": "x", **({"res": "r"} if res else {})},
-            "w": {"weight": "w", "spectrum": "w", "bias": "b"},
-            "attrs": {**common, "padding": pad, "dilation": dil, "act": act, "slope": 0.2}, "out": "y"}]
-    inputs = {"x": ["B", "T", c_in], **({"r": ["B", f"(T+{2 * pad - dil * (k - 1)})", c_out]} if res else {})}
-    doc = _circuit(ops, inputs, {"w": {"ref": "t.w"}, "b": {"ref": "t.b"}}, "y", t_max=t_max)
-    doc["name"] = "t_dft_conv"
-    return doc
+def _compile(op: str, w, b, pad: int, dil: int, n: int = 16, min_rows: int = 0, t_max: int = 512, **attrs):
+    """One dft_conv1d (or the conv1d it replaces) over x [B, T, Cin] with runtime dims B, T."""
+    c_out, c_in, k = w.shape
+    ws = {"weight": w, "bias": b}
+    if op == "dft_conv1d":
+        ws["spectrum"] = attrs.pop("spectrum", w)
+        attrs = {"n": n, "k_size": k, "c_out": attrs.pop("c_out", c_out), "min_rows": min_rows, **attrs}
+    template = Case("template", {"x": np.zeros((1, 1, 1), np.float32)}, ws, {"padding": pad, "dilation": dil, **attrs})
+    return compile_op(op, [template], shapes={"x": ["B", "T", c_in]}, dim_max={"B": 2, "T": t_max})
 
 
-def _direct_circuit(c_in, c_out, k, pad, dil, t_max=512):
-    spec = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"},
-            "attrs": {"padding": pad, "dilation": dil}, "out": "y"}
-    return _circuit([spec], {"x": ["B", "T", c_in]}, {"w": {"ref": "t.w"}, "b": {"ref": "t.b"}}, "y", t_max=t_max)
+def _run(cc, x):
+    return run_cases(cc, [Case("run", {"x": x})])[0]
 
 
 def _weights(rng, c_in, c_out, k):
     w = (rng.standard_normal((c_out, c_in, k)) / np.sqrt(c_in * k)).astype(np.float32)
-    return _mem_ckpt({"t.w": w, "t.b": (0.1 * rng.standard_normal(c_out)).astype(np.float32)}), w
+    return w, (0.1 * rng.standard_normal(c_out)).astype(np.float32)
 
 
 @pytest.mark.parametrize("c_in,c_out,k,n,pad,dil,t,b", [
@@ -55,12 +54,11 @@ def _weights(rng, c_in, c_out, k):
 ])
 def test_dft_conv_matches_torch_and_direct(c_in, c_out, k, n, pad, dil, t, b):
     rng = np.random.default_rng(c_in + k + n)
-    ck, w = _weights(rng, c_in, c_out, k)
+    w, bias = _weights(rng, c_in, c_out, k)
     x = rng.standard_normal((b, t, c_in)).astype(np.float32)
-    bias = torch.from_numpy(np.array(ck.get("t.b")))
-    ref64 = F.conv1d(cm(x).double(), torch.from_numpy(w).double(), bias.double(), 1, pad, dil)
-    got = compile_circuit(_dft_circuit(c_in, c_out, k, n, pad, dil), ck).run({"x": x}).outputs["y"]
-    direct = compile_circuit(_direct_circuit(c_in, c_out, k, pad, dil), ck, passes=[]).run({"x": x}).outputs["y"]
+    ref64 = F.conv1d(cm(x).double(), torch.from_numpy(w).double(), torch.from_numpy(bias).double(), 1, pad, dil)
+    got = _run(_compile("dft_conv1d", w, bias, pad, dil, n), x)
+    direct = _run(_compile("conv1d", w, bias, pad, dil), x)
     want = tm(ref64)
     assert got.shape == want.shape == direct.shape
     err, err_direct = float(np.abs(got - want).max()), float(np.abs(direct - want).max())
@@ -92,40 +90,16 @@ def test_spectrum_pack_is_the_conjugate_rfft_of_the_weight(c_out, k, n):
             np.testing.assert_allclose(spec[f, part], lanes(want[part]), rtol=1e-6, atol=1e-6)
 
 
-def test_dft_conv_epilogue_leaky_and_residual():
-    rng = np.random.default_rng(5)
-    ck, w = _weights(rng, 32, 32, 7)
-    x = rng.standard_normal((1, 80, 32)).astype(np.float32)
-    r = rng.standard_normal((1, 80, 32)).astype(np.float32)
-    got = compile_circuit(_dft_circuit(32, 32, 7, 16, 9, 3, act="leaky_relu", res=True), ck).run(
-        {"x": x, "r": r}).outputs["y"]
-    ref = F.leaky_relu(F.conv1d(cm(x).double(), torch.from_numpy(w).double(),
-                                torch.from_numpy(np.array(ck.get("t.b"))).double(), 1, 9, 3), 0.2)
-    assert float(np.abs(got - (tm(ref) + r)).max()) <= TOL
-
-
 def test_short_inputs_run_the_direct_conv_bit_for_bit():
     """Below min_rows the kernel is kcc_conv1d_f32 itself; at or above it, the DFT (not equal)."""
     rng = np.random.default_rng(9)
-    ck, _ = _weights(rng, 32, 32, 11)
-    direct = compile_circuit(_direct_circuit(32, 32, 11, 25, 5), ck, passes=[])
-    dft = compile_circuit(_dft_circuit(32, 32, 11, 32, 25, 5, min_rows=100), ck)
+    w, bias = _weights(rng, 32, 32, 11)
+    direct = _compile("conv1d", w, bias, 25, 5)
+    dft = _compile("dft_conv1d", w, bias, 25, 5, n=32, min_rows=100)
     short, long_ = (rng.standard_normal((1, t, 32)).astype(np.float32) for t in (99, 100))
-    assert np.array_equal(dft.run({"x": short}).outputs["y"], direct.run({"x": short}).outputs["y"])
-    a, b = dft.run({"x": long_}).outputs["y"], direct.run({"x": long_}).outputs["y"]
+    assert np.array_equal(_run(dft, short), _run(direct, short))
+    a, b = _run(dft, long_), _run(direct, long_)
     assert not np.array_equal(a, b) and float(np.abs(a - b).max()) <= TOL
-
-
-def test_dft_conv_identical_for_any_thread_count():
-    rng = np.random.default_rng(3)
-    ck, _ = _weights(rng, 64, 64, 11)
-    cc = compile_circuit(_dft_circuit(64, 64, 11, 32, 25, 5), ck, options=BuildOptions(openmp=True))
-    x = rng.standard_normal((1, 500, 64)).astype(np.float32)
-    got = {}
-    for n in (1, 2):
-        assert cc.set_threads(n) == n
-        got[n] = cc.run({"x": x}).outputs["y"]
-    assert np.array_equal(got[1], got[2])
 
 
 @pytest.mark.parametrize("change,match", [
@@ -135,28 +109,17 @@ def test_dft_conv_identical_for_any_thread_count():
     ({"min_rows": -1}, "min_rows -1 must be an integer >= 0"),
 ])
 def test_dft_conv_rejects_bad_attrs(change, match):
-    rng = np.random.default_rng(1)
-    k = change.get("k", 7)
-    ck, _ = _weights(rng, 16, 16, k)
-    doc = _dft_circuit(16, 16, k, change.get("n", 16), 3, 1, min_rows=change.get("min_rows", 0))
+    w, bias = _weights(np.random.default_rng(1), 16, 16, change.get("k", 7))
     with pytest.raises(LoweringError, match=match):
-        compile_circuit(doc, ck)
+        _compile("dft_conv1d", w, bias, 3, 1, n=change.get("n", 16), min_rows=change.get("min_rows", 0))
 
 
 def test_dft_conv_rejects_mismatched_spectrum_and_channels():
-    rng = np.random.default_rng(2)
-    ck, w = _weights(rng, 16, 16, 7)
-    doc = _dft_circuit(16, 16, 7, 16, 3, 1)
-    doc["blocks"][0]["ops"][0]["w"]["spectrum"] = "w2"       # the spectrum of another weight
-    doc["weights"]["w2"] = {"ref": "t.w2"}
-    with pytest.raises(LoweringError, match="must name the same conv weight"):
-        compile_circuit(doc, _mem_ckpt({"t.w": w, "t.b": ck.get("t.b"), "t.w2": np.zeros((16, 16, 5), np.float32)}))
-    ck, _ = _weights(rng, 16, 16, 7)
-    doc = _dft_circuit(16, 16, 7, 16, 3, 1)
-    for op in doc["blocks"][0]["ops"]:
-        op["attrs"]["c_out"] = 8
+    w, bias = _weights(np.random.default_rng(2), 16, 16, 7)
+    with pytest.raises(LoweringError, match="must name the same conv weight"):     # the spectrum of another weight
+        _compile("dft_conv1d", w, bias, 3, 1, spectrum=np.zeros((16, 16, 5), np.float32))
     with pytest.raises(LoweringError, match="has 16 output channels, attr c_out is 8"):
-        compile_circuit(doc, ck)
+        _compile("dft_conv1d", w, bias, 3, 1, c_out=8)
 
 
 def test_dft_conv_rejects_channels_past_its_work_area():
@@ -164,18 +127,16 @@ def test_dft_conv_rejects_channels_past_its_work_area():
     at n = 64 exceed the 512 KiB area; the same conv at n = 16 fits."""
     from kcc.ops.dft_conv import fits_work, tiles_per_block
     assert not fits_work(1344, 16, 64) and fits_work(1344, 16, 16) and tiles_per_block(128, 128, 32) == 16
-    rng = np.random.default_rng(4)
-    ck, _ = _weights(rng, 1344, 16, 7)
+    w, bias = _weights(np.random.default_rng(4), 1344, 16, 7)
     with pytest.raises(LoweringError, match="Cin 1344 and Cout 16 at n = 64 exceed the kernel's work area"):
-        compile_circuit(_dft_circuit(1344, 16, 7, 64, 3, 1), ck)
+        _compile("dft_conv1d", w, bias, 3, 1, n=64)
 
 
 def test_dft_conv_kernel_refuses_input_shorter_than_its_taps():
     """K 11, dilation 5, no padding needs T >= 51: at T = 20 the kernel returns KCC_EDIMS and the
     output keeps its canary."""
-    rng = np.random.default_rng(4)
-    ck, _ = _weights(rng, 16, 16, 11)
-    cc = compile_circuit(_dft_circuit(16, 16, 11, 32, 0, 5), ck)
+    w, bias = _weights(np.random.default_rng(4), 16, 16, 11)
+    cc = _compile("dft_conv1d", w, bias, 0, 5, n=32)
     out = np.full(16 * 512, -777.0, np.float32)
     status, msg = cc.call([np.zeros((1, 20, 16), np.float32)], [1, 20], [out], cc.new_arena())
     assert status == -4 and "kcc_dft_conv1d_f32" in msg

@@ -38,12 +38,12 @@ def gate(tolerance: float, ref: np.ndarray) -> float:
     return tolerance * max(1.0, float(np.abs(ref.astype(np.float64)).max(initial=0.0)))
 
 
-def tested_ops() -> list[str]:
+def ops_with_cases() -> list[str]:
     return sorted(n for n, d in OPS.items() if d.cases is not None and d.reference is not None)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-@pytest.mark.parametrize("op", tested_ops())
+@pytest.mark.parametrize("op", ops_with_cases())
 def test_op_matches_its_reference(op, variant):
     defn = OPS[op]
     cases = defn.cases()

@@ -204,7 +204,8 @@ def _cases():
             _case(rng, "k11_n32_d3_residual_leaky", 2, 61, 16, 33, 11, 32, res=True, padding=15, dilation=3,
                   act="leaky_relu", slope=0.1),
             _case(rng, "k3_n4_odd", 1, 10, 5, 3, 3, 4),
-            _case(rng, "below_min_rows_direct", 1, 30, 8, 16, 7, 16, min_rows=1000, padding=3)]
+            _case(rng, "below_min_rows_direct", 1, 30, 8, 16, 7, 16, min_rows=1000, padding=3),
+            _case(rng, "resblock_k11_d5_many_blocks", 1, 500, 64, 64, 11, 32, padding=25, dilation=5)]
 
 
 def reads_spectrum(v) -> bool:
