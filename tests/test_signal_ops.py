@@ -1,13 +1,17 @@
-"""Signal ops (kcc/ops/signal.py) against pinned upstream captures: the harmonic source (short with
-upstream's noise, long and fully voiced for phase accumulation), the STFT of the source, the
-iSTFT in both spectrum modes, and the seeded RNG's statistics."""
+"""Signal ops (kcc/ops/signal.py) against pinned upstream captures, beyond the op harness
+(tests/test_ops.py: every op against its numpy reference on small seeded cases): the harmonic
+source (short with upstream's noise, long and fully voiced for phase accumulation), the STFT of
+the source, the iSTFT in both spectrum modes, long inputs across thread counts, and the seeded
+RNG's statistics over 10^5-10^6 draws."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kcc.ops import LoweringError
+from kcc.ops import Case, LoweringError
 from kcc.compiler.driver import compile_circuit
+from kcc.compiler.one_op import compile_op, run_cases
+from kcc.ops.signal import rng_reference
 from kcc.compiler.xray import compare_arrays, load_pinned
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
@@ -90,24 +94,27 @@ def test_stft_matches_torch_up_to_the_phase_conditioning(source, gen_capture):
     assert np.abs(d[:, 1:][well]).max() <= TOL
 
 
-def _istft(spec):
-    return _circuit("t_istft_" + spec, {"T": {"min": 2, "max": 4096}}, [("x", "f32", [1, "T", 22])],
-                    [{"op": "istft", "in": {"x": "x"}, "attrs": {"n_fft": 20, "hop": 5, "spec": spec}, "out": "y"}],
-                    ["y"])
+def _istft(spec, n_fft=20):
+    """The iSTFT head as one op over x [1, T, n_fft + 2] (T a runtime dim)."""
+    template = Case("template", {"x": np.zeros((1, 2, n_fft + 2), np.float32)},
+                    attrs={"n_fft": n_fft, "hop": 5, "spec": spec})
+    return compile_op("istft", [template], shapes={"x": [1, "T", n_fft + 2]}, dim_max={"T": 4096})
 
 
-def test_istft_polar_matches_torch(small_ckpt, sig_capture):
-    cc = compile_circuit(_istft("polar"), small_ckpt)
-    r = cc.run({"x": sig_capture.inputs["istft_polar_in"]}, with_checkpoints=True)
-    res = compare_arrays("istft", sig_capture.checkpoints["signal.istft_polar"], r.checkpoints["y"])
+def _run(cc, x):
+    return run_cases(cc, [Case("run", {"x": x})])[0]
+
+
+def test_istft_polar_matches_torch(sig_capture):
+    y = _run(_istft("polar"), sig_capture.inputs["istft_polar_in"])
+    res = compare_arrays("istft", sig_capture.checkpoints["signal.istft_polar"], y)
     assert res.status == "PASS", res.reason
-    assert r.checkpoints["y"].shape == (1, 96 * 5)
+    assert y.shape == (1, 96 * 5)
 
 
-def test_istft_exp_sin_head_matches_upstream_waveform(small_ckpt, gen_capture):
-    cc = compile_circuit(_istft("exp_sin"), small_ckpt)
-    r = cc.run({"x": gen_capture.checkpoints["kokoro.generator.conv_post"]}, with_checkpoints=True)
-    res = compare_arrays("waveform", gen_capture.checkpoints["kokoro.waveform"], r.checkpoints["y"])
+def test_istft_exp_sin_head_matches_upstream_waveform(gen_capture):
+    y = _run(_istft("exp_sin"), gen_capture.checkpoints["kokoro.generator.conv_post"])
+    res = compare_arrays("waveform", gen_capture.checkpoints["kokoro.waveform"], y)
     assert res.status == "PASS", res.reason
     assert res.snr_db > 100
 
@@ -123,25 +130,27 @@ def test_signal_ops_are_identical_serial_and_threaded(small_ckpt):
     f0[:, ::7] = 0.0                                               # unvoiced frames too
     ins = {"f0": f0, "ini": rng.random((1, 9)).astype(np.float32),
            "noise": rng.standard_normal((1, 300 * n, 9)).astype(np.float32)}
+    serial = compile_circuit(SOURCE, small_ckpt).run(ins, with_checkpoints=True).checkpoints
+    threaded = compile_circuit(SOURCE, small_ckpt, options=BuildOptions(openmp=True))
+    for t in (1, 2):
+        assert threaded.set_threads(t) == t
+        got = threaded.run(ins, with_checkpoints=True).checkpoints
+        for name, want in serial.items():
+            assert np.isfinite(want).all() and np.array_equal(got[name], want), (name, t)
     spec = rng.standard_normal((1, 3000, 22)).astype(np.float32)
-    for doc, feed in ((SOURCE, ins), (_istft("exp_sin"), {"x": spec})):
-        serial = compile_circuit(doc, small_ckpt).run(feed, with_checkpoints=True).checkpoints
-        threaded = compile_circuit(doc, small_ckpt, options=BuildOptions(openmp=True))
-        for t in (1, 2):
-            assert threaded.set_threads(t) == t
-            got = threaded.run(feed, with_checkpoints=True).checkpoints
-            for name, want in serial.items():
-                assert np.isfinite(want).all() and np.array_equal(got[name], want), (doc["name"], name, t)
+    head = _istft("exp_sin")
+    outs = []
+    for t in (1, 2):
+        assert head.set_threads(t) == t
+        outs.append(_run(head, spec))
+    assert np.isfinite(outs[0]).all() and np.array_equal(outs[0], outs[1])
 
 
-def test_signal_ops_reject_bad_attrs(small_ckpt):
-    bad = _istft("polar")
-    bad["blocks"][0]["ops"][0]["attrs"]["n_fft"] = 21
+def test_signal_ops_reject_bad_attrs():
     with pytest.raises(LoweringError, match="n_fft must be an even integer"):
-        compile_circuit(bad, small_ckpt)
-    bad = _istft("cartesian")
+        _istft("polar", n_fft=21)
     with pytest.raises(LoweringError, match="spec 'cartesian'"):
-        compile_circuit(bad, small_ckpt)
+        _istft("cartesian")
 
 
 RNG = _circuit(
@@ -180,26 +189,13 @@ def test_rng_statistics(rng):
     assert abs(np.corrcoef(z[:-1], z[1:])[0, 1]) < 0.005           # neighbours (Box-Muller pairs too)
 
 
-def _mix64(z):
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def test_rng_normal_is_the_documented_box_muller(rng):
     """random_fill_f32.c's formula in numpy (splitmix64 counters, Box-Muller with numpy's libm
     log / cos / sin in f64): the C's own vectorised ln and sincos round to the same f32 but for
     rare ties, never more than 1 ulp away."""
     seed = 4242
     z = _draw(rng, seed)["z"].ravel()
-    key = _mix64(np.array([seed], np.uint64)) ^ _mix64(np.array([1 + 0x632BE59BD9B4E019], np.uint64))
-    i = np.arange(z.size, dtype=np.uint64)
-    u = ((_mix64(key + (i + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)).astype(np.float64)
-         + 0.5) / 2.0 ** 53
-    r, th = np.sqrt(-2.0 * np.log(u[0::2])), 2.0 * np.pi * u[1::2]
-    ref = np.empty(z.size, np.float32)
-    ref[0::2], ref[1::2] = (r * np.cos(th)).astype(np.float32), (r * np.sin(th)).astype(np.float32)
+    ref = rng_reference(seed, 1, "normal", z.size)
     ulps = np.abs(z.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
     assert ulps.max() <= 1 and (ulps == 0).mean() >= 0.9999, (ulps.max(), (ulps == 0).mean())
 
