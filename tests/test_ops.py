@@ -15,9 +15,9 @@ import pytest
 
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.costs import bind_op
-from kcc.compiler.one_op import compile_op, run_cases
+from kcc.compiler.one_op import OneOpError, compile_op, op_circuit, run_cases
 from kcc.kernels.registry import get_kernel
-from kcc.ops import OPS
+from kcc.ops import OPS, Case
 from kcc.ops.core import with_defaults
 from kcc.ops.signal import _phase_cut
 
@@ -164,6 +164,30 @@ def test_references_agree_with_torch(op):
         assert ref.shape == want.shape, (op, case.name)
         limit = 0.0 if exact else 1e-5 * max(1.0, float(np.abs(want).max()))
         assert max_error(ref, want) <= limit, (op, case.name, max_error(ref, want))
+
+
+@pytest.mark.parametrize("cases, match", [
+    ([Case("f64", {"a": np.zeros((1, 2)), "b": np.zeros((1, 2), np.float32)})], "dtype float64"),
+    ([Case("typo", {"a": np.zeros((1, 2), np.float32), "b": np.zeros((1, 2), np.float32)}, attrs={"scal": 2.0})],
+     r"unknown attr\(s\) \['scal'\]"),
+    ([Case(n, {"a": np.zeros((1, 2), np.float32), "b": np.zeros((1, 2), np.float32)}, dims={"F": f})
+      for n, f in (("one", 3), ("two", 4))], "dim F = 4, another case has 3"),
+])
+def test_one_op_circuit_refuses_cases_it_cannot_run(cases, match):
+    with pytest.raises(OneOpError, match=match):
+        op_circuit("add", cases)
+
+
+def test_one_op_circuit_runs_every_case_in_one_library():
+    rng = np.random.default_rng(1)
+    cases = [Case(f"c{k}", {"a": rng.standard_normal((1, 3 + k)).astype(np.float32),
+                            "b": rng.standard_normal((1, 3 + k)).astype(np.float32)}, attrs={"divisor": 2.0 + k})
+             for k in range(3)]
+    doc, _ = op_circuit("add", cases)
+    assert [o["out"] for o in doc["blocks"][0]["ops"]] == doc["outputs"] == ["c0_out", "c1_out", "c2_out"]
+    outs = run_cases(compile_op("add", cases), cases)
+    for k, (case, got) in enumerate(zip(cases, outs)):
+        assert np.array_equal(got, (case.inputs["a"] + case.inputs["b"]) / np.float32(2.0 + k))
 
 
 def test_kernels_constants_come_from_the_c():

@@ -20,13 +20,18 @@ from kcc.ops import OPS, Case
 from kcc.weights.checkpoint import Checkpoint
 
 DIM_MAX = 256
+
+
+class OneOpError(ValueError):
+    """Cases that cannot form one circuit: an input dtype the runtime lacks, an attr the op does
+    not have, or two cases giving one runtime dim different values."""
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _dtype(role: str, a: np.ndarray) -> str:
     if a.dtype not in _DTYPES:
-        raise TypeError(f"input '{role}': dtype {a.dtype} is neither float32 nor int32")
+        raise OneOpError(f"input '{role}': dtype {a.dtype} is neither float32 nor int32")
     return _DTYPES[a.dtype]
 
 
@@ -37,6 +42,7 @@ def op_circuit(op_type: str, cases: list[Case], shapes: dict | None = None,
     defn = OPS[op_type]
     shapes, dim_max = shapes or {}, dim_max or {}
     dims: dict[str, dict] = {}
+    given: dict[str, int] = {}
     inputs, weights, arrays, ops = [], {}, {}, []
 
     def declare(name: str, value: int | None = None) -> None:
@@ -54,10 +60,12 @@ def op_circuit(op_type: str, cases: list[Case], shapes: dict | None = None,
             weights[f"c{k}_{role}"] = {"ref": f"w.c{k}.{role}"}
             arrays[f"w.c{k}.{role}"] = np.ascontiguousarray(w, dtype=np.float32)
         for name, value in case.dims.items():
+            if given.setdefault(name, value) != value:
+                raise OneOpError(f"case '{case.name}' of {op_type}: dim {name} = {value}, another case has {given[name]}")
             declare(name, value)
         unknown = set(case.attrs) - set(defn.attrs)
         if unknown:
-            raise KeyError(f"case '{case.name}' of {op_type}: unknown attr(s) {sorted(unknown)}")
+            raise OneOpError(f"case '{case.name}' of {op_type}: unknown attr(s) {sorted(unknown)}")
         ops.append({"op": op_type, "in": {r: f"c{k}_{r}" for r in case.inputs},
                     "w": {r: f"c{k}_{r}" for r in case.weights}, "attrs": dict(case.attrs), "out": f"c{k}_out"})
     doc = {"schema": "kcc.circuit/1", "name": f"op_{op_type}", "dims": dims, "inputs": inputs,
