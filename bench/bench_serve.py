@@ -37,7 +37,7 @@ if sys.argv[2] == "fake":
     from test_server import make_catalog
     kcc.speech.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.02)
     kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(tempfile.mkdtemp()))
-    kcc.speech.g2p.G2P = lambda lang, backend: LetterG2P()
+    kcc.speech.g2p.G2P = lambda lang, backend, **options: LetterG2P()
 import argparse
 from kcc.speech.serve.cli import add_parsers
 ap = argparse.ArgumentParser()

@@ -22,6 +22,7 @@ import uvicorn
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kcc.speech.g2p import G2PError
+from kcc.speech.first_chunk import chunk_ramp
 from kcc.speech.say import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
 from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
@@ -31,6 +32,10 @@ from kcc.speech.voices import VoiceInfo, load_voice
 from kcc.speech.wav import pcm16
 
 from test_say import FakeSynth, LetterG2P, sentences
+
+# The fakes take no time, so a measured first-chunk size would depend on the order of requests:
+# these tests plan with a fixed one (tests/test_first_chunk.py tests the measured sizing).
+FIXED = Limits(first_chunk_seconds=0)
 
 
 VOICE_SEEDS = {"af_alloy": 1, "am_echo": 2, "bf_emma": 3, "jf_alpha": 4}
@@ -64,7 +69,7 @@ def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: Http
             aliases=None, default=None, g2ps=None):
     catalog = make_catalog(tmp_path / "voices")
     voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
-    service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or Limits())
+    service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or FIXED)
     server = uvicorn.Server(uvicorn.Config(create_app(service, http), log_level="warning", access_log=False,
                                            timeout_graceful_shutdown=5))
     sock = socket.socket()
@@ -135,8 +140,9 @@ TEXT = "Hello there, wide world. It speaks in sines."
 
 def planned(text, limits: Limits | None = None):
     """The chunks the server plans (its chunk sizes, not `kcc say`'s)."""
-    limits = limits or Limits()
-    return plan(text, LetterG2P(), limit=limits.chunk_phonemes, first_limit=limits.first_chunk_phonemes)
+    limits = limits or FIXED
+    ramp = chunk_ramp(limits.first_chunk_phonemes, limits.chunk_phonemes, limits.chunk_growth)
+    return plan(text, LetterG2P(), limit=limits.chunk_phonemes, first_limit=ramp, min_rest=ramp[0])
 
 
 def expected(text, voice="af_alloy", speed=1.0, seed=0):
@@ -438,7 +444,7 @@ def test_slow_body_is_a_408(tmp_path):
 
 def test_busy_server_answers_503_with_retry_after(tmp_path):
     gate = threading.Event()
-    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=0)) as srv:
+    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=0, first_chunk_seconds=0)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
             assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
@@ -452,7 +458,7 @@ def test_busy_server_answers_503_with_retry_after(tmp_path):
 
 def test_queued_request_gets_504_at_its_deadline(tmp_path):
     gate = threading.Event()
-    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=1, request_timeout_s=1.0)) as srv:
+    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=1, request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
             assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
@@ -468,12 +474,13 @@ def test_queued_request_gets_504_at_its_deadline(tmp_path):
 def test_closing_answers_queued_requests_503_and_stops_running_ones(tmp_path):
     gate = threading.Event()
     synth = FakeSynth(gate=gate)
-    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=1)) as srv:
+    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=1, first_chunk_seconds=0)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         queued = {}
         asker = threading.Thread(target=lambda: queued.update(r=post(srv.port, {"input": "hi", "stream": False})))
         try:
-            assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
+            assert s.status == 200 and s.chunk()
+            _wait(lambda: len(synth.calls) == 2 and synth.active == 1)   # chunk 2 holds the only worker (gated)
             asker.start()
             _wait(lambda: srv.service.waiting == 1)
             closer = threading.Thread(target=srv.service.close)
@@ -541,7 +548,7 @@ def test_client_disconnect_cancels_the_synthesis(tmp_path, stream):
 @pytest.mark.parametrize("stream", [True, False])
 def test_request_deadline_holds(tmp_path, stream):
     synth = FakeSynth(delay=0.2)
-    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0)) as srv:
+    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
         t0 = time.monotonic()
         try:
             status, headers, data = post(srv.port, {"input": sentences(30), "response_format": "pcm", "stream": stream})
@@ -557,7 +564,7 @@ def test_request_deadline_holds(tmp_path, stream):
 
 def test_stream_cut_mid_way_is_not_a_clean_end(tmp_path):
     synth = FakeSynth(delay=0.2)
-    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0)) as srv:
+    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(30), "response_format": "pcm"}).encode())
         assert s.status == 200
         with pytest.raises((ValueError, ConnectionError, OSError)):   # no terminating zero-size chunk
@@ -567,7 +574,7 @@ def test_stream_cut_mid_way_is_not_a_clean_end(tmp_path):
 
 
 def test_sse_deadline_ends_with_an_error_event(tmp_path):
-    with serving(tmp_path, FakeSynth(delay=0.2), limits=Limits(request_timeout_s=1.0)) as srv:
+    with serving(tmp_path, FakeSynth(delay=0.2), limits=Limits(request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
         status, _, data = post(srv.port, {"input": sentences(30), "stream_format": "sse", "response_format": "pcm"})
     events = [json.loads(x[6:]) for x in data.decode().split("\n\n") if x.startswith("data: ")]
     assert status == 200 and events[-1]["type"] == "error" and events[-1]["error"]["code"] == 504
@@ -610,7 +617,7 @@ from test_say import FakeSynth, LetterG2P
 from test_server import make_catalog
 kcc.speech.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.1)
 kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(sys.argv[2]))
-kcc.speech.g2p.G2P = lambda lang, backend: LetterG2P()
+kcc.speech.g2p.G2P = lambda lang, backend, **options: LetterG2P()
 import argparse
 from kcc.speech.serve.cli import add_parsers
 ap = argparse.ArgumentParser()
@@ -628,7 +635,7 @@ def test_serve_cli_environment_and_sigterm_drains(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo"}
+    env = {**os.environ, "KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo", "KCC_FIRST_CHUNK_SECONDS": "0"}
     proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
                              "serve", "--port", str(port), "--max-chars", "999"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -674,6 +681,7 @@ def _until_value(fn, timeout=60.0):
     (["--chunk-phonemes", "5000"], "--chunk-phonemes 5000 is outside"),
     (["--first-chunk-phonemes", "300", "--chunk-phonemes", "200"], "--first-chunk-phonemes 300 is outside [1, 200]"),
     (["--max-body", "1"], "--max-body 1 is outside"),
+    (["--first-chunk-seconds", "-1"], "--first-chunk-seconds -1.0 is outside [0, 60]"),
     (["--voice-alias", "alloy"], "voice alias 'alloy': expected NAME=VOICE"),
     (["--voice", "../x"], "'voice' must be a voice name"),
     (["--voice-alias", "alloy=af_nova"], "voice alias alloy=af_nova: not a voice this server offers"),

@@ -30,7 +30,7 @@ from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, Synthesiz
 @contextlib.contextmanager
 def wyoming_server(tmp_path, synth=None):
     voices = VoiceSet(make_catalog(tmp_path / "voices"), None, "af_alloy", loader=load_voice)
-    service = SpeechService(synth or FakeSynth(), G2PS(), voices, Limits())
+    service = SpeechService(synth or FakeSynth(), G2PS(), voices, Limits(first_chunk_seconds=0))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -48,6 +48,9 @@ class SynthesisCancelled(SynthesisError):
 # A server or batch job sets this (in the thread that synthesises) to an Event; every stage
 # boundary checks it, so a cancelled request stops within one stage, not one whole chunk.
 CANCEL: contextvars.ContextVar = contextvars.ContextVar("kcc_cancel", default=None)
+# Kernel threads for the stages this thread runs: None (set_threads' count), an int, or a
+# callable read before each stage (a server shares the cores out as syntheses start and end).
+THREADS: contextvars.ContextVar = contextvars.ContextVar("kcc_threads", default=None)
 
 
 class FrameOverflow(SynthesisError):
@@ -88,6 +91,7 @@ class Synthesizer:
             dims = {d: n for d, n in planned.items() if d in doc["dims"]}
             self.circuits[name] = compile_circuit(doc, ckpt, options, dims=dims or None)
         self._arenas = threading.local()
+        self.threads = None
         self.model_id, self.label = str(self.checkpoint_path), ""
 
     @classmethod
@@ -98,6 +102,7 @@ class Synthesizer:
         self.checkpoint_path, self.model_id, self.label = None, model_id, label
         self.stages, self.max_frames, self.circuits = list(circuits), max_frames, dict(circuits)
         self._arenas = threading.local()
+        self.threads = None
         return self
 
     def arena(self) -> np.ndarray:
@@ -111,6 +116,16 @@ class Synthesizer:
         return a
 
     def set_threads(self, n: int) -> int:
+        """n kernel threads for every thread that synthesises. OpenMP keeps the count per calling
+        thread (omp_set_num_threads sets that thread's ICV), so a server's or `kcc say`'s worker
+        threads would otherwise run at the default, every core; run() applies it in each."""
+        self.threads = n
+        return self._use_threads(n)
+
+    def _use_threads(self, n: int | None) -> int:
+        if n is None or getattr(self._arenas, "threads", None) == n:
+            return n or 0
+        self._arenas.threads = n
         return min(c.set_threads(n) for c in self.circuits.values())
 
     def run(self, env: dict[str, np.ndarray], with_checkpoints: bool = False,
@@ -131,6 +146,8 @@ class Synthesizer:
             missing = [i for i in c.graph.inputs if i not in env]
             if missing:
                 raise SynthesisError(f"stage {name}: input(s) {missing} are produced by no earlier stage")
+            want = THREADS.get()
+            self._use_threads(want() if callable(want) else want or self.threads)
             t0 = time.perf_counter()
             given = {d: v for d, v in known.items() if d in c.graph.dims}
             result = c.run({i: env[i] for i in c.graph.inputs}, arena=self.arena(),

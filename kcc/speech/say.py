@@ -16,7 +16,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -106,19 +106,20 @@ def check_max_frames(value) -> int:
 FIRST_CHUNK_PHONEMES = 100
 
 
-def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FIRST_CHUNK_PHONEMES,
-              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES) -> Iterator[Encoded]:
+def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = FIRST_CHUNK_PHONEMES,
+              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> Iterator[Encoded]:
     """Text (str or UTF-8 bytes) -> encoded chunks, lazily, each <= limit phonemes and sized so
     its frames at `speed` fit `max_frames` (kcc.speech.text.chunk_limit); the first <= first_limit where
-    a boundary allows; words in order. G2P runs one paragraph piece ahead of the chunks."""
+    a boundary allows (a sequence: the first chunks' limits, across paragraphs; min_rest: see
+    kcc.speech.text.iter_chunks); words in order. G2P runs one paragraph piece ahead of the chunks."""
     text = clean_text(decode_text(text))
     if not text.strip():
         raise SayError("input text is empty")
     limit = chunk_limit(limit, check_speed(speed), max_frames)
+    ramp = [first_limit] if isinstance(first_limit, int) else list(first_limit or ())
     n = 0
     for para in iter_paragraphs(text):
-        first = first_limit if n == 0 else None
-        for words in iter_chunks(_paragraph_words(para, g2p), limit, first):
+        for words in iter_chunks(_paragraph_words(para, g2p), limit, ramp[n:], min_rest):
             enc = encode(words, where=f"chunk {n + 1}")
             if enc.ids:
                 n += 1
@@ -146,10 +147,10 @@ def _paragraph_words(para: str, g2p) -> Iterator[Word]:
         yield from words
 
 
-def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: int | None = FIRST_CHUNK_PHONEMES,
-         speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES) -> list[Encoded]:
+def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = FIRST_CHUNK_PHONEMES,
+         speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> list[Encoded]:
     """iter_plan, all of it (errors anywhere in the text surface before any synthesis)."""
-    return list(iter_plan(text, g2p, limit, first_limit, speed, max_frames))
+    return list(iter_plan(text, g2p, limit, first_limit, speed, max_frames, min_rest))
 
 
 def split_encoded(enc: Encoded, parts: int) -> list[Encoded]:
@@ -457,8 +458,9 @@ def _run(args) -> tuple[int, int, int]:
     text = read_input(args)
     speed = check_speed(args.speed)
     max_frames = check_max_frames(args.max_frames)
-    from kcc.speech.overrides import G2PFactory
-    g2p = G2PFactory(args.g2p, getattr(args, "lexicon", None))(args.lang)
+    from kcc.speech.overrides import load_lexicon
+    lexicon = load_lexicon(args.lexicon) if getattr(args, "lexicon", None) else None
+    g2p = G2P(args.lang, args.g2p, lexicon=lexicon)
     print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
     progress = Progress(len(text), enabled=True if args.progress else None)

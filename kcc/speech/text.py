@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from typing import Iterable, Iterator
+from collections import deque
+from typing import Iterable, Iterator, Sequence
 
 from kcc.model.kokoro import MAX_PHONEMES      # ALBERT's 512 positions less the two boundary tokens
 from kcc.speech.g2p import Word
@@ -137,19 +138,51 @@ def _cut(words: list[Word], incoming: Word, limit: int) -> int:
 
 
 def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
-                first_limit: int | None = None) -> Iterator[list[Word]]:
-    """Consecutive runs of `words` (all of them, in order), each run's phoneme string <= limit;
-    the first run <= first_limit where a boundary allows (a word longer than that stays whole)."""
+                first_limit: int | Sequence[int] | None = None, min_rest: int = 0) -> Iterator[list[Word]]:
+    """Consecutive runs of `words` (all of them, in order), each run's phoneme string <= limit.
+
+    first_limit: the first run's limit, or the first runs' limits in order (a ramp: short runs
+    first, so the first audio comes early and each next run is made while the last one plays);
+    a boundary is found as for `limit` (a word longer than the limit stays whole).
+    min_rest: a run is cut short of `limit` only when at least min_rest phonemes follow the cut
+    in `words`, so a short sentence stays one run instead of ending in a fragment."""
     if limit < 1:
         raise ValueError(f"chunk limit must be positive, got {limit}")
+    ramp = [first_limit] if isinstance(first_limit, int) else list(first_limit or ())
+    if any(not isinstance(n, int) or n < 1 for n in ramp):
+        raise ValueError(f"first chunk limits must be positive whole numbers, got {first_limit!r}")
+    source, ahead = _split_long(words, limit), deque()
     current: list[Word] = []
-    lim = first_limit if first_limit and first_limit < limit else limit
-    for w in _split_long(words, limit):
-        if current and len(phoneme_string(current + [w])) > lim:
-            z = _cut(current, w, lim)
+    k = 0                                 # runs yielded so far
+
+    def lim() -> int:
+        return min(limit, ramp[k]) if k < len(ramp) else limit
+
+    def rest_at_least(rest: list[Word], n: int) -> bool:
+        while len(phoneme_string(rest + list(ahead))) < n:
+            w = next(source, None)
+            if w is None:
+                return False
+            ahead.append(w)
+        return True
+
+    while True:
+        w = ahead.popleft() if ahead else next(source, None)
+        if w is None:
+            break
+        if current and len(phoneme_string(current + [w])) > lim():
+            z = _cut(current, w, lim())
+            if lim() < limit and min_rest > 0 and not rest_at_least(current[z:] + [w], min_rest):
+                ramp = ramp[:k]           # too little follows: no more short runs
+                if len(phoneme_string(current + [w])) > limit:
+                    z = _cut(current, w, limit)
+                else:
+                    current.append(w)
+                    continue
             if current[:z]:
                 yield current[:z]
-            current, lim = current[z:], limit
+                k += 1
+            current = current[z:]
         current.append(w)
     if current:
         yield current

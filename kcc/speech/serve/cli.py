@@ -42,7 +42,11 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
     p.add_argument("--chunk-phonemes", type=int, default=_env("CHUNK_PHONEMES", 200, int),
                    help="longest text chunk synthesised at once; bounds one step past a deadline ($KCC_CHUNK_PHONEMES)")
     p.add_argument("--first-chunk-phonemes", type=int, default=_env("FIRST_CHUNK_PHONEMES", 40, int),
-                   help="the first chunk is cut shorter, so the first audio comes early ($KCC_FIRST_CHUNK_PHONEMES)")
+                   help="the first chunk's most phonemes: it is cut shorter, so the first audio comes early "
+                        "($KCC_FIRST_CHUNK_PHONEMES)")
+    p.add_argument("--first-chunk-seconds", type=float, default=_env("FIRST_CHUNK_SECONDS", 0.15, float),
+                   help="size the first chunk from the measured synthesis cost to be made within this; "
+                        "0: always --first-chunk-phonemes ($KCC_FIRST_CHUNK_SECONDS)")
 
 
 def add_parsers(subparsers) -> None:
@@ -77,6 +81,7 @@ def check_settings(args) -> None:
               ("--request-timeout", args.request_timeout, 0.1, 86_400),
               ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
               ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
+              ("--first-chunk-seconds", args.first_chunk_seconds, 0, 60),
               ("--port", args.port, 0, 65_535)]
     checks += [(flag, getattr(args, attr), lo, hi) for flag, attr, lo, hi in (
         ("--max-chars", "max_chars", 1, 1_000_000), ("--max-body", "max_body", 64, 1 << 30),
@@ -92,6 +97,7 @@ def build_service(args):
     from kcc.speech import voices as voices_mod
     from kcc.speech.overrides import G2PFactory
     from kcc.speech.say import load_synthesizer
+    from kcc.compiler.threads import available_cores
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
     check_settings(args)
@@ -112,7 +118,9 @@ def build_service(args):
     synth = load_synthesizer(args.checkpoint or _env("CHECKPOINT", None), args.max_frames,
                              native=args.native, threads=args.threads or threads_per_synthesis(args.workers))
     limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout,
-                    chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes)
+                    chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes,
+                    first_chunk_seconds=args.first_chunk_seconds,
+                    cores=0 if args.threads else available_cores())
     return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
 
 

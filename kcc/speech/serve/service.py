@@ -1,10 +1,13 @@
-"""Synthesis jobs off the event loop: admission, a bounded thread pool, deadlines, cancellation.
+"""Synthesis jobs off the event loop: admission, bounded threads, deadlines, cancellation.
 
-A request becomes a Job: its whole G2P -> chunks -> synthesis -> encoding loop runs on one of
-`workers` threads (the compiled circuits release the GIL), and hands the event loop a stream of
-items: ('plan', chunks), ('bytes', encoded bytes, the Chunk or None for the encoder's tail)...,
-then ('end', None); or ('error', ApiError) at any point. At most
-`workers` jobs run and `max_queue` wait; one more is refused at once with 503 + Retry-After.
+A request becomes a Job: its G2P -> chunks -> encoding loop runs on a thread of its own, each
+chunk's synthesis on one of `workers` synthesis threads (kcc.speech.serve.scheduler: the most
+urgent listener's chunk first; the compiled circuits release the GIL), and it hands the event
+loop a stream of items: ('plan', chunks), ('bytes', encoded bytes, the Chunk or None for the
+encoder's tail)..., then ('end', None); or ('error', ApiError) at any point. At most
+`workers` + `max_queue` jobs are admitted; one more is refused at once with 503 + Retry-After.
+The first chunks are short and grow (kcc.speech.first_chunk): the first is sized from the
+measured cost of recent chunks to be made within `first_chunk_seconds`.
 Between chunks the job stops if the client went away (Job.cancel) or if the next chunk, at the
 measured seconds per phoneme, would end past the request's deadline (504); the server plans
 chunks of at most `chunk_phonemes`, so one chunk's time is bounded too.
@@ -22,10 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from kcc.speech.g2p import G2PError, detect_language
-from kcc.model.pipeline import CANCEL, DEFAULT_MAX_FRAMES, SynthesisCancelled
+from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
+from kcc.speech.first_chunk import CostModel, chunk_ramp
 from kcc.speech.say import SayError, plan, synthesize_chunks
 from kcc.speech.serve.audio_formats import Encoder
 from kcc.speech.serve.request import ApiError, SpeechRequest
+from kcc.speech.serve.scheduler import ChunkScheduler
+from kcc.speech.timestamps import SAMPLE_RATE
 from kcc.speech.serve.voice_set import VoiceRequestError, VoiceSet
 from kcc.speech.voices import VoiceError
 
@@ -42,7 +48,11 @@ class Limits:
     max_queue: int = 8
     request_timeout_s: float = 120.0
     chunk_phonemes: int = 200           # a chunk's synthesis time stays a small part of the deadline
-    first_chunk_phonemes: int = 40      # short first chunk: first audio early
+    first_chunk_phonemes: int = 40      # the first chunk's most phonemes (fewer when synthesis is slow)
+    first_chunk_seconds: float = 0.15   # the first chunk is sized to be made within this (0: fixed size)
+    first_chunk_min: int = 6            # ... but has at least this many phonemes' limit
+    chunk_growth: float = 3.0           # each next chunk's limit, until chunk_phonemes
+    cores: int = 0                      # kernel threads shared among running syntheses (0: fixed)
 
 
 # Voices of these languages are asked to read Latin-script text too (Kokoro's Japanese voices
@@ -58,11 +68,21 @@ def pick_language(text: str, voice_language: str, default: str) -> str:
 
 
 class Job:
-    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: float):
-        self.loop, self.deadline = loop, deadline
+    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: float, streamed: bool = True):
+        self.loop, self.deadline, self.streamed = loop, deadline, streamed
         self.items: asyncio.Queue = asyncio.Queue()
         self.cancel = threading.Event()
-        self.started = False             # a worker has taken it (it is no longer queued)
+        self.started = False             # its first chunk is being synthesised (it is no longer queued)
+        self.arrived = time.monotonic()
+        self.first_audio: float | None = None
+        self.audio_s = 0.0               # audio handed to the client so far
+
+    def urgency(self) -> float:
+        """The scheduler's key: when this job's listener runs out of audio (its arrival while
+        it has none, or when nothing plays it before the end)."""
+        if self.first_audio is None or not self.streamed:
+            return self.arrived
+        return self.first_audio + self.audio_s
 
     def emit(self, *item) -> None:
         try:
@@ -78,7 +98,9 @@ class SpeechService:
         self.synth, self.g2p_for, self.voices = synth, g2p_for, voices
         self.default_language = default_language
         self.limits = limits or Limits()
-        self.pool = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="kcc-synth")
+        self.pool = ThreadPoolExecutor(self.limits.workers + self.limits.max_queue, thread_name_prefix="kcc-job")
+        self.scheduler = ChunkScheduler(self.limits.workers, self.limits.cores)
+        self.cost = CostModel()
         self._lock = threading.Lock()
         self.running = self.waiting = 0
         self.jobs: set[Job] = set()
@@ -101,7 +123,7 @@ class SpeechService:
                 raise ApiError(503, f"server busy: {self.running} syntheses running and {self.waiting} waiting; "
                                     "retry later", headers={"Retry-After": str(self.retry_after())})
             self.waiting += 1
-            job = Job(loop, time.monotonic() + self.limits.request_timeout_s)
+            job = Job(loop, time.monotonic() + self.limits.request_timeout_s, req.stream or req.sse)
             self.jobs.add(job)
         self.pool.submit(self._run, job, req, parts)
         return job
@@ -127,21 +149,44 @@ class SpeechService:
             job.cancel.set()
             if not job.started:
                 job.emit("error", shutting_down())
+        self.scheduler.close()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
+    def first_chunks(self) -> list[int]:
+        """The first chunks' phoneme limits for a request now (kcc.speech.first_chunk)."""
+        lim = self.limits
+        first = lim.first_chunk_phonemes if lim.first_chunk_seconds <= 0 else self.cost.phonemes_within(
+            lim.first_chunk_seconds, min(lim.first_chunk_min, lim.first_chunk_phonemes), lim.first_chunk_phonemes)
+        return chunk_ramp(first, lim.chunk_phonemes, lim.chunk_growth)
+
     # -- the worker ----------------------------------------------------------------------------
-    def _run(self, job: Job, req: SpeechRequest, parts) -> None:
+    def _start(self, job: Job) -> None:
+        """The job's first chunk reaches a synthesis thread: it counts as running from here."""
         with self._lock:
             self.waiting -= 1
             self.running += 1
         job.started = True
+        if time.monotonic() > job.deadline:
+            raise ApiError(504, "the request waited for a synthesis slot past its deadline")
+
+    def _synthesize(self, job: Job, ids, ref_s, speed, seed):
+        """One synthesis call, on a synthesis thread in the scheduler's order; its cost measured."""
+        def work():
+            if not job.started:
+                self._start(job)
+            t0 = time.monotonic()
+            out = self.synth.synthesize(ids, ref_s, speed=speed, seed=seed)
+            seconds = time.monotonic() - t0
+            self.cost.observe(len(ids), seconds)
+            self._measure(seconds, len(ids))
+            return out
+        return self.scheduler.run(job.urgency(), work, job.cancel)
+
+    def _run(self, job: Job, req: SpeechRequest, parts) -> None:
         encoder = None
-        cancel_token = CANCEL.set(job.cancel)      # the pipeline checks it between stages
         try:
             if job.cancel.is_set():
                 raise shutting_down() if self.draining else ApiError(499, "the client went away")
-            if time.monotonic() > job.deadline:
-                raise ApiError(504, "the request waited for a synthesis slot past its deadline")
             lang = req.lang or pick_language(req.text, self.voices.language(parts), self.default_language)
             try:
                 g2p = self.g2p_for(lang)
@@ -150,22 +195,22 @@ class SpeechService:
             pack = self.voices.pack(parts)
             # the whole text is planned first: a G2P error anywhere is a JSON error, not a cut
             # stream; chunk sizes also fit the synthesizer's frame plan at this speed
-            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes, first_limit=self.limits.first_chunk_phonemes,
+            ramp = self.first_chunks()
+            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes, first_limit=ramp, min_rest=ramp[0] if ramp else 0,
                           speed=req.speed, max_frames=getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES))
             encoder = Encoder(req.response_format, streaming=req.stream or req.sse)
             job.emit("plan", chunks)
-            produced = synthesize_chunks(chunks, self.synth, pack, req.speed, req.seed)
-            t0 = time.monotonic()
+            produced = synthesize_chunks(chunks, _Scheduled(self, job), pack, req.speed, req.seed)
             for enc in chunks:           # the generator synthesises a chunk when asked for it
                 if job.cancel.is_set():
                     produced.close()
                     return
                 self._check_deadline(job, len(enc.ids))
                 chunk = next(produced)
-                t1 = time.monotonic()
-                self._measure(t1 - t0, len(enc.ids))
-                t0 = t1
                 audio = chunk.audio * np.float32(req.volume) if req.volume != 1.0 else chunk.audio
+                if job.first_audio is None:
+                    job.first_audio = time.monotonic()
+                job.audio_s += chunk.audio.size / SAMPLE_RATE
                 job.emit("bytes", encoder.push(audio), chunk)
             job.emit("bytes", encoder.finish(), None)
             job.emit("end", None)
@@ -182,11 +227,13 @@ class SpeechService:
             log.exception("synthesis failed")
             job.emit("error", ApiError(500, f"synthesis failed: {type(exc).__name__}: {exc}"))
         finally:
-            CANCEL.reset(cancel_token)
             if encoder is not None:
                 encoder.close()
             with self._lock:
-                self.running -= 1
+                if job.started:
+                    self.running -= 1
+                else:
+                    self.waiting -= 1
                 self.jobs.discard(job)
 
     def _check_deadline(self, job: Job, n_ids: int) -> None:
@@ -199,3 +246,15 @@ class SpeechService:
         rate = seconds / max(1, n_ids)
         with self._lock:                 # a moving average over recent chunks of all requests
             self.seconds_per_phoneme = rate if not self.seconds_per_phoneme else 0.8 * self.seconds_per_phoneme + 0.2 * rate
+
+
+class _Scheduled:
+    """The synthesizer as one job's synthesize_chunks sees it: every call goes through the
+    service's scheduler."""
+
+    def __init__(self, service: SpeechService, job: Job):
+        self.service, self.job = service, job
+        self.max_frames = getattr(service.synth, "max_frames", DEFAULT_MAX_FRAMES)
+
+    def synthesize(self, ids, ref_s, speed: float = 1.0, seed: int = 0):
+        return self.service._synthesize(self.job, ids, ref_s, speed, seed)

@@ -1,0 +1,95 @@
+"""Chunk syntheses of all requests on `workers` threads, the most urgent listener first.
+
+A request's thread plans its text and encodes its audio; each chunk's synthesis is handed here
+and runs on one of `workers` synthesis threads (so only those fault in the synthesizer's
+per-thread arenas and hold its OpenMP thread counts). Waiting chunks are taken earliest key
+first: a request with no audio yet keys by its arrival, a streamed one that has audio by the
+time its listener runs out of it (first audio + seconds sent). So a new request's first chunk
+goes before the later chunks of requests whose listeners still have audio to play, and no
+request waits behind another's whole text.
+
+Kernel threads are shared out as syntheses start and end (kcc.model.pipeline.THREADS, read
+before each stage): one synthesis alone gets every core, n at once get cores // n each.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from concurrent.futures import Future
+from typing import Callable
+
+from kcc.model.pipeline import CANCEL, THREADS, SynthesisCancelled
+
+
+class SchedulerClosed(SynthesisCancelled):
+    """The server is shutting down: the chunk was not synthesised."""
+
+
+class ChunkScheduler:
+    def __init__(self, workers: int, cores: int = 0):
+        """cores: share this many kernel threads among running syntheses; 0: leave the
+        synthesizer's own count alone."""
+        self.cores = cores
+        self.busy = 0
+        self._heap: list = []
+        self._seq = itertools.count()
+        self._cv = threading.Condition()
+        self._closed = False
+        self._threads = [threading.Thread(target=self._loop, name=f"kcc-synth-{i}", daemon=True)
+                         for i in range(workers)]
+        for t in self._threads:
+            t.start()
+
+    def threads_now(self) -> int:
+        return max(1, self.cores // max(1, self.busy))
+
+    def run(self, key: float, fn: Callable, cancel: threading.Event | None = None):
+        """fn() on a synthesis thread once no waiting chunk has an earlier key; its result, or
+        its exception raised here. A chunk whose cancel is set by its turn does not run."""
+        fut: Future = Future()
+        with self._cv:
+            if self._closed:
+                raise SchedulerClosed("the server is shutting down")
+            heapq.heappush(self._heap, (key, next(self._seq), fn, fut, cancel))
+            self._cv.notify()
+        return fut.result()
+
+    def waiting(self) -> int:
+        with self._cv:
+            return len(self._heap)
+
+    def close(self) -> None:
+        """Refuse new chunks, fail the waiting ones, let the running ones end, join the threads."""
+        with self._cv:
+            self._closed = True
+            waiting, self._heap = self._heap, []
+            self._cv.notify_all()
+        for *_, fut, _cancel in waiting:
+            fut.set_exception(SchedulerClosed("the server is shutting down"))
+        for t in self._threads:
+            t.join()
+
+    def _loop(self) -> None:
+        if self.cores:
+            THREADS.set(self.threads_now)
+        while True:
+            with self._cv:
+                while not self._heap and not self._closed:
+                    self._cv.wait()
+                if not self._heap:
+                    return
+                _key, _seq, fn, fut, cancel = heapq.heappop(self._heap)
+                if cancel is not None and cancel.is_set():
+                    fut.set_exception(SynthesisCancelled("cancelled while waiting for a synthesis thread"))
+                    continue
+                self.busy += 1
+            token = CANCEL.set(cancel)
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # handed to the request's thread as it is
+                fut.set_exception(exc)
+            finally:
+                CANCEL.reset(token)
+                with self._cv:
+                    self.busy -= 1
