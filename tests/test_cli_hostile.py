@@ -213,7 +213,7 @@ def _cli(monkeypatch, capsys, argv, synth=None):
         loads.append(max_frames)
         return synth or FramedSynth()
     monkeypatch.setattr(say_mod, "load_synthesizer", load)
-    monkeypatch.setattr(say_mod, "G2P", lambda lang, backend: LetterG2P())
+    monkeypatch.setattr(say_mod, "G2P", lambda lang, backend, **kw: LetterG2P())
     rc = cli.main(argv)
     out = capsys.readouterr()
     return rc, out.out, out.err, loads
@@ -397,7 +397,7 @@ class Slow(FakeSynth):
         libc.usleep(2000000)
         return super().synthesize(*a, **k)
 say.load_synthesizer = lambda *a, **k: Slow()
-say.G2P = lambda lang, backend: LetterG2P()
+say.G2P = lambda lang, backend, **kw: LetterG2P()
 from kcc.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -559,7 +559,7 @@ def test_a_g2p_backend_crash_is_a_named_error(tmp_path, monkeypatch, capsys):
     with pytest.raises(say_mod.G2PBackendError, match=r"G2P failed on the text 'hello there': RuntimeError: backend fell over"):
         plan("hello there", Crashing())
     from kcc import cli
-    monkeypatch.setattr(say_mod, "G2P", lambda lang, backend: Crashing())
+    monkeypatch.setattr(say_mod, "G2P", lambda lang, backend, **kw: Crashing())
     monkeypatch.setattr(say_mod, "load_synthesizer", lambda *a, **k: pytest.fail("loaded the model"))
     assert cli.main(["say", "hello there", "-o", str(tmp_path / "x.wav")]) == 2
     assert "G2PBackendError" in capsys.readouterr().err and not list(tmp_path.iterdir())
