@@ -98,6 +98,13 @@ def passes(precision: str) -> list:
     return [bf16_gemms] if check(precision) == "bf16" else []
 
 
+def with_precision(options, value: str | None):
+    """`options` with the precision a command line asked for (None: unchanged, i.e. KCC_PRECISION or
+    fp32), checked: what `--precision` feeds into kcc.model.model_store.load_model."""
+    import dataclasses
+    return options if value is None else dataclasses.replace(options, precision=check(value))
+
+
 def add_precision_argument(parser) -> None:
     """`--precision fp32|bf16|int8` for kcc say / synth / serve / batch (kcc/cli.py)."""
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
