@@ -5,7 +5,8 @@ two bounded phases of streamed requests (response_format pcm, stream_format audi
   1 client: --requests one after another;  N clients (--clients): --requests each, at once.
 TTFA is from sending the request to the first audio byte; xRT is audio seconds per wall second
 of one request; throughput is audio seconds per wall second over a whole phase; peak RSS is the
-server's VmHWM. Every phase stops issuing requests after --time-limit seconds.
+server's VmHWM; worst gap is the most silence a listener playing from the first byte would hear
+(audio arriving after what came before had played out), over the phase's requests. Every phase stops issuing requests after --time-limit seconds.
     python bench/bench_serve.py                       # the real model (kcc.speech.say.load_synthesizer(None))
     python bench/bench_serve.py --fake                # tests' FakeSynth / LetterG2P: the server alone
 """
@@ -62,14 +63,18 @@ def one_request(port: int, doc: dict) -> dict:
         resp = conn.getresponse()
         if resp.status != 200:
             return {"error": f"{resp.status}: {resp.read()[:200]!r}"}
-        first, n = None, 0
+        first, n, play_end, stall = None, 0, 0.0, 0.0
         while (data := resp.read1(65536)):
+            now = time.perf_counter() - t0
             if first is None:
-                first = time.perf_counter() - t0
+                first = play_end = now
+            elif now > play_end:             # a listener playing from the first byte would hear a gap
+                stall, play_end = stall + now - play_end, now
+            play_end += len(data) / 2 / 24000
             n += len(data)
         wall = time.perf_counter() - t0
         audio_s = n / 2 / 24000
-        return {"ttfa": first, "wall": wall, "audio_s": audio_s, "xrt": audio_s / wall}
+        return {"ttfa": first, "wall": wall, "audio_s": audio_s, "xrt": audio_s / wall, "stall": stall}
     except (OSError, http.client.HTTPException) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -105,6 +110,7 @@ def phase(port: int, doc: dict, clients: int, requests: int, time_limit: float) 
             "error_samples": [r["error"] for r in results if "error" in r][:3],
             "ttfa_p50_ms": 1000 * pct(50), "ttfa_p95_ms": 1000 * pct(95),
             "xrt_median": statistics.median(r["xrt"] for r in ok) if ok else float("nan"),
+            "stall_max_ms": 1000 * max((r["stall"] for r in ok), default=float("nan")),
             "throughput_audio_s_per_s": sum(r["audio_s"] for r in ok) / wall, "wall_s": wall}
 
 
@@ -124,6 +130,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2, help="the server's --workers")
     ap.add_argument("--threads", type=int, default=None, help="the server's kernel --threads")
+    ap.add_argument("--first-chunk-seconds", type=float, default=None, help="the server's --first-chunk-seconds")
+    ap.add_argument("--first-chunk-phonemes", type=int, default=None, help="the server's --first-chunk-phonemes")
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per phase")
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
@@ -132,6 +140,10 @@ def main() -> int:
             "--workers", str(a.workers), "--max-queue", str(4 * a.clients)]
     if a.threads:
         argv += ["--threads", str(a.threads)]
+    if a.first_chunk_seconds is not None:
+        argv += ["--first-chunk-seconds", str(a.first_chunk_seconds)]
+    if a.first_chunk_phonemes is not None:
+        argv += ["--first-chunk-phonemes", str(a.first_chunk_phonemes)]
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.perf_counter()
@@ -163,11 +175,11 @@ def main() -> int:
         proc.wait(60)
     print(f"server start {out['startup_s']:.1f} s, peak RSS {out['peak_rss_mb']:.0f} MB, text {len(a.text)} chars"
           f"{' (fake synthesizer)' if a.fake else ''}")
-    print("| clients | requests | errors | TTFA p50 ms | TTFA p95 ms | xRT (median) | audio s / s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| clients | requests | errors | TTFA p50 ms | TTFA p95 ms | xRT (median) | audio s / s | worst gap ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for p in out["phases"]:
         print(f"| {p['clients']} | {p['requests']} | {p['errors']} | {p['ttfa_p50_ms']:.0f} | {p['ttfa_p95_ms']:.0f} | "
-              f"{p['xrt_median']:.2f} | {p['throughput_audio_s_per_s']:.2f} |")
+              f"{p['xrt_median']:.2f} | {p['throughput_audio_s_per_s']:.2f} | {p['stall_max_ms']:.0f} |")
         for e in p["error_samples"]:
             print(f"  error: {e}")
     if a.json:
