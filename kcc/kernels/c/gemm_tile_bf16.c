@@ -28,12 +28,14 @@
 #define KCC_BF16_KP (KCC_GEMM_KC / 2)   /* pairs per chunk */
 #define KCC_BF16_ROWS 40960             /* words (160 KiB of stack) of pair rows a caller rounds at once */
 
-/* bf16 bits of f (round to nearest even; f finite), as ISO C. */
+/* bf16 bits of f, rounded to nearest even as vcvtneps2bf16 does (a NaN stays a quiet NaN; the
+ * rounding carry would turn some into infinities or -0), as ISO C. */
 KCC_FORCE_INLINE uint32_t kcc_bf16_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
-    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x40u : rounded;
 }
 
 KCC_FORCE_INLINE float kcc_bf16_lo(uint32_t w)
