@@ -7,19 +7,30 @@
  * The K chunk of a panel pair is expanded to f32 on the stack ((float)q * s: exact in f64 and
  * rounded once, so the same f32 weights the FP32 path stores) and handed to the same
  * micro-kernel in the same order: the result equals kcc_linear_f32 on the dequantised weight bit
- * for bit, at a quarter of the weight bytes. Each (panel pair, row block) tile expands its
- * chunks once per 64-row block: 1/64 of its multiply-adds when the block is full. */
+ * for bit, at a quarter of the weight bytes. Each chunk is expanded once per call: 32 products
+ * per k against 32 multiply-adds per k and row. */
+
+/* Each panel's chunk is kc rows of NR contiguous bytes: expanded in blocks of 64 lanes against
+ * the scale row repeated 4 times (GCC widens 64 bytes to whole 512-bit float vectors; rows of 16
+ * it converts 4 floats at a time). */
+#define KCC_Q8_EXPAND 64
+
 KCC_VECTOR_CLONES
 static void kcc_q8_expand_panels(const signed char *KCC_RESTRICT q, int64_t k, int64_t k0, int64_t kc,
                                  const float *KCC_RESTRICT s, int64_t n_panels, float *KCC_RESTRICT buf)
 {
+    const int64_t len = kc * KCC_GEMM_NR, full = len / KCC_Q8_EXPAND * KCC_Q8_EXPAND;
     for (int64_t p = 0; p < n_panels; ++p) {
         const signed char *KCC_RESTRICT qp = q + (p * k + k0) * KCC_GEMM_NR;
         const float *KCC_RESTRICT sp = s + p * KCC_GEMM_NR;
         float *KCC_RESTRICT bp = buf + p * KCC_GEMM_KC * KCC_GEMM_NR;
-        for (int64_t kk = 0; kk < kc; ++kk)
-            for (int64_t j = 0; j < KCC_GEMM_NR; ++j)
-                bp[kk * KCC_GEMM_NR + j] = (float)qp[kk * KCC_GEMM_NR + j] * sp[j];
+        float s4[KCC_Q8_EXPAND];
+        for (int64_t j = 0; j < KCC_Q8_EXPAND; ++j) s4[j] = sp[j % KCC_GEMM_NR];
+        for (int64_t i0 = 0; i0 < full; i0 += KCC_Q8_EXPAND)
+            for (int64_t j = 0; j < KCC_Q8_EXPAND; ++j)
+                bp[i0 + j] = (float)qp[i0 + j] * s4[j];
+        for (int64_t i = full; i < len; ++i)
+            bp[i] = (float)qp[i] * sp[i % KCC_GEMM_NR];
     }
 }
 
@@ -31,28 +42,25 @@ static int kcc_linear_q8(const float *KCC_RESTRICT x, int64_t rows, int64_t k,
     if (rows < 0 || k < 1 || n < 1) return KCC_EDIMS;
     if (act < 0 || act >= KCC_ACT_COUNT) return KCC_EBADINPUT;
     const int64_t panels = (n + KCC_GEMM_NR - 1) / KCC_GEMM_NR, pairs = (panels + KCC_GEMM_NP - 1) / KCC_GEMM_NP;
-    const int64_t blocks = (rows + KCC_GEMM_MC - 1) / KCC_GEMM_MC;
     const float *scales = wq;
     const signed char *q = (const signed char *)(wq + panels * KCC_GEMM_NR);
-    /* The loop nest of kcc_linear_f32 (its comments hold), B read from the expanded chunk. */
-    KCC_PARALLEL_FOR_COLLAPSE2
+    /* Panel pairs outermost, each thread a whole pair: a K chunk is expanded once and every row
+     * tile runs on it (rows in MR tiles, as kcc_linear_f32's 64-row blocks cut them), the chunks
+     * in k order, so each output sums exactly as kcc_linear_f32 sums it. */
+    KCC_PARALLEL_FOR
     for (int64_t pp = 0; pp < pairs; ++pp) {
-        for (int64_t mb = 0; mb < blocks; ++mb) {
-            float buf[KCC_GEMM_NP * KCC_GEMM_KC * KCC_GEMM_NR];
-            const int64_t m0 = mb * KCC_GEMM_MC;
-            const int64_t m1 = rows - m0 < KCC_GEMM_MC ? rows : m0 + KCC_GEMM_MC;
-            const int64_t j0 = pp * KCC_GEMM_NP * KCC_GEMM_NR;
-            const int64_t nr = kcc_gemm_pair_cols(n, j0);
-            const int64_t np = (nr + KCC_GEMM_NR - 1) / KCC_GEMM_NR;
-            for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
-                const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
-                kcc_q8_expand_panels(q + pp * KCC_GEMM_NP * k * KCC_GEMM_NR, k, k0, kc, scales + j0, np, buf);
-                for (int64_t i = m0; i < m1; i += KCC_GEMM_MR)
-                    kcc_gemm_tile_f32(x + i * k + k0, k, m1 - i < KCC_GEMM_MR ? m1 - i : KCC_GEMM_MR,
-                                      buf, KCC_GEMM_KC * KCC_GEMM_NR, kc, out + i * n + j0, n, nr, k0 == 0);
-            }
-            kcc_linear_epilogue_f32(out + m0 * n + j0, n, m1 - m0, bias + j0, nr, act, slope);
+        float buf[KCC_GEMM_NP * KCC_GEMM_KC * KCC_GEMM_NR];
+        const int64_t j0 = pp * KCC_GEMM_NP * KCC_GEMM_NR;
+        const int64_t nr = kcc_gemm_pair_cols(n, j0);
+        const int64_t np = (nr + KCC_GEMM_NR - 1) / KCC_GEMM_NR;
+        for (int64_t k0 = 0; k0 < k; k0 += KCC_GEMM_KC) {
+            const int64_t kc = k - k0 < KCC_GEMM_KC ? k - k0 : KCC_GEMM_KC;
+            kcc_q8_expand_panels(q + pp * KCC_GEMM_NP * k * KCC_GEMM_NR, k, k0, kc, scales + j0, np, buf);
+            for (int64_t i = 0; i < rows; i += KCC_GEMM_MR)
+                kcc_gemm_tile_f32(x + i * k + k0, k, rows - i < KCC_GEMM_MR ? rows - i : KCC_GEMM_MR,
+                                  buf, KCC_GEMM_KC * KCC_GEMM_NR, kc, out + i * n + j0, n, nr, k0 == 0);
         }
+        kcc_linear_epilogue_f32(out + j0, n, rows, bias + j0, nr, act, slope);
     }
     return KCC_OK;
 }
