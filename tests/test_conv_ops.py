@@ -91,7 +91,7 @@ def test_conv1d_kernel_rejects_too_short_input():
     cc = compile_op("conv1d", [case], shapes={"x": ["B", "T", 2]}, dim_max={"B": 2, "T": 64})
     out = np.full(8, 7.0, np.float32)
     status, msg = cc.call([np.zeros((1, 3, 2), np.float32)], [1, 3], [out], cc.new_arena())
-    assert status == -4 and "kcc_conv1d_f32" in msg       # KCC_EDIMS
+    assert status == -4 and "kcc_conv1d_gemm_f32" in msg       # KCC_EDIMS
     assert (out == 7.0).all()
 
 

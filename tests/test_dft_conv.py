@@ -91,7 +91,7 @@ def test_spectrum_pack_is_the_conjugate_rfft_of_the_weight(c_out, k, n):
 
 
 def test_short_inputs_run_the_direct_conv_bit_for_bit():
-    """Below min_rows the kernel is kcc_conv1d_f32 itself; at or above it, the DFT (not equal)."""
+    """Below min_rows the kernel is kcc_conv1d_gemm_f32 itself; at or above it, the DFT (not equal)."""
     rng = np.random.default_rng(9)
     w, bias = _weights(rng, 32, 32, 11)
     direct = _compile("conv1d", w, bias, 25, 5)

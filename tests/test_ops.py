@@ -196,7 +196,7 @@ def test_kernels_constants_come_from_the_c():
     from kcc.ops import adain, attention, conv, dense, dft_conv, fused, recurrence, signal
     assert (conv.GEMM_NR, dense.PANEL, conv.NR) == (16, 16, 8) == (
         c_constant("gemm_tile_f32.c", "KCC_GEMM_NR"), c_constant("gemm_tile_f32.c", "KCC_GEMM_NR"),
-        c_constant("conv1d_f32.c", "KCC_CONV_NR"))
+        c_constant("conv1d_grouped_f32.c", "KCC_CONV_NR"))
     assert (dft_conv.MAX_N, dft_conv.WORK, dft_conv.VW) == (64, 131072, 16)
     assert (fused.NC_TILE, fused.GEMM_MR, adain.MAX_CHANNELS) == (73728, 8, 2048)
     assert (attention.MAX_HEAD_DIM, recurrence.MAX_HIDDEN, signal.MAX_HARM, signal.MAX_FFT) == (256, 512, 64, 64)

@@ -12,7 +12,7 @@ import math
 
 from kcc.compiler.ir import Graph, Op, extent_value, max_dims
 from kcc.ops import OPS
-from kcc.ops.conv import GEMM_NR, is_gemm
+from kcc.ops.conv import GEMM_NR, variant
 from kcc.ops.dft_conv import dft_cost, fits_work, spectrum_bytes, spectrum_cost
 from kcc.ops.elementwise import same_extent
 from kcc.ops.fused import ATTRS as FUSED_ATTRS
@@ -77,7 +77,7 @@ def fuse_adain_conv(g: Graph) -> Graph:
             continue
         a, w = conv.attrs, g.weights[conv.weights["weight"]].shape       # GEMM pack [K, panels, Cin, 16]
         c_in, c_out = g.tensors[conv.inputs["x"]].shape[2], g.tensors[conv.output].shape[2]
-        if a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False) or len(w) != 4:
+        if a["stride"] != 1 or variant(c_in, c_out, a["groups"], a["dilation"], False) != "gemm" or len(w) != 4:
             continue
         if not fits_norm_conv(c_in, a["dilation"] * (w[0] - 1)):
             continue
@@ -108,7 +108,7 @@ def spectral_convs(g: Graph) -> Graph:
             ops.append(op)
             continue
         k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
-        if k < DFT_MIN_TAPS or a["stride"] != 1 or not is_gemm(c_in, c_out, a["groups"], False):
+        if k < DFT_MIN_TAPS or a["stride"] != 1 or variant(c_in, c_out, a["groups"], a["dilation"], False) != "gemm":
             ops.append(op)
             continue
         direct = k * c_in * w[1] * GEMM_NR

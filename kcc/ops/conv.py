@@ -3,12 +3,16 @@
 Activations are time-major: x [B, T, Cin] (a rank-2 [B, T] input is one channel), out
 [B, T', Cout]. Weights come in torch's layouts (Conv1d [Cout, Cin/groups, K], ConvTranspose1d
 [Cin, Cout/groups, K]; weight-normed layers are declared with "fold": "weight_norm") and are
-packed for kcc_conv1d_f32 (see conv1d_f32.c). `bias` is optional (conv1x1 shortcuts have none).
+packed for the variant's kernel. `bias` is optional (conv1x1 shortcuts have none).
 Input `res` is optional: a residual [B, T', Cout] added after the activation (kcc.compiler.passes fuses
 an `add` into its producing conv this way).
 
 Attrs: stride, padding, dilation, groups (and output_padding for the transposed form);
 act "none" | "leaky_relu" with slope, fused after the bias.
+
+The algorithm is chosen here, at lowering, by the rule table VARIANTS: the first rule that
+matches the shapes and attrs names the variant, which fixes the C function (one per variant:
+kcc_conv1d_<variant>_f32 in conv1d_<variant>_f32.c) and its weight layout.
 
     {"op": "conv1d", "in": {"x": "h"}, "w": {"weight": "c1_w", "bias": "c1_b"},
      "attrs": {"padding": 1, "act": "leaky_relu", "slope": 0.2}, "out": "h1"}
@@ -22,57 +26,105 @@ from kcc.ops.core import OPS, BindContext, Case, OpDef, c_float, define_op, expe
 from kcc.ops.cost_terms import epilogue
 from kcc.ops.elementwise import paren_extent, same_extent
 
-NR = c_constant("conv1d_f32.c", "KCC_CONV_NR")          # general dense layouts: column panels, zero-padded
-GEMM_NR = c_constant("gemm_tile_f32.c", "KCC_GEMM_NR")   # the GEMM path's panel width
+NR = c_constant("conv1d_grouped_f32.c", "KCC_CONV_NR")  # the grouped layout's column panels, zero-padded
+GEMM_NR = c_constant("gemm_tile_f32.c", "KCC_GEMM_NR")   # the GEMM and polyphase layouts' panel width
 ACTS = ("none", "leaky_relu")
 
+# (variant, rule(c_in, c_out, groups, dilation, transposed)): the first match wins.
+VARIANTS = (
+    ("depthwise", lambda c_in, c_out, g, d, tr: c_in // g == 1 and c_out // g == 1),   # incl. 1 in, 1 out
+    ("gemm", lambda c_in, c_out, g, d, tr: g == 1 and not tr),
+    ("polyphase", lambda c_in, c_out, g, d, tr: g == 1 and tr and d == 1),
+    ("grouped", lambda c_in, c_out, g, d, tr: True),
+)
+
+
+def variant(c_in: int, c_out: int, groups: int, dilation: int, transposed: bool) -> str:
+    """The conv algorithm for these shapes and attrs (VARIANTS): its kernel is kcc_conv1d_<variant>_f32."""
+    return next(name for name, rule in VARIANTS if rule(c_in, c_out, groups, dilation, transposed))
+
+
+_EPILOGUE_NOTE = "bias / res are not read when has_* = 0; identical for any thread count"
+_GEMM_ACC = ("f32 throughout: each tap's KC-channel chunks summed from zero (FMA where the target has it) and "
+             "added in (tap, chunk) order to the output's f32 partial, then + bias, the leaky slope, + res in f32")
+_GEMM_NOTES = ("torch accumulates in f32 (oneDNN order); the difference is of torch's own rounding, "
+               "~sqrt(K*Cin/64)*2^-24*|out|. " + _EPILOGUE_NOTE)
+_CONV_HEAD = (("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("bias", WEIGHT),
+              ("has_bias", I64))
+_CONV_TAIL = (("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32))
+
 register(Kernel(
-    name="kcc_conv1d_f32",
-    source="conv1d_f32.c",
-    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("bias", WEIGHT),
-          ("has_bias", I64), ("c_out", I64), ("k_size", I64), ("stride", I64), ("pad", I64),
-          ("dilation", I64), ("output_padding", I64), ("groups", I64), ("transposed", I64),
-          ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
-    contract=Contract(
-        accumulation="GEMM path (groups 1, direct, any stride; and transposed with groups 1, dilation 1, "
-                     "as stride phases): f32 throughout, each tap's 64-channel "
-                     "chunks summed from zero (FMA where the target has it) and added in (tap, chunk) "
-                     "order to the output's f32 partial, then + bias in f32. General path: f32 partial "
-                     "sums over <= 32 input channels of one tap, summed in f64 across chunks and taps, "
-                     "rounded once after the f64 bias add. Then the leaky slope, then + res, in f32",
-        tolerance=2e-5,
-        notes="torch accumulates in f32 (oneDNN order); the difference is of torch's own rounding, "
-              "~sqrt(K*Cin/64)*2^-24*|out| on the GEMM path. Per-output arithmetic does not depend "
-              "on blocking: identical for any thread count. bias / res are not read when has_* = 0"),
+    name="kcc_conv_epilogue_f32", source="conv_epilogue_f32.c",
+    args=(("ob", OUT_F32), ("c_out", I64), ("t0", I64), ("t1", I64), ("bias", WEIGHT), ("has_bias", I64),
+          ("neg_slope", F32), ("res", IN_F32), ("has_res", I64)),
+    contract=Contract(accumulation="f32: + bias, the leaky slope, + res", tolerance=0.0,
+                      notes="a helper every conv variant pastes (with kcc_conv_out_rows); no op lowers to it"),
+))
+
+register(Kernel(
+    name="kcc_conv_rows_f32", source="conv_rows_f32.c",
+    args=(("xs", IN_F32), ("r0", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("c_out", I64),
+          ("k_size", I64), ("pad", I64), ("dilation", I64), ("stride", I64), ("t0", I64), ("t1", I64),
+          ("ob", OUT_F32)),
+    contract=Contract(accumulation=_GEMM_ACC.split(", then")[0], tolerance=2e-5,
+                      notes="a helper: the GEMM variant's rows, shared by the fused and block-DFT convs"),
     requires=("kcc_gemm_tile_f32",),
 ))
 
+register(Kernel(
+    name="kcc_conv1d_gemm_f32", source="conv1d_gemm_f32.c",
+    args=_CONV_HEAD + (("c_out", I64), ("k_size", I64), ("stride", I64), ("pad", I64), ("dilation", I64)) + _CONV_TAIL,
+    contract=Contract(accumulation=_GEMM_ACC, tolerance=2e-5, notes=_GEMM_NOTES),
+    requires=("kcc_conv_epilogue_f32", "kcc_conv_rows_f32"),
+))
 
-def _is_depthwise(c_in: int, c_out: int, groups: int) -> bool:
-    return c_in // groups == 1 and c_out // groups == 1
+register(Kernel(
+    name="kcc_conv1d_polyphase_f32", source="conv1d_polyphase_f32.c",
+    args=_CONV_HEAD + (("c_out", I64), ("k_size", I64), ("stride", I64), ("pad", I64), ("output_padding", I64))
+    + _CONV_TAIL,
+    contract=Contract(accumulation="the GEMM variant's, per stride phase: " + _GEMM_ACC, tolerance=2e-5,
+                      notes=_GEMM_NOTES),
+    requires=("kcc_conv_epilogue_f32", "kcc_gemm_tile_f32"),
+))
+
+register(Kernel(
+    name="kcc_conv1d_depthwise_f32", source="conv1d_depthwise_f32.c",
+    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("channels", I64), ("wp", WEIGHT), ("bias", WEIGHT),
+          ("has_bias", I64), ("k_size", I64), ("stride", I64), ("pad", I64), ("dilation", I64),
+          ("output_padding", I64), ("transposed", I64)) + _CONV_TAIL,
+    contract=Contract(accumulation="f64: the bias, then the taps in order, rounded once; the leaky slope and + res "
+                                   "in f32", tolerance=2e-5, notes=_EPILOGUE_NOTE),
+    requires=("kcc_conv_epilogue_f32",),
+))
+
+register(Kernel(
+    name="kcc_conv1d_grouped_f32", source="conv1d_grouped_f32.c",
+    args=_CONV_HEAD + (("c_out", I64), ("k_size", I64), ("stride", I64), ("pad", I64), ("dilation", I64),
+                       ("output_padding", I64), ("groups", I64), ("transposed", I64)) + _CONV_TAIL,
+    contract=Contract(accumulation="f32 partial sums over <= 32 input channels of one tap, summed in f64 across "
+                                   "chunks and taps, rounded once after the f64 bias add; then the leaky slope "
+                                   "and + res in f32", tolerance=2e-5, notes=_EPILOGUE_NOTE),
+    requires=("kcc_conv_epilogue_f32",),
+))
 
 
-def is_gemm(c_in: int, c_out: int, groups: int, transposed: bool) -> bool:
-    """kcc_conv_is_gemm in conv1d_f32.c: the shifted-GEMM path (any stride) and its weight layout."""
-    return groups == 1 and not transposed and not (c_in == 1 and c_out == 1)
-
-
-def is_polyphase(c_in: int, c_out: int, groups: int, dilation: int, transposed: bool) -> bool:
-    """kcc_conv_is_polyphase in conv1d_f32.c: a transposed conv as stride phases of GEMMs."""
-    return transposed and groups == 1 and dilation == 1 and not (c_in == 1 and c_out == 1)
+def _torch_channels(w: np.ndarray, transposed: bool, groups: int) -> tuple[int, int]:
+    """(c_in, c_out) of a torch-layout weight: Conv1d [Cout, Cin/g, K], ConvTranspose1d [Cin, Cout/g, K]."""
+    return (w.shape[0], w.shape[1] * groups) if transposed else (w.shape[1] * groups, w.shape[0])
 
 
 def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: int) -> np.ndarray:
-    """torch layout -> the kernel's: [K, panels, Cin, 16] (GEMM and polyphase paths), [K, C]
-    (depthwise) or [G, panels, K, cig, 8] (general dense); panels zero-padded."""
+    """torch layout -> its variant's: [K, panels, Cin, 16] (gemm, polyphase), [K, C] (depthwise)
+    or [G, panels, K, cig, 8] (grouped); panels zero-padded."""
     k = w.shape[2]
-    if not transposed and is_gemm(w.shape[1] * groups, w.shape[0], groups, transposed):
+    kind = variant(*_torch_channels(w, transposed, groups), groups, dilation, transposed)
+    if kind == "gemm":
         c_out, c_in = w.shape[0], w.shape[1]
         panels = -(-c_out // GEMM_NR)
         out = np.zeros((k, c_in, panels * GEMM_NR), dtype=np.float32)
         out[..., :c_out] = w.transpose(2, 1, 0)                             # [K, Cin, Cout]
         return np.ascontiguousarray(out.reshape(k, c_in, panels, GEMM_NR).transpose(0, 2, 1, 3))
-    if is_polyphase(w.shape[0], w.shape[1] * groups, groups, dilation, transposed):
+    if kind == "polyphase":
         c_in, c_out = w.shape[0], w.shape[1]
         panels = -(-c_out // GEMM_NR)
         out = np.zeros((k, c_in, panels * GEMM_NR), dtype=np.float32)
@@ -86,7 +138,7 @@ def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: i
         c_out, cig = w.shape[0], w.shape[1]
         cog, c_in = c_out // groups, cig * groups
         gk = w.reshape(groups, cog, cig, k).transpose(0, 3, 2, 1)          # [G, K, cig, cog]
-    if _is_depthwise(c_in, c_out, groups):
+    if kind == "depthwise":
         return np.ascontiguousarray(gk[:, :, 0, 0].T)                       # [K, C]
     panels = -(-cog // NR)
     out = np.zeros((groups, k, cig, panels * NR), dtype=np.float32)
@@ -95,10 +147,11 @@ def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: i
 
 
 def gemm_pack(op_name: str):
-    """The weight pack of an op that runs a stride-1 conv on the GEMM path (adain_conv1d,
-    dft_conv1d): torch layout [Cout, Cin, K] -> [K, panels, Cin, 16], refused off that path."""
+    """The weight pack of an op that runs a stride-1 conv as the GEMM variant (adain_conv1d,
+    dft_conv1d): torch layout [Cout, Cin, K] -> [K, panels, Cin, 16], refused for other variants."""
     def pack(w, a):
-        expect(is_gemm(w.shape[1], w.shape[0], 1, False), op_name, f"weight {list(w.shape)} is not a GEMM-path conv")
+        expect(variant(w.shape[1], w.shape[0], 1, 1, False) == "gemm", op_name,
+               f"weight {list(w.shape)} is not a GEMM-variant conv")
         return _pack(w, False, 1, 1, 1)
     return pack
 
@@ -171,9 +224,11 @@ def _make(op: str, transposed: bool):
         has_bias = "bias" in ctx.w_ptr
         x = ctx.in_shape["x"]
         expect(len(ctx.out_shape) == 3, ctx.op_name, "bind needs the inferred output extent")
-        return "kcc_conv1d_f32", {
+        c_in = x[2] if len(x) == 3 else 1
+        kernel = f"kcc_conv1d_{variant(c_in, ctx.out_shape[2], a['groups'], a['dilation'], transposed)}_f32"
+        args = {
             "x": ctx.in_ptr["x"], "n_batch": ctx.dim("x", 0), "t_in": ctx.dim("x", 1),
-            "c_in": ctx.dim("x", 2) if len(x) == 3 else "1",
+            "c_in": str(c_in), "channels": str(c_in),
             "wp": ctx.w_ptr["weight"], "bias": ctx.w_ptr["bias" if has_bias else "weight"],
             "has_bias": "1" if has_bias else "0", "c_out": str(ctx.out_shape[2]),
             "k_size": str(_k(ctx)), "stride": str(a["stride"]), "pad": str(a["padding"]),
@@ -183,6 +238,7 @@ def _make(op: str, transposed: bool):
             "res": ctx.in_ptr.get("res", ctx.in_ptr["x"]), "has_res": "1" if "res" in ctx.in_ptr else "0",
             "out": ctx.out_ptr,
         }
+        return kernel, {arg: args[arg] for arg, _ in KERNELS[kernel].args}
 
     def pack(w, a):
         return _pack(w, transposed, a["groups"], a["stride"], a["dilation"])
@@ -318,16 +374,21 @@ register(Kernel(
     requires=("kcc_gemm_tile_f32",),
 ))
 
-register(Kernel(
-    name="kcc_conv1d_bf16",
-    source="conv1d_bf16.c",
-    args=KERNELS["kcc_conv1d_f32"].args,
-    contract=Contract(
-        accumulation="kcc_conv1d_f32's GEMM path with the tiles of kcc_gemm_tile_bf16; epilogue in f32",
-        tolerance=2e-2,
-        notes="GEMM-path convs only (else KCC_EDIMS); identical for any thread count"),
-    requires=("kcc_conv1d_f32", "kcc_gemm_tile_bf16"),
-))
+# The bf16 twins of the two GEMM variants take the f32 kernels' argument lists: one bind serves both.
+BF16_VARIANTS = {"kcc_conv1d_gemm_f32": "kcc_conv1d_gemm_bf16", "kcc_conv1d_polyphase_f32": "kcc_conv1d_polyphase_bf16"}
+
+
+def _register_bf16(f32: str, source: str) -> None:
+    register(Kernel(
+        name=BF16_VARIANTS[f32], source=source, args=KERNELS[f32].args,
+        contract=Contract(accumulation=f"{f32} with the tiles of kcc_gemm_tile_bf16; epilogue in f32",
+                          tolerance=2e-2, notes="identical for any thread count"),
+        requires=("kcc_conv_epilogue_f32", "kcc_gemm_tile_bf16"),
+    ))
+
+
+_register_bf16("kcc_conv1d_gemm_f32", "conv1d_bf16.c")
+_register_bf16("kcc_conv1d_polyphase_f32", "conv1d_polyphase_bf16.c")
 
 
 def bf16_pairs(w: np.ndarray) -> np.ndarray:
@@ -357,8 +418,17 @@ def bf16_bind(bind, kernel: str):
     return wrapped
 
 
+def _bf16_variant_bind(bind):
+    """A conv op's bind with its variant's kernel swapped for the bf16 twin (GEMM variants only)."""
+    def wrapped(ctx: BindContext):
+        kernel, args = bind(ctx)
+        expect(kernel in BF16_VARIANTS, ctx.op_name, f"{kernel} has no bf16 twin (only the GEMM variants do)")
+        return BF16_VARIANTS[kernel], args
+    return wrapped
+
+
 def _bf16_conv_cases():
-    """GEMM-path shapes only (the bf16 kernel refuses the others)."""
+    """GEMM-variant shapes only (the others have no bf16 twin)."""
     rng = np.random.default_rng(22)
     return [conv_case(rng, "same_pad", 2, 23, 8, 24, 3, padding=1),
             conv_case(rng, "stride2_odd_cin_residual", 1, 30, 33, 17, 5, res_t=14, stride=2, padding=1,
@@ -366,7 +436,7 @@ def _bf16_conv_cases():
 
 
 define_op(OpDef("conv1d_bf16", OPS["conv1d"].inputs, OPS["conv1d"].weights, OPS["conv1d"].attrs,
-                OPS["conv1d"].infer, bf16_bind(OPS["conv1d"].bind, "kcc_conv1d_bf16"),
+                OPS["conv1d"].infer, _bf16_variant_bind(OPS["conv1d"].bind),
                 pack={"weight": ("bf16_pack", bf16_gemm_pack("conv1d_bf16"))},
                 reference=OPS["conv1d"].reference, cases=_bf16_conv_cases, cost=conv_cost))
 
@@ -374,14 +444,14 @@ define_op(OpDef("conv1d_bf16", OPS["conv1d"].inputs, OPS["conv1d"].weights, OPS[
 def _bf16_polyphase_pack(w, a):
     """conv_transpose1d_bf16's weight: torch layout or the f32 polyphase pack -> bf16 pairs."""
     if w.ndim == 3:
-        expect(is_polyphase(w.shape[0], w.shape[1] * a["groups"], a["groups"], a["dilation"], True),
-               "conv_transpose1d_bf16", f"weight {list(w.shape)} is not a polyphase-path transposed conv")
+        expect(variant(w.shape[0], w.shape[1] * a["groups"], a["groups"], a["dilation"], True) == "polyphase",
+               "conv_transpose1d_bf16", f"weight {list(w.shape)} is not a polyphase-variant transposed conv")
         w = _pack(w, True, a["groups"], a["stride"], a["dilation"])
     return bf16_pairs(w)
 
 
 def _bf16_transposed_cases():
-    """Polyphase-path shapes only (the bf16 kernel refuses the others)."""
+    """Polyphase-variant shapes only (the others have no bf16 twin)."""
     rng = np.random.default_rng(23)
     return [conv_case(rng, "polyphase_up6_odd_cin", 1, 9, 33, 16, 12, transposed=True, stride=6, padding=3),
             conv_case(rng, "polyphase_up10_outpad", 1, 7, 16, 19, 20, transposed=True, stride=10, padding=5,
@@ -390,6 +460,6 @@ def _bf16_transposed_cases():
 
 define_op(OpDef("conv_transpose1d_bf16", OPS["conv_transpose1d"].inputs, OPS["conv_transpose1d"].weights,
                 OPS["conv_transpose1d"].attrs, OPS["conv_transpose1d"].infer,
-                bf16_bind(OPS["conv_transpose1d"].bind, "kcc_conv1d_bf16"),
+                _bf16_variant_bind(OPS["conv_transpose1d"].bind),
                 pack={"weight": ("bf16_pack", _bf16_polyphase_pack)},
                 reference=OPS["conv_transpose1d"].reference, cases=_bf16_transposed_cases, cost=conv_cost))

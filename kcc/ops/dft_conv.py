@@ -36,12 +36,12 @@ register(Kernel(
         accumulation="f32: input real FFT (radix 2 over n/2 complex points), three real GEMMs per "
                      "spectrum slot (Gauss's complex product; 128-term chunks from zero, FMA where the "
                      "target has it), the "
-                     "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_f32",
+                     "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_gemm_f32",
         tolerance=2e-5,
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
               "1.1-2.3x the direct conv's own f32 error vs float64. Identical for any thread count. Below "
-              "min_rows input rows it is kcc_conv1d_f32 exactly"),
-    requires=("kcc_conv1d_f32",),
+              "min_rows input rows it is kcc_conv1d_gemm_f32 exactly"),
+    requires=("kcc_conv1d_gemm_f32",),
 ))
 
 
@@ -245,8 +245,8 @@ register(Kernel(
         accumulation="kcc_dft_conv1d_f32 with the slot GEMMs on kcc_gemm_tile_bf16 (spectrum and tile bins in "
                      "bf16, f32 sums); transforms and epilogue in f32",
         tolerance=2e-2,
-        notes="below min_rows it is kcc_conv1d_bf16 exactly; identical for any thread count"),
-    requires=("kcc_dft_conv1d_f32", "kcc_conv1d_bf16"),
+        notes="below min_rows it is kcc_conv1d_gemm_bf16 exactly; identical for any thread count"),
+    requires=("kcc_dft_conv1d_f32", "kcc_conv1d_gemm_bf16"),
 ))
 
 

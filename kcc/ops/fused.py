@@ -40,12 +40,12 @@ register(Kernel(
           ("c_out", I64), ("k_size", I64), ("pad", I64), ("dilation", I64), ("neg_slope", F32),
           ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
-        accumulation="the adain of kcc_instance_norm_style_f32 and the GEMM path of kcc_conv1d_f32, "
+        accumulation="the adain of kcc_instance_norm_style_f32 and the conv rows of kcc_conv1d_gemm_f32, "
                      "through the same helpers",
         tolerance=2e-5,
         notes="bit-identical to the unfused adain -> conv1d (-> add) for any thread count; "
               "KCC_EDIMS unless fits_norm_conv(c_in, dilation*(K-1))"),
-    requires=("kcc_instance_norm_style_f32", "kcc_conv1d_f32"),
+    requires=("kcc_instance_norm_style_f32", "kcc_conv_rows_f32", "kcc_conv_epilogue_f32"),
 ))
 
 ATTRS = {"eps": 1e-5, "norm_act": "none", "norm_slope": 0.01, "padding": 0, "dilation": 1,
@@ -140,7 +140,7 @@ register(Kernel(
         accumulation="kcc_norm_conv1d_f32 with the conv rows on kcc_gemm_tile_bf16 (bf16 products, f32 sums)",
         tolerance=2e-2,
         notes="same limits as kcc_norm_conv1d_f32; identical for any thread count"),
-    requires=("kcc_norm_conv1d_f32", "kcc_conv1d_bf16"),
+    requires=("kcc_norm_conv1d_f32", "kcc_conv1d_gemm_bf16"),
 ))
 
 define_op(OpDef("adain_conv1d_bf16", OPS["adain_conv1d"].inputs, OPS["adain_conv1d"].weights, ATTRS, _infer,

@@ -16,7 +16,7 @@
  * multiplies. The input's bins come from a real FFT (kcc_dft_plan); the inverse is a plain
  * cos/sin sum over slots (only h of the n outputs are kept, so it is cheaper than an FFT).
  * Layout: spec[f][g][p][ci][j] = S_fg[ci][p*NR + j], S_f = (c, d-c, c+d) (slot 0: c_0, c_n/2, 0),
- * the GEMM pack of kcc_conv1d_f32 (zeros past c_out): a read-only weight made once at lowering
+ * the GEMM pack of kcc_conv1d_gemm_f32 (zeros past c_out): a read-only weight made once at lowering
  * (kcc/ops/dft_conv.py, spectrum_pack) from the conv's weight.
  * Short inputs: when n_batch * t_in < min_rows the kernel runs the direct conv on the GEMM pack
  * wp (reading the spectrum would cost more than it saves); the caller picks min_rows.
@@ -237,7 +237,7 @@ static inline int64_t kcc_dft_tile_t0(int64_t g, int64_t d, int64_t h)
 typedef struct {
     void (*slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, float *, int64_t, int64_t);
     int (*direct)(const float *, int64_t, int64_t, int64_t, const float *, const float *, int64_t, int64_t, int64_t,
-                  int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, const float *, int64_t, float *);
+                  int64_t, int64_t, int64_t, float, const float *, int64_t, float *);
     int64_t pairs;
 } kcc_dft_format;
 
@@ -316,8 +316,8 @@ static int kcc_dft_conv1d_on(const kcc_dft_format *fmt, const float *KCC_RESTRIC
     if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || pad < 0 || dilation < 1 || !kcc_dft_sizes_ok(n, k_size))
         return KCC_EDIMS;
     if (n_batch * t_in < min_rows)       /* short input: run direct, the spectrum is not read */
-        return fmt->direct(x, n_batch, t_in, c_in, wp, bias, 1, c_out, k_size, 1, pad, dilation, 0, 1, 0,
-                           neg_slope, res, has_res, out);
+        return fmt->direct(x, n_batch, t_in, c_in, wp, bias, 1, c_out, k_size, 1, pad, dilation, neg_slope, res,
+                           has_res, out);
     const int64_t t_out = t_in + 2 * pad - dilation * (k_size - 1);
     const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR;
     const int64_t per_tile = kcc_dft_tile_work(n, c_in, ldm);
@@ -366,7 +366,7 @@ static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int6
                               int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
                               int64_t has_res, float *KCC_RESTRICT out)
 {
-    const kcc_dft_format fmt = {kcc_dft_slot_gemm, kcc_conv1d_f32, 0};
+    const kcc_dft_format fmt = {kcc_dft_slot_gemm, kcc_conv1d_gemm_f32, 0};
     return kcc_dft_conv1d_on(&fmt, x, n_batch, t_in, c_in, wp, spec, n, min_rows, bias, c_out, k_size, pad, dilation,
                              neg_slope, res, has_res, out);
 }

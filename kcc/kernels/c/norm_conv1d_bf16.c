@@ -16,7 +16,7 @@ static int kcc_norm_conv1d_bf16(
     const float *KCC_RESTRICT res, int64_t has_res, float *KCC_RESTRICT out)
 {
     (void)kcc_norm_conv1d_f32;
-    (void)kcc_conv1d_bf16;
+    (void)kcc_conv1d_gemm_bf16;
     return kcc_norm_conv1d_on(kcc_nc_conv_rows_bf16, x, style, n_batch, t_in, c_in, n_style, norm_w, norm_b, fc_w,
                               fc_b, alpha, act, slope, eps, wp, bias, has_bias, c_out, k_size, pad, dilation,
                               neg_slope, res, has_res, out);

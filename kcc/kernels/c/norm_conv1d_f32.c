@@ -1,15 +1,15 @@
 /* Style instance norm (+ act) feeding a GEMM-path conv1d, without materialising the normalised
  * tensor: out = conv(act(adain(x))) with the conv epilogue (bias, leaky slope, + res).
- * x [n_batch, t_in, c_in]; the conv is stride 1 and on the GEMM path (kcc_conv_is_gemm), out
+ * x [n_batch, t_in, c_in]; the conv is stride 1 and groups 1 (the GEMM variant's), out
  * [n_batch, t_out, c_out]. Statistics over all of x come first (kcc_in_style_stats, parts of
  * time in parallel); then time is cut into chunks of <= KCC_NC_CHUNK output rows (in parallel),
  * each swept in row blocks: the input rows a block reads (its rows plus the tap span, the halo)
  * are normalised into a local tile (at most KCC_NC_TILE floats), rows carried over from the previous
  * block are moved, not recomputed, and kcc_conv_rows_f32 runs on the tile in KCC_CONV_MC-row steps.
- * Numerics: bit-identical to kcc_instance_norm_style_f32 followed by kcc_conv1d_f32 (the same
+ * Numerics: bit-identical to kcc_instance_norm_style_f32 followed by kcc_conv1d_gemm_f32 (the same
  * helpers, and the conv's arithmetic per output does not depend on row blocking), for any
  * thread count. Limits (KCC_EDIMS otherwise): c_in <= KCC_IN_MAX_C (the AdaIN helpers'
- * per-channel arrays) and c_in * (span + KCC_GEMM_MR) <= KCC_NC_TILE; kcc/passes.py fuses only
+ * per-channel arrays) and c_in * (span + KCC_GEMM_MR) <= KCC_NC_TILE; kcc/compiler/passes.py fuses only
  * what fits. */
 #define KCC_NC_TILE 73728      /* floats (288 KiB of stack): KCC_CONV_MC + halo rows of 1090 channels */
 #define KCC_NC_TILE_L2 32768   /* floats a block normalises at most when fewer channels give KCC_CONV_MC rows */
@@ -39,8 +39,7 @@ static int kcc_norm_conv1d_on(
     if (act < 0 || act > 2 || !(eps > 0.0f)) return KCC_EBADINPUT;
     const int64_t span = dilation * (k_size - 1), t_out = t_in + 2 * pad - span;
     if (t_out < 1 || c_in > KCC_IN_MAX_C || c_in * (span + KCC_GEMM_MR) > KCC_NC_TILE) return KCC_EDIMS;
-    (void)kcc_instance_norm_style_f32;   /* pasted with the helpers they share */
-    (void)kcc_conv1d_f32;
+    (void)kcc_instance_norm_style_f32;   /* pasted with the adain helpers it shares */
     /* Rows per block: those KCC_NC_TILE_L2 floats hold (the tile stays in L2 beside the conv's
      * output block), more for wide inputs so a block still has KCC_CONV_MC rows: every block
      * streams the whole weight (13 MB at 1024 channels, K 3), and 24-row blocks there measured
