@@ -239,3 +239,27 @@ def test_conv_transpose1d_bf16_matches_the_rounded_reference(isa, cin, cout, k, 
     one = cc.run({"x": x}).outputs["y"]
     cc.set_threads(3)
     assert np.array_equal(one, cc.run({"x": x}).outputs["y"])
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+def test_non_finite_activations_stay_non_finite(isa):
+    """A NaN or inf input row reaches the output as NaN / inf on both paths (the ISO C rounding's
+    carry must not turn a NaN into -0)."""
+    x = np.ones((1, 4, 16), np.float32)
+    x[0, 1, 3] = np.nan
+    x[0, 2, 5] = np.float32(np.frombuffer(np.uint32(0x7FFFFFFF).tobytes(), np.float32)[0])   # NaN, all payload bits
+    x[0, 3, 7] = np.inf
+    w = np.full((16, 16, 1), 0.5, np.float32)
+    op = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "weight"}, "attrs": {}, "out": "y"}
+    y = _compile(op, {"x": ["B", 4, 16]}, {"weight": w}, 4, isa).run({"x": x}).outputs["y"]
+    assert np.all(y[0, 0] == 8.0)
+    assert np.isnan(y[0, 1]).all() and np.isnan(y[0, 2]).all()
+    assert np.isposinf(y[0, 3]).all()
+
+
+def test_with_precision_applies_a_command_line_value_and_refuses_int8():
+    base = BuildOptions(precision="fp32")
+    assert precision.with_precision(base, None) is base
+    assert precision.with_precision(base, "bf16").precision == "bf16"
+    with pytest.raises(precision.PrecisionError, match="not implemented yet"):
+        precision.with_precision(base, "int8")
