@@ -1,5 +1,5 @@
 """Int8 weight storage (issue 26, part 1): weights that are int8 * per-row scale in the checkpoint
-stay int8 in the blob, and the int8 twins of linear / lstm_gates / bilstm expand them in
+stay int8 in the blob, and the int8 twins of linear / lstm_gates / bilstm / embedding expand them in
 registers to the FP32 path's exact weights, so their outputs equal the FP32 ops' bit for bit.
 
 Covers: the provenance record (kcc/weights/quantised.py) and each of its refusals; the packed
@@ -28,7 +28,7 @@ from kcc.weights.checkpoint import Checkpoint
 from kcc.weights.quantised import Quantised, QuantisedError, check_exact, from_exact, symmetric
 
 pytestmark = pytest.mark.sanitize
-TWINS = {"linear_q8": "linear", "lstm_gates_q8": "lstm_gates", "bilstm_q8": "bilstm"}
+TWINS = {"linear_q8": "linear", "lstm_gates_q8": "lstm_gates", "bilstm_q8": "bilstm", "embedding_q8": "embedding"}
 LEVELS = [None, *runnable_levels()]          # None: the portable build, dispatched at load
 
 
@@ -86,6 +86,15 @@ def test_q8_panel_words_hold_scales_then_int8_panels():
     q = raw[2 * PANEL * 4:2 * PANEL * 4 + 2 * k * PANEL].view(np.int8).reshape(2, k, PANEL)
     assert np.array_equal(q[0], quant.q[:PANEL].T) and np.array_equal(q[1, :, :3], quant.q[PANEL:].T)
     assert not q[1, :, 3:].any() and words.nbytes == 2 * PANEL * 4 + 2 * k * PANEL
+
+
+def test_q8_row_words_hold_each_rows_scale_then_its_int8_values():
+    from kcc.ops.embedding import pack_q8_rows
+    quant = from_exact("t", int8_exact(np.random.default_rng(7), 3, 5))      # 5 values: padded to 2 words
+    words = pack_q8_rows(quant)
+    assert words.shape == (3, 3)
+    assert np.array_equal(words[:, 0], quant.scale)
+    assert np.array_equal(words[:, 1:].copy().view(np.int8)[:, :5], quant.q) and not words[:, 1:].view(np.int8)[:, 5:].any()
 
 
 def test_q8_transposed_words_hold_gate_scales_then_whh_transposed():
@@ -167,7 +176,7 @@ def real_ckpt():
     return real_model.import_checkpoint(files)
 
 
-NAMED = ["text_encoder.lstm.weight_hh_l0", "predictor.lstm.weight_ih_l0_reverse",
+NAMED = ["text_encoder.lstm.weight_hh_l0", "text_encoder.embedding.weight", "predictor.lstm.weight_ih_l0_reverse",
          "bert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight", "predictor.duration_proj.linear_layer.weight"]
 
 
@@ -201,7 +210,7 @@ def test_default_model_blob_holds_int8_and_shrinks(front_runs):
     synth8, synth32 = front_runs["int8"][0], front_runs["fp32"][0]
     types8 = {o.type for c in synth8.circuits.values() for o in c.graph.ops}
     types32 = {o.type for c in synth32.circuits.values() for o in c.graph.ops}
-    assert {"linear_q8", "lstm_gates_q8", "bilstm_q8"} <= types8 and not types32 & set(TWINS)
+    assert {"linear_q8", "lstm_gates_q8", "bilstm_q8", "embedding_q8"} <= types8 and not types32 & set(TWINS)
     size8 = sum(c.plan.weights_bytes for c in synth8.circuits.values())
     size32 = sum(c.plan.weights_bytes for c in synth32.circuits.values())
     assert size8 < 0.45 * size32, (size8, size32)

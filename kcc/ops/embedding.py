@@ -1,4 +1,6 @@
-"""Embedding lookups: the three-table ALBERT embedding with its LayerNorm, as one op."""
+"""Embedding lookups: the three-table ALBERT embedding with its LayerNorm, as one op; a plain
+lookup, and its int8-storage twin `embedding_q8` (a table that is int8 * per-row scale in the
+checkpoint stays int8: kcc.weights.quantised)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +8,7 @@ import numpy as np
 from kcc.kernels.registry import F32, I64, IN_I32, OUT_F32, WEIGHT, Contract, Kernel, register
 from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
 from kcc.ops.cost_terms import data_movement, per_output
+from kcc.ops.dense import int8_exact
 from kcc.ops.norm import layer_norm_reference
 
 register(Kernel(
@@ -110,4 +113,50 @@ def _lookup_cases():
 
 
 define_op(OpDef("embedding", ("ids",), ("table",), {}, _lookup_infer, _lookup_bind,
-                reference=lambda i, w, a: w["table"][i["ids"]], cases=_lookup_cases, cost=data_movement))
+                reference=lambda i, w, a: w["table"][i["ids"]], cases=_lookup_cases, cost=data_movement,
+                int8_twin="embedding_q8"))
+
+
+# -- embedding_q8 (plain lookup, int8 table) -------------------------------------------------
+
+register(Kernel(
+    name="kcc_embedding_lookup_q8",
+    source="embedding_lookup_q8.c",
+    args=(("ids", IN_I32), ("n_ids", I64), ("table", WEIGHT), ("n_rows", I64), ("row_words", I64),
+          ("n_chan", I64), ("out", OUT_F32)),
+    contract=Contract(accumulation="none: each value (float)q * row scale, exact and rounded once (the FP32 "
+                                   "table's value)", tolerance=0.0,
+                      notes="table: pack_q8_rows words; validates every id before the first write"),
+))
+
+
+def pack_q8_rows(quant, attrs=None) -> np.ndarray:
+    """Quantised [rows, C] -> [rows, 1 + ceil(C/4)] words: each row's scale, then its int8 values
+    (zero-padded to a whole word), so one lookup reads one contiguous row."""
+    rows, chan = quant.q.shape
+    width = 4 + -(-chan // 4) * 4
+    raw = np.zeros((rows, width), np.uint8)
+    raw[:, :4] = np.ascontiguousarray(quant.scale, dtype=np.float32).view(np.uint8).reshape(rows, 4)
+    raw[:, 4:4 + chan] = quant.q.view(np.uint8)
+    return raw.view(np.float32)
+
+
+def _lookup_q8_bind(ctx: BindContext):
+    _, args = _lookup_bind(ctx)
+    args.update(row_words=str(ctx.w_shape["table"][1]), n_chan=str(ctx.out_shape[-1]))
+    return "kcc_embedding_lookup_q8", args
+
+
+def _lookup_q8_cases():
+    rng = np.random.default_rng(92)
+    out = []
+    for name, (b, t, rows, chan) in {"odd_chan": (2, 7, 11, 5), "one_id_wide": (1, 1, 3, 130)}.items():
+        ids = rng.integers(0, rows, (b, t)).astype(np.int32)
+        ids.flat[0] = rows - 1
+        out.append(Case(name, {"ids": ids}, {"table": int8_exact(rng, rows, chan)}))
+    return out
+
+
+define_op(OpDef("embedding_q8", ("ids",), ("table",), {}, _lookup_infer, _lookup_q8_bind,
+                pack={"table": ("q8rows", pack_q8_rows)}, reference=lambda i, w, a: w["table"][i["ids"]],
+                cases=_lookup_q8_cases, cost=data_movement, int8_roles=("table",)))
