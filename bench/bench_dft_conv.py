@@ -1,7 +1,9 @@
 """One conv1d, direct (shifted GEMMs) vs block DFT (dft_conv1d), at the generator's geometries:
 K 7 / 11 with dilations 3 / 5 at C = 128 (stage 1, T = 30000 ~ 250 frames) and C = 256 (stage 0,
 T = 10000), -O3 -march=native, 1 and 2 threads; runs interleaved, best of --reps. Also the
-max-abs difference of the DFT output from the direct one and both against float64 torch.
+max-abs difference of the DFT output from the direct one and both against float64 torch. The DFT
+length is the cost model's (kcc.ops.dft_conv.choose, what kcc.compiler.passes.spectral_convs picks)
+unless --n forces one; each line prints the model's direct / DFT ratio next to the measured one.
 
     python bench/bench_dft_conv.py [--reps 5] [--n 32]
 """
@@ -19,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kcc.compiler.build import BuildOptions  # noqa: E402
 from kcc.weights.checkpoint import Checkpoint  # noqa: E402
 from kcc.compiler.driver import compile_circuit  # noqa: E402
+from kcc.ops.dft_conv import choose, direct_cost, dft_cost  # noqa: E402
 
 CASES = ((128, 11, 5, 30000), (128, 7, 3, 30000), (256, 11, 5, 10000), (256, 7, 3, 10000))
 
@@ -44,17 +47,22 @@ def circuits(c, k, d, n, t_max):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--n", type=int, default=32)
+    ap.add_argument("--n", type=int, default=0, help="DFT length (default: the cost model's)")
     args = ap.parse_args()
     opts = BuildOptions(opt="-O3", native=True, openmp=True)
-    print(f"conv1d direct vs dft_conv1d (n={args.n}, spectrum packed at lowering), -O3 -march=native; best of {args.reps}")
+    print(f"conv1d direct vs dft_conv1d (spectrum packed at lowering), -O3 -march=native; best of {args.reps}")
     for c, k, d, t in CASES:
+        choice = choose(c, c, k)
+        n = args.n or (choice.n if choice else 32)
+        model = direct_cost(c, c, k) / dft_cost(c, c, k, n)
+        print(f"C={c} K={k}: n={n}, model x{model:.2f} (the pass: "
+              f"{f'n={choice.n}, min_rows={choice.min_rows}' if choice else 'direct'})")
         rng = np.random.default_rng(c + k)
         w = (rng.standard_normal((c, c, k)) / np.sqrt(c * k)).astype(np.float32)
         ck = Checkpoint(Path("<memory>"), {"t.w": w, "t.b": (0.1 * rng.standard_normal(c)).astype(np.float32)})
         x = rng.standard_normal((1, t, c)).astype(np.float32)
         ccs = dict(zip(("direct", "dft"), (compile_circuit(doc, ck, options=opts, passes=[])   # as declared
-                                           for doc in circuits(c, k, d, args.n, t))))
+                                           for doc in circuits(c, k, d, n, t))))
         arenas = {name: cc.new_arena() for name, cc in ccs.items()}
         flops = 2 * t * c * c * k
         for threads in (1, 2):

@@ -10,8 +10,10 @@ kcc_conv1d_f32 into its variants was proved so.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ import pytest
 from kcc.compiler.costs import bind_op
 from kcc.compiler.lower import lower_circuit
 from kcc.compiler.one_op import compile_op, op_circuit, run_cases
+from kcc.compiler.passes import DEFAULT_PASSES
 from kcc.ops import OPS, Case
 from kcc.ops.conv import conv_case, conv_reference, variant
 from kcc.ops.fused import _case as adain_conv_case
@@ -111,6 +114,27 @@ def test_the_rule_table_orders_depthwise_before_the_gemm_variants():
     assert variant(8, 16, 1, 3, False) == "gemm"
     assert variant(8, 16, 1, 1, True) == "polyphase"
     assert variant(8, 16, 1, 2, True) == variant(8, 16, 2, 1, False) == variant(8, 16, 4, 1, True) == "grouped"
+
+
+# What spectral_convs (the cost model kcc.ops.dft_conv.choose) made of the shipped circuits when the
+# model moved into one place: (n, min_rows) -> the generator's convs; no other circuit has one.
+DFT_CHOICES = {
+    (16, 110): "stage0.3 stage0.5 stage0.8 stage0.10 stage0.13 stage0.15 stage0.35 stage0.37 stage0.40 stage0.42 "
+               "stage0.45 stage0.47",
+    (32, 85): "stage0.50 stage0.52 stage0.55 stage0.57 stage0.60 stage0.62",
+    (32, 58): "stage1.2 stage1.4 stage1.7 stage1.9 stage1.12 stage1.14 stage1.50 stage1.52 stage1.55 stage1.57 "
+              "stage1.60 stage1.62",
+    (16, 65): "stage1.35 stage1.37 stage1.40 stage1.42 stage1.45 stage1.47",
+    (16, 112): "head.0",
+}
+
+
+def test_spectral_convs_choices_on_the_shipped_circuits_are_unchanged(full_ckpt):
+    want = {name: nm for nm, names in DFT_CHOICES.items() for name in names.split()}
+    for path in sorted((Path(__file__).resolve().parents[1] / "kcc" / "circuits").glob("*.json")):
+        g, _ = lower_circuit(json.loads(path.read_text()), full_ckpt, DEFAULT_PASSES)
+        got = {op.name: (op.attrs["n"], op.attrs["min_rows"]) for op in g.ops if op.type == "dft_conv1d"}
+        assert got == (want if path.stem == "kokoro_generator" else {}), path.stem
 
 
 @pytest.fixture(scope="module")

@@ -8,27 +8,14 @@ gate), so FUSION_PASSES leaves it out and DEFAULT_PASSES puts it first.
 """
 from __future__ import annotations
 
-import math
-
 from kcc.compiler.ir import Graph, Op, extent_value, max_dims
-from kcc.ops import OPS
-from kcc.ops.conv import GEMM_NR, variant
-from kcc.ops.dft_conv import dft_cost, fits_work, spectrum_bytes, spectrum_cost
+from kcc.ops import OPS, dft_conv
+from kcc.ops.conv import variant
 from kcc.ops.elementwise import same_extent
 from kcc.ops.fused import ATTRS as FUSED_ATTRS
 from kcc.ops.fused import fits_norm_conv
 
 RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d")
-DFT_SIZES = (16, 32, 64)
-DFT_MIN_GAIN = 1.3     # modelled multiply-adds direct / DFT below this: keep the direct conv (and its fusion)
-DFT_MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole spectrum, so it must stay
-                              # cache-resident (the L3 of the CPUs benchmarked here: 32 MiB on an EPYC,
-                              # 260 MiB on a Xeon); the text encoder's 512-channel K 5 convs (50 MB
-                              # each) stay direct
-DFT_MIN_TAPS = 5       # K = 3: the DFT (n 8 / 16) measured 1.1-1.4x the direct conv alone at 128 /
-                       # 256 channels; with the AdaIN fusion it gives up, resblocks.3 went 37 -> 32 ms
-                       # (2026-12-03, EPYC) but the whole synthesis only ~3% (inside the noise), for
-                       # 60 MB more spectra and unfused direct convs below min_rows: not taken
 
 
 def drop_dead_ops(g: Graph) -> Graph:
@@ -91,11 +78,10 @@ def fuse_adain_conv(g: Graph) -> Graph:
 
 
 def spectral_convs(g: Graph) -> Graph:
-    """A stride-1 conv1d with a bias whose modelled cost per row drops by DFT_MIN_GAIN or more
-    (long kernels: K = 7, 11 at 128+ channels) becomes dft_conv1d at the DFT length that models
-    cheapest (its spectrum is packed once after the passes); min_rows is where reading the
-    spectrum instead of the weight pays for itself at that gain (shorter inputs run the direct
-    conv inside the same kernel; a conv whose planned dims never reach min_rows stays direct).
+    """A stride-1 conv1d with a bias for which the cost model (kcc.ops.dft_conv.choose) picks a
+    DFT length (long kernels: K = 7, 11 at 128+ channels) becomes dft_conv1d at that length (its
+    spectrum is packed once after the passes); below min_rows input rows the kernel runs the
+    direct conv, and a conv whose planned dims never reach min_rows stays direct.
     Runs before fuse_adain_conv: such convs read a materialised adain (its traffic is small
     next to the conv's multiplies)."""
     ops: list[Op] = []
@@ -108,23 +94,16 @@ def spectral_convs(g: Graph) -> Graph:
             ops.append(op)
             continue
         k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
-        if k < DFT_MIN_TAPS or a["stride"] != 1 or variant(c_in, c_out, a["groups"], a["dilation"], False) != "gemm":
+        if a["stride"] != 1 or variant(c_in, c_out, a["groups"], a["dilation"], False) != "gemm":
             ops.append(op)
             continue
-        direct = k * c_in * w[1] * GEMM_NR
-        n = min((n for n in DFT_SIZES if n > k and fits_work(c_in, c_out, n)),
-                key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
-        per_row = dft_cost(c_in, c_out, k, n) if n is not None else math.inf
-        if direct < DFT_MIN_GAIN * per_row or spectrum_bytes(c_in, c_out, n) > DFT_MAX_SPECTRUM:
-            ops.append(op)
-            continue
-        min_rows = math.ceil(DFT_MIN_GAIN * spectrum_cost(c_in, c_out, k, n) / (direct - DFT_MIN_GAIN * per_row))
+        choice = dft_conv.choose(c_in, c_out, k)
         x_shape = g.tensors[op.inputs["x"]].shape
-        if extent_value(x_shape[0], top) * extent_value(x_shape[1], top) < min_rows:
+        if choice is None or extent_value(x_shape[0], top) * extent_value(x_shape[1], top) < choice.min_rows:
             ops.append(op)             # never pays within the planned dims: keep the direct conv and its fusion
             continue
         conv = Op(op.name, "dft_conv1d", {"x": op.inputs["x"]}, {**op.weights, "spectrum": op.weights["weight"]},
-                  {"n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows, "padding": a["padding"],
+                  {"n": choice.n, "k_size": k, "c_out": c_out, "min_rows": choice.min_rows, "padding": a["padding"],
                    "dilation": a["dilation"], "act": a["act"], "slope": a["slope"]}, op.output)
         ws = {role: g.weights[name].shape for role, name in conv.weights.items()}
         out, _ = OPS[conv.type].infer(conv.name, {"x": x_shape}, ws, conv.attrs)

@@ -8,13 +8,16 @@ act (none | leaky_relu), slope: the conv1d it replaces, same output and epilogue
 input rows (B * T) it runs the direct conv on the GEMM pack: there reading the spectrum (~48/K
 times the weight's bytes at n = 32) costs more than the multiplies it saves.
 
-`dft_cost(c_in, c_out, k, n)` is the multiply-add count per output row and `spectrum_cost` the
-extra fixed cost per run (reading the spectrum instead of the weight) that
-kcc.compiler.passes.spectral_convs weighs against the direct conv's K * Cin * Cout.
+The cost model lives here, once: `tile_madds` counts what the kernel does per tile (slot GEMMs,
+transforms); `choose(c_in, c_out, k)` weighs it, per output row and with the spectrum's traffic,
+against the direct conv and returns the DFT length and min_rows, or None. The pass that makes
+dft_conv1d (kcc.compiler.passes.spectral_convs), the op's FLOP formula (kcc report) and
+bench/bench_dft_conv.py all read it; its constants are below.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,17 +52,29 @@ def panels(c_out: int) -> int:
     return -(-c_out // GEMM_NR)
 
 
-# The cost model, in slot-GEMM multiply-adds per output row (calibrated on the EPYC at the
-# generator's four geometries, bench/bench_dft_conv.py, bench_resblock.py): the GEMMs; the
-# transforms (a real FFT forward, ~2.5 n log2 n multiply-adds per channel and tile, and the
-# direct inverse sum, n per output), each priced at TRANSFORM_WEIGHT GEMM ones (they run at about
-# half the tiles' rate); and the spectrum's bytes, re-read from L3 once per block of tiles,
-# priced at SPECTRUM_WEIGHT (a core streams ~30 GB/s from L3 against ~90 G multiply-adds/s).
-# Measured with this kernel: K 11 at n = 32 (n = 64: 1.07-1.15x slower, 8 tiles a block; n = 16
-# 1.4x at 128 channels), K 7 at n = 16 (n = 32: 0.93-0.95x at 128 channels, 1.3-1.7x at 256, where
-# a block holds 8 tiles); the model picks those.
+# -- the cost model ------------------------------------------------------------------------------
+SIZES = (16, 32, 64)   # DFT lengths the pass tries
+MIN_TAPS = 5           # K = 3: the DFT (n 8 / 16) measured 1.1-1.4x the direct conv alone at 128 / 256
+                       # channels; with the AdaIN fusion it gives up, resblocks.3 went 37 -> 32 ms (EPYC)
+                       # but the whole synthesis only ~3% (inside the noise), for 60 MB more spectra and
+                       # unfused direct convs below min_rows: not taken
+MIN_GAIN = 1.3         # modelled multiply-adds direct / DFT below this: keep the direct conv (and its fusion)
+MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole spectrum, so it must stay
+                          # cache-resident (the L3 of the CPUs benchmarked here: 32 MiB on an EPYC,
+                          # 260 MiB on a Xeon); the text encoder's 512-channel K 5 convs (50 MB each)
+                          # stay direct
+# Weights in slot-GEMM multiply-adds (calibrated on the EPYC at the generator's four geometries,
+# bench/bench_dft_conv.py, bench_resblock.py): the transforms run at about half the tiles' rate;
+# the spectrum's bytes are re-read from L3 once per block of tiles (a core streams ~30 GB/s from
+# L3 against ~90 G multiply-adds/s). Measured with this kernel: K 11 at n = 32 (n = 64: 1.07-1.15x
+# slower, 8 tiles a block; n = 16 1.4x at 128 channels), K 7 at n = 16 (n = 32: 0.93-0.95x at 128
+# channels, 1.3-1.7x at 256, where a block holds 8 tiles); the model picks those.
 TRANSFORM_WEIGHT = 2.0
 SPECTRUM_WEIGHT = 3.0
+# Multiply-adds one byte of weight traffic is worth: half the ridge point kcc report measured
+# on the 2-core EPYC benchmarked here (~150 GFLOP/s over ~48 GB/s). Prices reading the
+# spectrum instead of the weight (min_rows).
+MADDS_PER_BYTE = 1.5
 VW = c_constant("dft_conv1d_f32.c", "KCC_DFT_VW")   # the padding lane block of each work-area row
 
 
@@ -71,29 +86,63 @@ def tiles_per_block(c_in: int, c_out: int, n: int) -> int:
     return fit // 8 * 8 if fit >= 8 else fit
 
 
-def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
-    """Multiply-adds per output row: the slot GEMMs (three real products of Cin x Cout per tile
-    and slot), the transforms and the spectrum's re-reads, weighted as above."""
-    h, tb = n - k + 1, max(tiles_per_block(c_in, c_out, n), 1)
+def fits_work(c_in: int, c_out: int, n: int) -> bool:
+    """One tile's work rows fit the kernel's per-thread work area."""
+    return tiles_per_block(c_in, c_out, n) >= 1
+
+
+def tile_madds(c_in: int, c_out: int, k: int, n: int) -> tuple[int, float]:
+    """(slot GEMMs, transforms): the kernel's multiply-adds for one tile of h = n-K+1 outputs. The
+    GEMMs: three real products of Cin x padded Cout per slot (Gauss's complex product); the
+    transforms: the input's real FFT (~2.5 n log2 n per channel) and the direct inverse sum
+    (n per output and channel)."""
     gemm = n // 2 * 3 * c_in * panels(c_out) * GEMM_NR
-    transforms = c_in * 2.5 * n * math.log2(n) + c_out * n * h
-    return (gemm + TRANSFORM_WEIGHT * transforms + SPECTRUM_WEIGHT * spectrum_bytes(c_in, c_out, n) / tb) / h
-
-
-# Multiply-adds one byte of weight traffic is worth: half the ridge point kcc report measured
-# on the 2-core EPYC benchmarked here (~150 GFLOP/s over ~48 GB/s). Prices reading the
-# spectrum instead of the weight.
-MADDS_PER_BYTE = 1.5
+    return gemm, c_in * 2.5 * n * math.log2(n) + c_out * n * (n - k + 1)
 
 
 def spectrum_bytes(c_in: int, c_out: int, n: int) -> int:
     return 4 * n // 2 * 3 * c_in * panels(c_out) * GEMM_NR
 
 
+def direct_cost(c_in: int, c_out: int, k: int) -> int:
+    """The direct conv's multiply-adds per output row, as the GEMM variant runs them (padded Cout)."""
+    return k * c_in * panels(c_out) * GEMM_NR
+
+
+def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
+    """Weighted multiply-adds per output row: the tile's GEMMs, its transforms at TRANSFORM_WEIGHT
+    and its share of the spectrum's re-reads (once per block of tiles) at SPECTRUM_WEIGHT."""
+    h, tb = n - k + 1, max(tiles_per_block(c_in, c_out, n), 1)
+    gemm, transforms = tile_madds(c_in, c_out, k, n)
+    return (gemm + TRANSFORM_WEIGHT * transforms + SPECTRUM_WEIGHT * spectrum_bytes(c_in, c_out, n) / tb) / h
+
+
 def spectrum_cost(c_in: int, c_out: int, k: int, n: int) -> float:
     """Multiply-add equivalents per run: the spectrum's bytes read from memory, less the GEMM
     pack's that the direct conv would have read."""
     return (spectrum_bytes(c_in, c_out, n) - 4 * k * c_in * panels(c_out) * GEMM_NR) * MADDS_PER_BYTE
+
+
+@dataclass(frozen=True)
+class Choice:
+    n: int             # DFT length
+    min_rows: int      # input rows (B * T) from which the DFT pays for reading its spectrum
+    gain: float        # modelled direct / DFT multiply-adds per output row
+
+
+def choose(c_in: int, c_out: int, k: int) -> Choice | None:
+    """The DFT length that models cheapest for a stride-1, groups-1 conv of K taps, and min_rows;
+    None where no length gains MIN_GAIN (or K < MIN_TAPS, or the spectrum exceeds MAX_SPECTRUM)."""
+    if k < MIN_TAPS:
+        return None
+    n = min((n for n in SIZES if n > k and fits_work(c_in, c_out, n)),
+            key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
+    direct = direct_cost(c_in, c_out, k)
+    if n is None or direct < MIN_GAIN * dft_cost(c_in, c_out, k, n) or spectrum_bytes(c_in, c_out, n) > MAX_SPECTRUM:
+        return None
+    per_row = dft_cost(c_in, c_out, k, n)
+    return Choice(n, math.ceil(MIN_GAIN * spectrum_cost(c_in, c_out, k, n) / (direct - MIN_GAIN * per_row)),
+                  direct / per_row)
 
 
 def dft_basis(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,11 +170,6 @@ def spectrum_pack(w: np.ndarray, a: dict) -> np.ndarray:
     spec = np.stack([sa, sb - sa, sa + sb], axis=1)
     spec[0, 1], spec[0, 2] = sb[0], 0.0
     return spec.astype(np.float32)
-
-
-def fits_work(c_in: int, c_out: int, n: int) -> bool:
-    """One tile's work rows fit the kernel's per-thread work area."""
-    return tiles_per_block(c_in, c_out, n) >= 1
 
 
 def _valid_n(n, k) -> bool:
@@ -215,17 +259,14 @@ def reads_spectrum(v) -> bool:
 
 
 def _cost(v) -> int:
-    """Per tile of h = n-K+1 outputs and slot: the input DFT (n rows x 2 Cin), three real GEMM
-    rows of Cin x padded Cout (Gauss), the inverse (h rows x 2 Cout); tiles as the kernel cuts
-    them (every residue of the dilation the same count). Below min_rows: the direct conv's."""
+    """The cost model's multiply-adds per tile (tile_madds, unweighted) x 2, tiles as the kernel
+    cuts them (every residue of the dilation the same count). Below min_rows: the direct conv's."""
     b, t_out, c_out = v.out
     c_in, k, n, d = v.ins["x"][2], v.attrs["k_size"], v.attrs["n"], v.attrs["dilation"]
     if not reads_spectrum(v):
         return 2 * b * t_out * c_out * c_in * k + epilogue(v, v.n_out)
-    h, cols = n - k + 1, v.w["spectrum"][2] * v.w["spectrum"][4]
-    tiles = b * d * math.ceil(math.ceil(t_out / d) / h)           # per residue, from residue 0's outputs
-    per_slot = 2 * (n * 2 * c_in + 3 * c_in * cols + h * 2 * c_out)
-    return tiles * n // 2 * per_slot + epilogue(v, v.n_out)
+    tiles = b * d * math.ceil(math.ceil(t_out / d) / (n - k + 1))   # per residue, from residue 0's outputs
+    return round(2 * tiles * sum(tile_madds(c_in, c_out, k, n))) + epilogue(v, v.n_out)
 
 
 define_op(OpDef("dft_conv1d", ("x", "res?"), ("weight", "spectrum", "bias"),
