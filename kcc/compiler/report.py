@@ -1,54 +1,28 @@
 """`kcc report`: per-op FLOPs and bytes moved at given dims, the arena, and a roofline bound.
 
 The roofline uses two numbers measured on this machine at the given thread count: memory
-bandwidth from a STREAM-like triad (a[i] = b[i] + s*c[i] over arrays far larger than the
-caches, 12 bytes per element counted, no write-allocate, best of the repetitions), and peak
-FLOP/s from kcc's own GEMM kernel (kcc_linear_f32, -O3 -march=native, OpenMP) on a large
-square problem. Each op's bound is max(bytes / BW, flops / peak); the circuit's bound is the
+bandwidth from a STREAM-like triad (the `add` op, y[i] = a[i] + b[i], over arrays far larger than
+the caches, 12 bytes per element counted, no write-allocate, best of the repetitions), and peak
+FLOP/s from kcc's own GEMM (the `linear` op, kcc_linear_f32, -O3 -march=native, OpenMP) on a
+large square problem. Both are one circuit compiled like any other (lower, plan, emit, build,
+the runtime's ABI) with per-op timing (BuildOptions(profile=True)): each op's kernel is timed
+inside the library, without the runtime's copies. Each op's bound is max(bytes / BW, flops / peak); the circuit's bound is the
 sum over ops. It is a floor on run time, not a prediction: an op far above its bound is where
 the time goes.
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import os
-import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from kcc.compiler.build import BuildOptions, build_library
+from kcc.compiler.build import BuildOptions
 from kcc.compiler.isa import library_level
 from kcc.compiler.costs import OpCost, graph_costs
-from kcc.kernels.registry import COMMON_HEADER, get_kernel, with_requires
 from kcc.compiler.plan import plan_memory
-
-_TRIAD = r"""
-int kcc_roofline_set_threads(int n)
-{
-#ifdef _OPENMP
-    if (n > 0) omp_set_num_threads(n);
-    return omp_get_max_threads();
-#else
-    (void)n;
-    return 1;
-#endif
-}
-
-void kcc_roofline_triad_f32(float *KCC_RESTRICT a, const float *KCC_RESTRICT b,
-                            const float *KCC_RESTRICT c, float s, int64_t n)
-{
-    KCC_PARALLEL_FOR
-    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
-}
-
-int kcc_roofline_linear_f32(const float *x, int64_t rows, int64_t k, const float *wp,
-                            const float *bias, int64_t n, float *out)
-{
-    return kcc_linear_f32(x, rows, k, wp, bias, n, 0, 0.0f, out);
-}
-"""
 
 
 @dataclass
@@ -62,56 +36,50 @@ class Roofline:
         return max(c.bytes / self.bandwidth, (c.flops or 0) / self.peak)
 
 
-def _roofline_lib(threads: int, options: BuildOptions | None = None):
-    src = (COMMON_HEADER.read_text(encoding="utf-8") + "".join(get_kernel(k).c_source() for k in with_requires(["kcc_linear_f32"])) + _TRIAD)
-    built = build_library(src, options or BuildOptions(opt="-O3", native=True, openmp=True), name="roofline")
-    lib = ctypes.CDLL(str(built.library))
-    lib.kcc_roofline_set_threads.restype = ctypes.c_int
-    lib.kcc_roofline_set_threads.argtypes = [ctypes.c_int]
-    lib.kcc_roofline_triad_f32.restype = None
-    lib.kcc_roofline_triad_f32.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_int64]
-    lib.kcc_roofline_linear_f32.restype = ctypes.c_int
-    lib.kcc_roofline_linear_f32.argtypes = ([ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p])
-    got = lib.kcc_roofline_set_threads(int(threads))
-    return lib, got
-
-
-def _best(fn, reps: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _probe(triad_floats: int, gemm_n: int) -> tuple[dict, dict[str, np.ndarray]]:
+    """The roofline circuit: the triad (an add over [triad_floats]) and the GEMM (a linear of
+    [gemm_n, gemm_n] by [gemm_n, gemm_n]), independent; and its seeded weights."""
+    rng = np.random.default_rng(0)
+    f32 = {"dtype": "f32"}
+    doc = {"schema": "kcc.circuit/1", "name": "kcc_roofline", "dims": {},
+           "inputs": [{"name": "a", **f32, "shape": [triad_floats]}, {"name": "b", **f32, "shape": [triad_floats]},
+                      {"name": "x", **f32, "shape": [gemm_n, gemm_n]}],
+           "weights": {"w": {"ref": "w"}, "bias": {"ref": "bias"}},
+           "blocks": [{"name": "probe", "ops": [
+               {"op": "add", "in": {"a": "a", "b": "b"}, "out": "sum"},
+               {"op": "linear", "in": {"x": "x"}, "w": {"weight": "w", "bias": "bias"}, "out": "y"}]}],
+           "outputs": ["sum", "y"]}
+    return doc, {"w": rng.standard_normal((gemm_n, gemm_n), dtype=np.float32),
+                 "bias": np.zeros(gemm_n, dtype=np.float32)}
 
 
 def measure_roofline(threads: int = 1, triad_floats: int = 1 << 24, gemm_n: int = 1024, reps: int = 5,
                      options: BuildOptions | None = None) -> Roofline:
     """~1-3 s. triad_floats per array (64 MiB each by default: past any L3 this machine has).
     options: the build measured (default -O3 -march=native with OpenMP; bench/bench_gemm.py
-    passes a portable build forced to each dispatch level)."""
-    from kcc.ops.dense import pack_panels
-    lib, got = _roofline_lib(threads, options)
-    a, b, c = (np.ones(triad_floats, dtype=np.float32) for _ in range(3))
-    t = _best(lambda: lib.kcc_roofline_triad_f32(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, a.size), reps)
-    bandwidth = 12.0 * triad_floats / t
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((gemm_n, gemm_n), dtype=np.float32)
-    wp = pack_panels(rng.standard_normal((gemm_n, gemm_n), dtype=np.float32))
-    bias = np.zeros(gemm_n, dtype=np.float32)
-    out = np.empty((gemm_n, gemm_n), dtype=np.float32)
-    call = lambda: lib.kcc_roofline_linear_f32(x.ctypes.data, gemm_n, gemm_n, wp.ctypes.data,  # noqa: E731
-                                               bias.ctypes.data, gemm_n, out.ctypes.data)
-    if call() != 0:
-        raise RuntimeError("roofline GEMM: kcc_linear_f32 refused its arguments")
-    t = _best(call, max(2, reps // 2))
-    peak = 2.0 * gemm_n ** 3 / t
-    return Roofline(bandwidth, peak, got,
+    passes a portable build forced to each dispatch level); per-op timing is switched on."""
+    from kcc.compiler.driver import compile_circuit
+    from kcc.weights.checkpoint import Checkpoint
+    options = options or BuildOptions(opt="-O3", native=True, openmp=True)
+    doc, weights = _probe(triad_floats, gemm_n)
+    cc = compile_circuit(doc, Checkpoint(Path("<memory>"), weights), options=dataclasses.replace(options, profile=True),
+                         passes=[])
+    got = cc.set_threads(int(threads))
+    rng = np.random.default_rng(1)
+    ins = {"a": np.ones(triad_floats, dtype=np.float32), "b": np.ones(triad_floats, dtype=np.float32),
+           "x": rng.standard_normal((gemm_n, gemm_n), dtype=np.float32)}
+    arena = cc.new_arena()
+    outs = {name: np.empty(cc.shape_of(name, {}), dtype=np.float32) for name in cc.graph.outputs}
+    kind = {op.name: op.type for op in cc.graph.ops}
+    best = {"add": float("inf"), "linear": float("inf")}
+    for _ in range(reps + 1):                        # the first run faults the pages in and warms caches
+        cc.run(ins, arena=arena, out=outs)
+        for name, t in cc.op_seconds().items():
+            best[kind[name]] = min(best[kind[name]], t)
+    return Roofline(12.0 * triad_floats / best["add"], 2.0 * gemm_n ** 3 / best["linear"], got,
                     f"measured: triad 3 x {triad_floats * 4 >> 20} MiB, kcc_linear_f32 {gemm_n}^3 "
-                    f"({' '.join(f for f in (options or BuildOptions(opt='-O3', native=True)).flags() if f.startswith(('-O', '-march', '-DKCC_ISA')))}, "
-                    f"{library_level(lib)}, {got} thread{'s' if got != 1 else ''})")
+                    f"({' '.join(f for f in options.flags() if f.startswith(('-O', '-march', '-DKCC_ISA')))}, "
+                    f"{library_level(cc.lib)}, {got} thread{'s' if got != 1 else ''})")
 
 
 # -- the report ----------------------------------------------------------------------------
