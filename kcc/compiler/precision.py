@@ -1,20 +1,21 @@
 """Compute precision of a build: fp32 (the default, the X-Ray path), bf16 (opt-in), int8 (reserved).
 
 `BuildOptions(precision=...)`, else KCC_PRECISION, else fp32. fp32 compiles exactly as before.
-bf16 rewrites, after the other passes, the GEMM-path convolutions that dominate a synthesis (the
-decoder's and generator's convs, transposed convs, their fused AdaIN and block-DFT forms) into their bf16 ops: weights packed
-once at lowering as bf16 pairs, activations rounded to bf16 per GEMM tile, products summed in
-f32 (vdpbf16ps where the CPU has AVX512_BF16; kcc/kernels/c/gemm_tile_bf16.c). Everything else
-(encoders, LSTMs, attention, norms, iSTFT) stays fp32, so
-durations come from the fp32 front stages.
+bf16 rewrites, after the other passes, the convolutions on the GEMM pack that dominate a
+synthesis (the decoder's and generator's convs, the transposed convs, their fused AdaIN and
+block-DFT forms) into their bf16 ops: weights packed once at lowering as bf16 pairs, activations
+rounded to bf16 per block of GEMM rows, products summed in f32 (vdpbf16ps where the CPU has
+AVX512_BF16; kcc/kernels/c/gemm_tile_bf16.c). Everything else (encoders, LSTMs, attention,
+norms, STFT / iSTFT) stays fp32, so durations come from the fp32 front stages.
 
 Reduced precision is not bit-checked against torch: it passes the listening gate instead
-(`gate` below; tests/test_precision_gate.py): Whisper WER, log-mel distance to fp32 against the
-int8 onnxruntime export's distance to torch, durations, high-band energy.
+(bench/precision_gate.py, `gate(precision)`; tests/test_precision_gate.py): Whisper WER, log-mel
+distance to fp32 against the int8 onnxruntime export's distance to torch, durations, high-band
+energy.
 
 At load (kcc.model.model_store) bf16 falls back to fp32 on a CPU without AVX512_BF16, or when
 the portable build is forced below the AVX-512 level: the library's ISO C emulation does no
-fewer multiply-adds than the fp32 tiles and measured slower (bench/results/precision.md).
+fewer multiply-adds than the fp32 tiles and measured 2-2.5x slower (bench/results/precision.md).
 """
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ from kcc.compiler.ir import Graph
 
 PRECISIONS = ("fp32", "bf16", "int8")
 DEFAULT = "fp32"
-# Ops the bf16 pass rewrites: fp32 op -> its bf16 twin (kcc/ops/conv.py, kcc/ops/fused.py).
-BF16_OPS = {"conv1d": "conv1d_bf16", "conv_transpose1d": "conv_transpose1d_bf16", "adain_conv1d": "adain_conv1d_bf16",
-            "dft_conv1d": "dft_conv1d_bf16"}
+# Ops the bf16 pass rewrites: fp32 op -> its bf16 twin (kcc/ops/conv.py, fused.py, dft_conv.py).
+BF16_OPS = {"conv1d": "conv1d_bf16", "conv_transpose1d": "conv_transpose1d_bf16",
+            "adain_conv1d": "adain_conv1d_bf16", "dft_conv1d": "dft_conv1d_bf16"}
 
 
 class PrecisionError(ValueError):
@@ -61,7 +62,7 @@ def cpu_has_bf16() -> bool:
 
 def for_this_cpu(options, log=None):
     """The options a load should build: bf16 becomes fp32 where the bf16 tiles would run emulated
-    (no AVX512_BF16, a native build for another CPU, or a portable build forced below avx512),
+    (no AVX512_BF16, or a portable build forced below avx512),
     said once on `log`. Anything else is returned as it is, after check()."""
     import dataclasses
 
@@ -81,7 +82,8 @@ def for_this_cpu(options, log=None):
 
 def bf16_gemms(g: Graph) -> Graph:
     """The bf16 pass: each conv on the GEMM pack (conv1d's GEMM path, conv_transpose1d's polyphase
-    path, adain_conv1d, dft_conv1d) becomes its bf16 op; kcc.compiler.lower.pack_weights then packs its weight as bf16 pairs."""
+    path, adain_conv1d, dft_conv1d) becomes its bf16 op; kcc.compiler.lower.pack_weights then
+    packs its weights as bf16 pairs."""
     for op in g.ops:
         new = BF16_OPS.get(op.type)
         if new is None:
