@@ -79,12 +79,14 @@ def cmd_synth(args) -> int:
     from pathlib import Path
 
     from kcc.speech.outputs import check_output
-    from kcc.speech.say import Interrupted, check_max_frames, interruptible, interrupts_raise, load_synthesizer, resolve_voice
+    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, interruptible, interrupts_raise,
+                                load_synthesizer, resolve_voice)
     from kcc.speech.voices import style_for
     from kcc.speech.wav import SAMPLE_RATE, write_wav
     from kcc.speech.g2p import load_vocab
     out_path = check_output(args.out, "-o")
     max_frames = check_max_frames(args.max_frames)
+    check_precision(args.precision)
     if not (math.isfinite(args.speed) and 0 < args.speed <= 5):
         raise ValueError(f"--speed must be in (0, 5], got {args.speed}")
     ids = _synth_ids(args)
@@ -97,7 +99,7 @@ def cmd_synth(args) -> int:
             def work():
                 pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
                 synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
-                                         args.native, getattr(args, "threads", None))
+                                         args.native, getattr(args, "threads", None), precision=args.precision)
                 out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
                 write_wav(out_path, out.audio)
                 return out
@@ -142,11 +144,13 @@ def cmd_export(args) -> int:
 
     from kcc.model.export import export
     from kcc.speech.outputs import check_output_dir
-    from kcc.speech.say import check_max_frames, load_synthesizer, resolve_voice
+    from kcc.speech.say import check_max_frames, check_precision, load_synthesizer, resolve_voice
     check_output_dir(args.dir, "export directory")
     max_frames = check_max_frames(args.max_frames)
+    check_precision(args.precision)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames, args.native)
+    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames, args.native,
+                             precision=args.precision)
     out = export(synth, args.dir, pack)
     print(f"{out}: {len(synth.circuits)} stage circuits, main.c, Makefile, voice.f32; build with: make -C {out}")
     return 0
@@ -186,6 +190,8 @@ def _speech_args(p) -> None:
     p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
                    "use, or $OMP_NUM_THREADS)")
     p.add_argument("--native", action="store_true", help="build with -O3 -march=native (default: portable -O2)")
+    from kcc.compiler.precision import add_precision_argument
+    add_precision_argument(p)
 
 
 def main(argv=None) -> int:

@@ -209,7 +209,7 @@ def _cli(monkeypatch, capsys, argv, synth=None):
     from kcc import cli
     loads = []
 
-    def load(ckpt, max_frames=None, native=False, threads=None):
+    def load(ckpt, max_frames=None, native=False, threads=None, precision=None):
         loads.append(max_frames)
         return synth or FramedSynth()
     monkeypatch.setattr(say_mod, "load_synthesizer", load)
@@ -318,6 +318,16 @@ def test_max_frames_out_of_range_is_refused_before_loading(tmp_path, monkeypatch
         argv += ["-o", str(tmp_path / "x.wav")]
     rc, _, err, loads = _cli(monkeypatch, capsys, argv)
     assert rc == 2 and "--max-frames must be a whole number from 64 to 8192" in err and loads == []
+
+
+@pytest.mark.parametrize("command", [["say", "hi"], ["synth", "--ids", "50"], ["export", "{tmp}/runner"]])
+def test_unbuilt_precision_is_refused_before_loading(tmp_path, monkeypatch, capsys, command):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in command] + ["--precision", "int8"]
+    if command[0] != "export":
+        argv += ["-o", str(tmp_path / "x.wav")]
+    rc, _, err, loads = _cli(monkeypatch, capsys, argv)
+    assert rc == 2 and "PrecisionError" in err and "int8" in err and loads == []
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("speed", ["0", "-1", "nan", "inf", "5.5"])

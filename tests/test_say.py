@@ -153,7 +153,7 @@ def test_plan_reports_unknown_symbols():
 
 def _cli(monkeypatch, capsys, argv, synth=None):
     from kcc import cli
-    monkeypatch.setattr(say_mod, "load_synthesizer", lambda ckpt, max_frames=None, native=False, threads=None: synth or FakeSynth())
+    monkeypatch.setattr(say_mod, "load_synthesizer", lambda ckpt, max_frames=None, native=False, threads=None, precision=None: synth or FakeSynth())
     monkeypatch.setattr(say_mod, "G2P", lambda lang, backend, **kw: LetterG2P())
     rc = cli.main(argv)
     out = capsys.readouterr()

@@ -100,6 +100,14 @@ def check_max_frames(value) -> int:
     return value
 
 
+def check_precision(value: str | None) -> str | None:
+    """--precision, refused by name before any G2P or compile (int8 compute is not built yet)."""
+    if value is None:
+        return None
+    from kcc.compiler.precision import check
+    return check(value)
+
+
 # The first chunk is cut short (at a phrase boundary) so the first audio comes early:
 # measured on a 996-word text, 11.8 s to first audio with a full 456-phoneme first chunk,
 # 3.2 s with a 91-phoneme one (bench/results/bench_synth.md).
@@ -270,17 +278,19 @@ class Progress:
 
 # -- command line ----------------------------------------------------------------------------
 def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False,
-                     threads: int | None = None, log=sys.stderr):
+                     threads: int | None = None, log=sys.stderr, precision: str | None = None):
     """The compiled Synthesizer: the real Kokoro-82M by default, or the checkpoint at a path.
     The first run compiles it into a cached artifact; later runs map that artifact.
-    threads: kernel threads (default: every core this process may use; kcc.compiler.threads)."""
+    threads: kernel threads (default: every core this process may use; kcc.compiler.threads).
+    precision: fp32 / bf16 (None: $KCC_PRECISION, else fp32; kcc.compiler.precision)."""
     from kcc.compiler.build import BuildOptions
+    from kcc.compiler.precision import with_precision
     from kcc.model.model_store import load_model
     from kcc.model.pipeline import DEFAULT_MAX_FRAMES
     from kcc.compiler.threads import resolve_threads
     n = resolve_threads(threads)
-    synth = load_model(checkpoint, BuildOptions(opt="-O3" if native else "-O2", native=native),
-                       max_frames=max_frames or DEFAULT_MAX_FRAMES, log=log)
+    options = with_precision(BuildOptions(opt="-O3" if native else "-O2", native=native), precision)
+    synth = load_model(checkpoint, options, max_frames=max_frames or DEFAULT_MAX_FRAMES, log=log)
     synth.set_threads(n)
     return synth
 
@@ -458,6 +468,7 @@ def _run(args) -> tuple[int, int, int]:
     text = read_input(args)
     speed = check_speed(args.speed)
     max_frames = check_max_frames(args.max_frames)
+    check_precision(getattr(args, "precision", None))
     from kcc.speech.overrides import load_lexicon
     lexicon = load_lexicon(args.lexicon) if getattr(args, "lexicon", None) else None
     g2p = G2P(args.lang, args.g2p, lexicon=lexicon)
@@ -467,6 +478,7 @@ def _run(args) -> tuple[int, int, int]:
     chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames)
     first = next(chunks)                   # text errors surface before the (slow) compile
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
-                             native=getattr(args, "native", False), threads=getattr(args, "threads", None))
+                             native=getattr(args, "native", False), threads=getattr(args, "threads", None),
+                             precision=getattr(args, "precision", None))
     return speak_to_file(chain([first], chunks), synth, pack, outs["-o"], outs.get("--timestamps"),
                          speed, args.seed, getattr(g2p, "description", ""), progress)

@@ -48,7 +48,8 @@ def run_cli(args) -> int:
             load_lexicon(args.lexicon)          # a bad file fails the job now, not every item
         defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),
                             check_option("seed", args.seed, Defaults()), args.format)
-        spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native)
+        spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
+                         precision=args.precision)
         job = Batch(args.manifest, args.out, defaults=defaults, engine=args.engine, workers=args.workers,
                     threads=args.threads, synth=spec, voices_dirs=args.voices_dir,
                     g2p=G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p,

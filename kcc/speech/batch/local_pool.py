@@ -42,10 +42,12 @@ class SynthSpec:
     max_frames: int | None = None
     native: bool = False
     threads: int | None = None
+    precision: str | None = None         # None: $KCC_PRECISION, else fp32
 
     def __call__(self):
         from kcc.speech.say import load_synthesizer
-        return load_synthesizer(self.checkpoint, self.max_frames, native=self.native, threads=self.threads)
+        return load_synthesizer(self.checkpoint, self.max_frames, native=self.native, threads=self.threads,
+                                precision=self.precision)
 
 
 def split_cores(cores: int, workers: int | None = None, threads: int | None = None) -> tuple[int, int]:

@@ -116,7 +116,8 @@ def build_service(args):
 
     g2p_for(args.lang)                    # the default language fails at start, not per request
     synth = load_synthesizer(args.checkpoint or _env("CHECKPOINT", None), args.max_frames,
-                             native=args.native, threads=args.threads or threads_per_synthesis(args.workers))
+                             native=args.native, threads=args.threads or threads_per_synthesis(args.workers),
+                             precision=args.precision)
     limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout,
                     chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes,
                     first_chunk_seconds=args.first_chunk_seconds,
