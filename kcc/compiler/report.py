@@ -6,9 +6,9 @@ the caches, 12 bytes per element counted, no write-allocate, best of the repetit
 FLOP/s from kcc's own GEMM (the `linear` op, kcc_linear_f32, -O3 -march=native, OpenMP) on a
 large square problem. Both are one circuit compiled like any other (lower, plan, emit, build,
 the runtime's ABI) with per-op timing (BuildOptions(profile=True)): each op's kernel is timed
-inside the library, without the runtime's copies. Each op's bound is max(bytes / BW, flops / peak); the circuit's bound is the
-sum over ops. It is a floor on run time, not a prediction: an op far above its bound is where
-the time goes.
+inside the library, without the runtime's copies. Each op's bound is max(bytes / BW,
+flops / peak); the circuit's bound is the sum over ops. It is a floor on run time, not a
+prediction: an op far above its bound is where the time goes.
 """
 from __future__ import annotations
 
