@@ -22,7 +22,7 @@ from kcc.compiler.costs import bind_op
 from kcc.compiler.lower import lower_circuit
 from kcc.compiler.one_op import compile_op, op_circuit, run_cases
 from kcc.compiler.passes import DEFAULT_PASSES
-from kcc.ops import OPS, Case
+from kcc.ops import OPS, Case, LoweringError
 from kcc.ops.conv import conv_case, conv_reference, variant
 from kcc.ops.fused import _case as adain_conv_case
 
@@ -135,6 +135,21 @@ def test_spectral_convs_choices_on_the_shipped_circuits_are_unchanged(full_ckpt)
         g, _ = lower_circuit(json.loads(path.read_text()), full_ckpt, DEFAULT_PASSES)
         got = {op.name: (op.attrs["n"], op.attrs["min_rows"]) for op in g.ops if op.type == "dft_conv1d"}
         assert got == (want if path.stem == "kokoro_generator" else {}), path.stem
+
+
+@pytest.mark.parametrize("op,c_in,c_out,k,attrs,match", [
+    ("conv1d_bf16", 8, 8, 3, {"groups": 8}, "groups=8 is not a GEMM-variant conv"),
+    ("conv1d_bf16", 8, 16, 3, {"groups": 2}, "groups=2 is not a GEMM-variant conv"),
+    ("conv1d_bf16", 1, 1, 3, {}, "is not a GEMM-variant conv"),
+    ("conv_transpose1d_bf16", 8, 16, 3, {"stride": 2, "dilation": 2}, "not a polyphase-variant transposed conv"),
+    ("conv_transpose1d_bf16", 8, 8, 3, {"stride": 2, "groups": 8}, "not a polyphase-variant transposed conv"),
+])
+def test_ops_bound_to_the_gemm_variants_refuse_other_shapes_by_name(op, c_in, c_out, k, attrs, match):
+    """The bf16 twins exist for the GEMM and polyphase variants only: other shapes are a named
+    LoweringError at lowering, not a kernel status at run time."""
+    case = conv_case(np.random.default_rng(27), "refused", 1, 12, c_in, c_out, k, rank2=c_in == 1, transposed="transpose" in op, **attrs)
+    with pytest.raises(LoweringError, match=match):
+        compile_op(op, [case])
 
 
 @pytest.fixture(scope="module")

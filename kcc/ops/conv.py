@@ -150,8 +150,9 @@ def gemm_pack(op_name: str):
     """The weight pack of an op that runs a stride-1 conv as the GEMM variant (adain_conv1d,
     dft_conv1d): torch layout [Cout, Cin, K] -> [K, panels, Cin, 16], refused for other variants."""
     def pack(w, a):
-        expect(variant(w.shape[1], w.shape[0], 1, 1, False) == "gemm", op_name,
-               f"weight {list(w.shape)} is not a GEMM-variant conv")
+        g = a.get("groups", 1)
+        expect(variant(w.shape[1] * g, w.shape[0], g, 1, False) == "gemm", op_name,
+               f"weight {list(w.shape)} with groups={g} is not a GEMM-variant conv")
         return _pack(w, False, 1, 1, 1)
     return pack
 
