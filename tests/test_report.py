@@ -2,48 +2,34 @@
 from __future__ import annotations
 
 import json
-import math
+import re
 
 import numpy as np
 import pytest
 
 from kcc.compiler.costs import FORMULAS, graph_costs, op_cost
 from kcc.compiler.lower import lower_circuit
-from kcc.ops import OPS
-from kcc.compiler.report import Roofline, build_report, measure_roofline, parse_dims, render
+from kcc.compiler.one_op import op_circuit
+from kcc.ops import OPS, Case
+from kcc.compiler.report import ReportError, Roofline, build_report, measure_roofline, parse_dims, render
 
 RF = Roofline(bandwidth=20e9, peak=50e9, threads=1, how="fixed for the test")
 
 
-class _Arrays:
-    """What lowering asks of a Checkpoint, over a dict of arrays (none of them stored as int8)."""
-    quant: dict = {}
-
-    def __init__(self, arrays):
-        self.arrays = arrays
-
-    def get(self, ref):
-        return self.arrays[ref]
-
-    def weight_norm(self, ref):
-        return self.arrays[ref]
-
-
-def _one_op(op: str, x_shape, weights: dict, attrs: dict, extra_inputs=(), dims=None):
+def _one_op(op: str, inputs: dict, weights: dict, attrs: dict):
+    """One op lowered as written (no passes) over seeded weights; inputs maps each role to its
+    shape, naming the runtime dims B (max 2) and T (max 64); `lengths` is i32, the rest f32."""
     rng = np.random.default_rng(0)
-    arrays = {k: rng.standard_normal(s).astype(np.float32) for k, s in weights.items()}
-    doc = {"name": "t", "dims": dims or {"B": {"min": 1, "max": 2}, "T": {"min": 1, "max": 64}},
-           "inputs": [{"name": "x", "dtype": "f32", "shape": x_shape}, *extra_inputs],
-           "weights": {k: {"ref": k} for k in weights},
-           "blocks": [{"name": "b", "ops": [{"op": op, "in": {"x": "x", **{i["name"]: i["name"] for i in extra_inputs}},
-                                             "w": {r: r for r in weights}, "attrs": attrs, "out": "y"}]}],
-           "outputs": ["y"]}
-    g, packed = lower_circuit(doc, _Arrays(arrays), [])
-    return g, packed
+    case = Case("cost", {r: np.zeros([1 if isinstance(e, str) else e for e in shape],
+                                     np.int32 if r == "lengths" else np.float32)
+                         for r, shape in inputs.items()},
+                {k: rng.standard_normal(s).astype(np.float32) for k, s in weights.items()}, attrs)
+    doc, ckpt = op_circuit(op, [case], shapes=inputs, dim_max={"B": 2, "T": 64})
+    return lower_circuit(doc, ckpt, [])
 
 
 def test_linear_cost_matches_hand_formula():
-    g, packed = _one_op("linear", ["B", "T", 96], {"weight": (40, 96), "bias": (40,)}, {})
+    g, packed = _one_op("linear", {"x": ["B", "T", 96]}, {"weight": (40, 96), "bias": (40,)}, {})
     c = op_cost(g, g.ops[0], {"B": 2, "T": 36})
     m, k, n = 2 * 36, 96, 40
     assert c.flops == 2 * m * k * n + m * n                      # multiply-adds + bias
@@ -53,7 +39,7 @@ def test_linear_cost_matches_hand_formula():
 
 
 def test_linear_activation_is_one_op_per_output():
-    g, _ = _one_op("linear", ["B", "T", 8], {"weight": (8, 8), "bias": (8,)}, {"act": "leaky_relu"})
+    g, _ = _one_op("linear", {"x": ["B", "T", 8]}, {"weight": (8, 8), "bias": (8,)}, {"act": "leaky_relu"})
     c = op_cost(g, g.ops[0], {"B": 1, "T": 10})
     assert c.flops == 2 * 10 * 8 * 8 + 10 * 8 + 10 * 8 and c.fused == "leaky_relu"
 
@@ -65,7 +51,7 @@ def test_linear_activation_is_one_op_per_output():
 ])
 def test_conv1d_cost_matches_hand_formula(attrs, k, t_out, groups):
     c_in, c_out = 64, 64 if groups > 1 else 96
-    g, packed = _one_op("conv1d", ["B", "T", c_in], {"weight": (c_out, c_in // groups, k), "bias": (c_out,)}, attrs)
+    g, packed = _one_op("conv1d", {"x": ["B", "T", c_in]}, {"weight": (c_out, c_in // groups, k), "bias": (c_out,)}, attrs)
     c = op_cost(g, g.ops[0], {"B": 1, "T": 36})
     assert c.flops == 2 * t_out * c_out * (c_in // groups) * k + t_out * c_out
     assert c.bytes_out == t_out * c_out * 4 and c.bytes_in == 36 * c_in * 4
@@ -73,7 +59,7 @@ def test_conv1d_cost_matches_hand_formula(attrs, k, t_out, groups):
 
 
 def test_conv_transpose1d_cost_matches_hand_formula():
-    g, _ = _one_op("conv_transpose1d", ["B", "T", 64], {"weight": (64, 32, 4), "bias": (32,)},
+    g, _ = _one_op("conv_transpose1d", {"x": ["B", "T", 64]}, {"weight": (64, 32, 4), "bias": (32,)},
                    {"stride": 2, "padding": 1})
     c = op_cost(g, g.ops[0], {"B": 1, "T": 20})
     t_out = (20 - 1) * 2 - 2 + 4
@@ -82,14 +68,7 @@ def test_conv_transpose1d_cost_matches_hand_formula():
 
 
 def test_attention_cost_matches_hand_formula():
-    lengths = {"name": "lengths", "dtype": "i32", "shape": ["B"]}
-    doc_inputs = [{"name": "k", "dtype": "f32", "shape": ["B", "T", 64]},
-                  {"name": "v", "dtype": "f32", "shape": ["B", "T", 64]}, lengths]
-    doc = {"name": "t", "dims": {"B": {"min": 1, "max": 2}, "T": {"min": 1, "max": 64}},
-           "inputs": [{"name": "q", "dtype": "f32", "shape": ["B", "T", 64]}, *doc_inputs], "weights": {},
-           "blocks": [{"name": "b", "ops": [{"op": "attention", "in": {"q": "q", "k": "k", "v": "v", "lengths": "lengths"},
-                                             "attrs": {"heads": 4}, "out": "y"}]}], "outputs": ["y"]}
-    g, _ = lower_circuit(doc, _Arrays({}), [])
+    g, _ = _one_op("attention", {r: ["B", "T", 64] for r in "qkv"} | {"lengths": ["B"]}, {}, {"heads": 4})
     b, t, w, h = 1, 36, 64, 4
     c = op_cost(g, g.ops[0], {"B": b, "T": t})
     assert c.flops == 4 * b * t * t * w + 5 * b * h * t * t + b * t * w    # QK^T + PV, softmax, 1/sum
@@ -102,8 +81,41 @@ def test_every_op_type_has_a_formula():
 
 def test_parse_dims():
     assert parse_dims("T=36, F=200") == {"T": 36, "F": 200}
-    with pytest.raises(ValueError, match="NAME=INTEGER"):
-        parse_dims("T36")
+    assert parse_dims(None) == parse_dims("") == parse_dims(",") == {}
+
+
+@pytest.mark.parametrize("dims, match", [
+    ({"Q": 3}, r"circuit 'kokoro_embedding': no dim\(s\) \['Q'\]"),
+    ({"T": 0}, "dim T = 0 is below its minimum 1"),
+])
+def test_build_report_refuses_dims_it_cannot_cost(small_ckpt_path, dims, match):
+    with pytest.raises(ReportError, match=match):
+        build_report("kokoro_embedding", small_ckpt_path, dims)
+
+
+@pytest.mark.parametrize("spec", ["T36", "T=", "=3", "T=-1", "T=3.5", "T=x"])
+def test_parse_dims_refuses_what_is_not_name_equals_integer(spec):
+    with pytest.raises(ReportError, match=f"--dims: '{re.escape(spec)}' is not NAME=INTEGER"):
+        parse_dims(spec)
+
+
+@pytest.mark.parametrize("flags, match", [
+    ([], "no checkpoint"),
+    (["--bandwidth", "10"], "--bandwidth without --peak"),
+    (["--peak", "100"], "--peak without --bandwidth"),
+    (["--bandwidth", "0", "--peak", "100"], "must be positive, got 0.0 and 100.0"),
+    (["--bandwidth", "10", "--peak", "nan"], "must be positive"),
+])
+def test_cli_report_refuses_arguments_by_name_before_measuring(small_ckpt_path, flags, match, monkeypatch,
+                                                               capsys):
+    from kcc.cli import main
+    from kcc.compiler import report
+    monkeypatch.delenv("KCC_CHECKPOINT", raising=False)
+    monkeypatch.setattr(report, "measure_roofline", lambda *a: pytest.fail("measured before refusing"))
+    ckpt = ["--checkpoint", str(small_ckpt_path)] if flags else []
+    assert main(["report", "kokoro_embedding", *ckpt, *flags]) == 2
+    err = capsys.readouterr().err
+    assert "ReportError" in err and match in err
 
 
 def test_report_embedding(small_ckpt_path):
@@ -144,22 +156,25 @@ def test_report_generator_fusion_keeps_flops_and_cuts_bytes(small_ckpt_path):
     assert js["flops"] == fused.flops and len(js["ops"]) == len(fused.costs)
     json.dumps(js)
     # costs scale with the runtime dim: twice the frames, about twice the work
-    double = graph_costs(*_graph_at(small_ckpt_path), {"B": 1, "N": 80})
+    double = graph_costs(_generator_graph(small_ckpt_path), {"B": 1, "N": 80})
     assert 1.9 < sum(c.flops for c in double) / fused.flops < 2.1
 
 
-def _graph_at(ckpt):
+def _generator_graph(ckpt):
     from kcc.weights.checkpoint import load_checkpoint
     from kcc.circuits import load_circuit
     from kcc.compiler.passes import FUSION_PASSES
     g, _ = lower_circuit(load_circuit("kokoro_generator"), load_checkpoint(ckpt), FUSION_PASSES)
-    return (g,)
+    return g
 
 
 def test_measured_roofline_is_plausible():
     rf = measure_roofline(threads=1, triad_floats=1 << 20, gemm_n=256, reps=2)
-    assert 1e8 < rf.bandwidth < 1e13 and 1e8 < rf.peak < 1e13 and math.isfinite(rf.bound(
-        type("C", (), {"bytes": 1e6, "flops": 1e6})()))
+    assert 1e8 < rf.bandwidth < 1e13 and 1e8 < rf.peak < 1e13 and rf.threads == 1
+    assert "triad 3 x 4 MiB" in rf.how and "kcc_linear_f32 256^3" in rf.how and "1 thread)" in rf.how
+    # an op's bound is its slower side: 1 MB at the bandwidth vs 1 MFLOP at the peak
+    op = type("C", (), {"bytes": 1e6, "flops": 1e6})()
+    assert rf.bound(op) == max(1e6 / rf.bandwidth, 1e6 / rf.peak)
 
 
 def test_cli_report(small_ckpt_path, tmp_path, capsys):

@@ -25,6 +25,11 @@ from kcc.compiler.costs import OpCost, graph_costs
 from kcc.compiler.plan import plan_memory
 
 
+class ReportError(ValueError):
+    """`kcc report` arguments it cannot cost: no checkpoint, one of --bandwidth / --peak alone or
+    not positive, a dim the circuit lacks or below its minimum, a --dims entry not NAME=INTEGER."""
+
+
 @dataclass
 class Roofline:
     bandwidth: float          # bytes / s
@@ -152,7 +157,7 @@ def build_report(circuit, checkpoint, dims: dict[str, int] | None = None, passes
     dims = dict(dims or {})
     unknown = [d for d in dims if d not in doc["dims"]]
     if unknown:
-        raise ValueError(f"circuit '{doc['name']}': no dim(s) {unknown}; dims are {list(doc['dims'])}")
+        raise ReportError(f"circuit '{doc['name']}': no dim(s) {unknown}; dims are {list(doc['dims'])}")
     notes = []
     # A given value above the declared max raises the max (as compile --max does).
     grown = {k: {**doc["dims"][k], "max": max(doc["dims"][k]["max"], int(v))} for k, v in dims.items()}
@@ -163,13 +168,13 @@ def build_report(circuit, checkpoint, dims: dict[str, int] | None = None, passes
             dims[d] = hi
             notes.append(f"dim {d} not given: costed at its planned max {hi}")
         elif not lo <= dims[d]:
-            raise ValueError(f"dim {d} = {dims[d]} is below its minimum {lo}")
+            raise ReportError(f"dim {d} = {dims[d]} is below its minimum {lo}")
     plan_max = plan_memory(g)
     plan_at = plan_memory(dataclasses.replace(g, dims={d: (lo, dims[d]) for d, (lo, _) in g.dims.items()}))
     costs = graph_costs(g, dims)
     missing = sorted({c.type for c in costs if c.flops is None})
     if missing:
-        notes.append(f"no FLOP formula for op type(s) {missing} in kcc/compiler/costs.py: counted as 0")
+        notes.append(f"no FLOP formula (OpDef.cost) for op type(s) {missing}: counted as 0")
     return Report(g.name, dims, costs, plan_max.arena_bytes, plan_at.arena_bytes, plan_max.weights_bytes,
                   {d: hi for d, (_, hi) in g.dims.items()}, roofline, notes,
                   "default" if passes is None else (", ".join(p.__name__ for p in passes) or "none"))
@@ -257,7 +262,7 @@ def parse_dims(spec: str | None) -> dict[str, int]:
             continue
         name, eq, value = part.partition("=")
         if not eq or not name or not value.isdigit():
-            raise ValueError(f"--dims: {part!r} is not NAME=INTEGER (e.g. T=36,F=200)")
+            raise ReportError(f"--dims: {part!r} is not NAME=INTEGER (e.g. T=36,F=200)")
         out[name] = int(value)
     return out
 
@@ -265,14 +270,22 @@ def parse_dims(spec: str | None) -> dict[str, int]:
 def run_cli(args) -> int:
     import json
     passes = [] if args.passes == "none" else None
+    # Every refusal comes before the roofline probe (1-3 s); a lone --bandwidth or --peak is
+    # refused rather than measured over, and a zero would divide.
+    ckpt = args.checkpoint or os.environ.get("KCC_CHECKPOINT")
+    if not ckpt:
+        raise ReportError("no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
+    given = [f for f, v in (("--bandwidth", args.bandwidth), ("--peak", args.peak)) if v is not None]
+    if len(given) == 1:
+        other = "--peak" if given == ["--bandwidth"] else "--bandwidth"
+        raise ReportError(f"{given[0]} without {other}: give both, or neither to measure them")
+    if any(v is not None and not v > 0 for v in (args.bandwidth, args.peak)):
+        raise ReportError(f"--bandwidth and --peak must be positive, got {args.bandwidth} and {args.peak}")
     rf = None
-    if args.bandwidth and args.peak:
+    if given:
         rf = Roofline(args.bandwidth * 1e9, args.peak * 1e9, args.threads, "given on the command line")
     elif not args.no_roofline:
         rf = measure_roofline(args.threads)
-    ckpt = args.checkpoint or os.environ.get("KCC_CHECKPOINT")
-    if not ckpt:
-        raise SystemExit("kcc: no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
     r = build_report(args.circuit, ckpt, parse_dims(args.dims), passes, rf)
     if args.measure:
         r.measured = measure_ops(args.circuit, ckpt, r.dims, passes, args.threads, planned_max=r.planned_max)
