@@ -15,7 +15,7 @@ import pytest
 
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.costs import bind_op
-from kcc.compiler.one_op import OneOpError, compile_op, op_circuit, run_cases
+from kcc.compiler.one_op import DIM_MAX, OneOpError, compile_op, op_circuit, run_cases
 from kcc.kernels.registry import get_kernel
 from kcc.ops import OPS, Case
 from kcc.ops.core import with_defaults
@@ -176,6 +176,13 @@ def test_references_agree_with_torch(op):
 def test_one_op_circuit_refuses_cases_it_cannot_run(cases, match):
     with pytest.raises(OneOpError, match=match):
         op_circuit("add", cases)
+
+
+def test_one_op_circuit_declares_a_case_dim_past_the_default_max_that_an_input_names_first():
+    a = np.zeros((1, DIM_MAX + 44), np.float32)
+    doc, _ = op_circuit("add", [Case("wide", {"a": a, "b": a}, dims={"T": DIM_MAX + 44})],
+                        shapes={"a": [1, "T"], "b": [1, "T"]})
+    assert doc["dims"] == {"T": {"min": 1, "max": DIM_MAX + 44}}
 
 
 def test_one_op_circuit_runs_every_case_in_one_library():

@@ -25,6 +25,8 @@ DIM_MAX = 256
 class OneOpError(ValueError):
     """Cases that cannot form one circuit: an input dtype the runtime lacks, an attr the op does
     not have, or two cases giving one runtime dim different values."""
+
+
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -46,8 +48,10 @@ def op_circuit(op_type: str, cases: list[Case], shapes: dict | None = None,
     inputs, weights, arrays, ops = [], {}, {}, []
 
     def declare(name: str, value: int | None = None) -> None:
+        # an input shape may declare the dim before a case gives its value: the max takes both
         top = max(dim_max.get(name, DIM_MAX), value or 1)
-        dims.setdefault(name, {"min": 1, "max": top})
+        d = dims.setdefault(name, {"min": 1, "max": top})
+        d["max"] = max(d["max"], top)
 
     for k, case in enumerate(cases):
         for role, a in case.inputs.items():
