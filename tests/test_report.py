@@ -11,6 +11,7 @@ from kcc.compiler.costs import FORMULAS, graph_costs, op_cost
 from kcc.compiler.lower import lower_circuit
 from kcc.compiler.one_op import op_circuit
 from kcc.ops import OPS, Case
+from kcc.ops.dense import int8_exact
 from kcc.compiler.report import ReportError, Roofline, build_report, measure_roofline, parse_dims, render
 
 RF = Roofline(bandwidth=20e9, peak=50e9, threads=1, how="fixed for the test")
@@ -210,3 +211,32 @@ def test_profile_build_times_every_op_and_plain_build_refuses(small_ckpt_path, t
                  "--bandwidth", "10", "--peak", "100", "--measure", "--json", str(out)]) == 0
     assert "meas ms" in capsys.readouterr().out
     assert all(op["measured_s"] > 0 for op in json.loads(out.read_text())["ops"])
+
+
+@pytest.mark.parametrize("op", ["dft_conv1d", "dft_conv1d_bf16"])
+def test_block_dft_convs_are_charged_the_one_weight_layout_they_read(op):
+    """Both precisions hold the weight twice (direct layout, spectrum) and read the spectrum only
+    from min_rows input rows on; the cost names the transform size among the fusions."""
+    g, packed = lower_circuit(*op_circuit(op, OPS[op].cases()), [])
+    layouts_seen = set()
+    for o in g.ops:
+        b, t, _ = g.tensors[o.inputs["x"]].shape
+        layout = "spectrum" if b * t >= o.attrs["min_rows"] else "weight"
+        layouts_seen.add(layout)
+        c = op_cost(g, o, {})
+        assert c.bytes_w == packed[o.weights[layout]].nbytes + packed[o.weights["bias"]].nbytes, o.name
+        assert f"dft{o.attrs['n']}" in c.fused.split(","), (o.name, c.fused)
+    assert layouts_seen == {"spectrum", "weight"}     # the cases cover both sides of min_rows
+
+
+@pytest.mark.parametrize("op", ["embedding", "embedding_q8"])
+def test_lookups_are_charged_the_table_rows_they_read(op):
+    """A lookup of fewer ids than table rows reads one packed row per id (int8 rows with their
+    scale for embedding_q8), not the table."""
+    rows, chan = 40, 130
+    table = int8_exact(np.random.default_rng(3), rows, chan)          # storable either way
+    case = Case("three_ids", {"ids": np.array([[0, 7, rows - 1]], np.int32)}, {"table": table})
+    g, packed = lower_circuit(*op_circuit(op, [case]), [])
+    (table_w,) = packed.values()
+    assert table_w.shape[0] == rows
+    assert op_cost(g, g.ops[0], {}).bytes_w == 3 * table_w.nbytes // rows

@@ -70,7 +70,16 @@ def formulas() -> dict[str, Callable[[_View], int]]:
 FORMULAS = formulas()
 
 
-GATHERS = ("embedding", "embedding_three_table_layer_norm")
+# Byte rules read an op's roles, not its type name, so a precision twin (embedding_q8,
+# dft_conv1d_bf16, adain_conv1d_bf16) is costed as its FP32 op is.
+def _gathers(op: Op) -> bool:
+    """A table lookup: it reads one table row per id, not the table."""
+    return "ids" in op.inputs
+
+
+def _reads_one_layout(op: Op) -> bool:
+    """A block-DFT conv: it holds the weight in two layouts and reads one (reads_spectrum)."""
+    return "spectrum" in op.weights
 
 
 def bind_op(g: Graph, op: Op) -> tuple[str, dict[str, str]]:
@@ -84,8 +93,8 @@ def bind_op(g: Graph, op: Op) -> tuple[str, dict[str, str]]:
 
 
 def _fused(op: Op) -> str:
-    parts = [f"{op.attrs['norm_act']}>conv"] if op.type == "adain_conv1d" else []
-    if op.type == "dft_conv1d":
+    parts = [f"{op.attrs['norm_act']}>conv"] if "norm_act" in op.attrs else []
+    if _reads_one_layout(op):
         parts.append(f"dft{op.attrs['n']}")
     act = op.attrs.get("act", "none")
     if act != "none":
@@ -116,13 +125,13 @@ def op_cost(g: Graph, op: Op, dims: dict[str, int]) -> OpCost:
               {r: g.weights[w].shape for r, w in op.weights.items()}, op.attrs, bind_op(g, op)[1])
     fn = OPS[op.type].cost
     w_bytes = {w: weight_bytes(g, w) for w in set(op.weights.values())}
-    if op.type in GATHERS:          # a lookup reads one table row per token, not the table
+    if _gathers(op):
         tokens = v.n(v.out[:-1])
         w_bytes = {w: min(n, tokens * g.weights[w].shape[-1] * 4) if len(g.weights[w].shape) == 2 else n
                    for w, n in w_bytes.items()}
     reads = set(op.inputs.values())
     out_bytes = tensor_bytes(g, op.output, dims)
-    if op.type == "dft_conv1d":                      # one of its two layouts of the weight is read
+    if _reads_one_layout(op):
         w_bytes.pop(op.weights["weight" if reads_spectrum(v) else "spectrum"], None)
     return OpCost(op.name, op.type, fn(v) if fn else None, sum(tensor_bytes(g, t, dims) for t in reads),
                   sum(w_bytes.values()), out_bytes, _fused(op))
