@@ -20,7 +20,7 @@ RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d")
 
 def drop_dead_ops(g: Graph) -> Graph:
     """Remove ops whose outputs reach neither a graph output nor a checkpoint."""
-    needed = set(g.outputs) | {c.tensor for c in g.checkpoints}
+    needed = _pinned(g)
     keep = []
     for op in reversed(g.ops):
         if op.output in needed:
@@ -52,21 +52,31 @@ def _private(tensor: str, pinned: set[str], consumers: dict, reader: Op) -> bool
     return tensor not in pinned and [id(o) for o in consumers.get(tensor, [])] == [id(reader)]
 
 
+def _gemm_conv(g: Graph, op: Op) -> tuple[int, int, int] | None:
+    """(K, c_in, c_out) of a conv1d that reads only x and runs as the GEMM variant (stride 1,
+    its weight in the GEMM pack [K, panels, Cin, 16]): what both conv rewrites start from."""
+    if op.type != "conv1d" or set(op.inputs) != {"x"} or op.attrs["stride"] != 1:
+        return None
+    w, x = g.weights[op.weights["weight"]].shape, g.tensors[op.inputs["x"]].shape
+    if len(w) != 4 or len(x) != 3:
+        return None
+    k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
+    return (k, c_in, c_out) if variant(c_in, c_out, op.attrs["groups"], op.attrs["dilation"], False) == "gemm" else None
+
+
 def fuse_adain_conv(g: Graph) -> Graph:
     """adain -> conv1d (GEMM path, fits the tile) becomes one adain_conv1d at the conv's place."""
     consumers, pinned = _consumers(g), _pinned(g)
     drop: set[int] = set()
     for i, conv in enumerate(g.ops):
-        if conv.type != "conv1d" or set(conv.inputs) != {"x"}:
+        geometry = _gemm_conv(g, conv)
+        if geometry is None:
             continue
         norm = g.producer(conv.inputs["x"])
         if norm is None or norm.type != "adain" or not _private(conv.inputs["x"], pinned, consumers, conv):
             continue
-        a, w = conv.attrs, g.weights[conv.weights["weight"]].shape       # GEMM pack [K, panels, Cin, 16]
-        c_in, c_out = g.tensors[conv.inputs["x"]].shape[2], g.tensors[conv.output].shape[2]
-        if a["stride"] != 1 or variant(c_in, c_out, a["groups"], a["dilation"], False) != "gemm" or len(w) != 4:
-            continue
-        if not fits_norm_conv(c_in, a["dilation"] * (w[0] - 1)):
+        a, (k, c_in, _) = conv.attrs, geometry
+        if not fits_norm_conv(c_in, a["dilation"] * (k - 1)):
             continue
         attrs = dict(FUSED_ATTRS, eps=norm.attrs["eps"], norm_act=norm.attrs["act"], norm_slope=norm.attrs["slope"],
                      padding=a["padding"], dilation=a["dilation"], act=a["act"], slope=a["slope"])
@@ -87,16 +97,11 @@ def spectral_convs(g: Graph) -> Graph:
     ops: list[Op] = []
     top = max_dims(g.dims)
     for op in g.ops:
-        w = g.weights[op.weights["weight"]].shape if "weight" in op.weights else ()
-        a = op.attrs
-        if (op.type != "conv1d" or set(op.inputs) != {"x"} or "bias" not in op.weights or len(w) != 4
-                or len(g.tensors[op.inputs["x"]].shape) != 3):
+        geometry = _gemm_conv(g, op)
+        if geometry is None or "bias" not in op.weights:
             ops.append(op)
             continue
-        k, c_in, c_out = w[0], w[2], g.tensors[op.output].shape[2]
-        if a["stride"] != 1 or variant(c_in, c_out, a["groups"], a["dilation"], False) != "gemm":
-            ops.append(op)
-            continue
+        (k, c_in, c_out), a = geometry, op.attrs
         choice = dft_conv.choose(c_in, c_out, k)
         x_shape = g.tensors[op.inputs["x"]].shape
         if choice is None or extent_value(x_shape[0], top) * extent_value(x_shape[1], top) < choice.min_rows:
