@@ -15,7 +15,7 @@ import numpy as np
 
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.driver import compile_circuit
-from kcc.compiler.runtime import CompiledCircuit
+from kcc.compiler.runtime import NP_DTYPES, CompiledCircuit
 from kcc.ops import OPS, Case
 from kcc.weights.checkpoint import Checkpoint
 
@@ -27,13 +27,13 @@ class OneOpError(ValueError):
     not have, or two cases giving one runtime dim different values."""
 
 
-_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32"}
+_DTYPES = {np.dtype(t): name for name, t in NP_DTYPES.items()}     # the dtypes the runtime feeds
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _dtype(role: str, a: np.ndarray) -> str:
     if a.dtype not in _DTYPES:
-        raise OneOpError(f"input '{role}': dtype {a.dtype} is neither float32 nor int32")
+        raise OneOpError(f"input '{role}': dtype {a.dtype} is none of {sorted(map(str, _DTYPES))}")
     return _DTYPES[a.dtype]
 
 

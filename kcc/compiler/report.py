@@ -185,7 +185,7 @@ def measure_ops(circuit, checkpoint, dims: dict[str, int], passes=None, threads:
     """Each op's best wall time over `reps` runs at `dims`: the circuit built with -O3
     -march=native, OpenMP and BuildOptions(profile=True), on seeded inputs (f32 ~ N(0, 0.1^2),
     integers 0: a timing input, not a meaningful utterance)."""
-    from kcc.compiler.runtime import _NP_DTYPES
+    from kcc.compiler.runtime import NP_DTYPES
     from kcc.compiler.driver import compile_circuit
     cc = compile_circuit(circuit, checkpoint, BuildOptions(opt="-O3", native=True, openmp=True, profile=True),
                          dims=planned_max, passes=passes)
@@ -195,7 +195,7 @@ def measure_ops(circuit, checkpoint, dims: dict[str, int], passes=None, threads:
     for name in cc.graph.inputs:
         shape, dtype = cc.shape_of(name, dims), cc.graph.tensors[name].dtype
         ins[name] = ((0.1 * rng.standard_normal(shape)).astype(np.float32) if dtype == "f32"
-                     else np.zeros(shape, dtype=_NP_DTYPES[dtype]))
+                     else np.zeros(shape, dtype=NP_DTYPES[dtype]))
     arena, best = cc.new_arena(), {}
     for _ in range(reps + 1):                       # the first run warms caches and pages
         cc.run(ins, arena=arena, dims=dims)

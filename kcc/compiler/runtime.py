@@ -21,7 +21,7 @@ from kcc.compiler.emit import symbol_prefix
 from kcc.compiler.plan import MemoryPlan
 from kcc.compiler.ir import Graph, extent_value
 
-_NP_DTYPES = {"f32": np.float32, "i32": np.int32}
+NP_DTYPES = {"f32": np.float32, "i32": np.int32}
 
 
 class KccRunError(Exception):
@@ -161,7 +161,7 @@ class CompiledCircuit:
             raise ValueError(f"circuit '{g.name}': out {unknown}: not outputs of this circuit (outputs: {g.outputs})")
         outs = []
         for name in g.outputs:
-            shape, dtype = self.shape_of(name, dims), np.dtype(_NP_DTYPES[g.tensors[name].dtype])
+            shape, dtype = self.shape_of(name, dims), np.dtype(NP_DTYPES[g.tensors[name].dtype])
             arr = given.get(name)
             if arr is None:
                 outs.append(np.empty(shape, dtype=dtype))
@@ -188,7 +188,7 @@ class CompiledCircuit:
         dims = self.infer_dims(inputs, dims)
         ins = []
         for name in g.inputs:
-            want = _NP_DTYPES[g.tensors[name].dtype]
+            want = NP_DTYPES[g.tensors[name].dtype]
             arr = np.asarray(inputs[name])
             if arr.dtype != want:
                 if arr.dtype.kind != np.dtype(want).kind:
@@ -198,7 +198,7 @@ class CompiledCircuit:
         outs = self._output_arrays(dims, ins, out or {})
         cks = None
         if with_checkpoints:
-            cks = [np.empty(self.shape_of(c.tensor, dims), dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])
+            cks = [np.empty(self.shape_of(c.tensor, dims), dtype=NP_DTYPES[g.tensors[c.tensor].dtype])
                    for c in g.checkpoints]
         inj = None
         if inject:
@@ -212,7 +212,7 @@ class CompiledCircuit:
                     inj.append(None)
                     continue
                 want = self.shape_of(c.tensor, dims)
-                arr = np.ascontiguousarray(inject[c.name], dtype=_NP_DTYPES[g.tensors[c.tensor].dtype])
+                arr = np.ascontiguousarray(inject[c.name], dtype=NP_DTYPES[g.tensors[c.tensor].dtype])
                 if arr.shape != want:
                     raise ValueError(f"inject '{c.name}': shape {arr.shape}, expected {want}")
                 inj.append(arr)
