@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import kcc.ops
-from kcc.kernels.registry import C_TYPES, IN_F32, I64, KERNELS, OUT_F32, Kernel
+from kcc.kernels.registry import C_TYPES, IN_F32, I64, KERNELS, OUT_F32, Kernel, RegistryError, register
 
 kcc.ops.load()
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,3 +126,16 @@ def test_load_lists_every_family_module_once():
     from kcc.ops import FAMILIES
     modules = {m.rsplit(".", 1)[1] for m in _modules("kcc.ops")} - {"ops", "core", "cost_terms"}
     assert sorted(FAMILIES) == sorted(modules) and len(set(FAMILIES)) == len(FAMILIES)
+
+
+@pytest.mark.parametrize("kernel, match", [
+    (Kernel("kcc_linear_f32", "gemm_f32.c", (), KERNELS["kcc_linear_f32"].contract), "registered twice"),
+    (Kernel("kcc_nope_f32", "nope_f32.c", (), KERNELS["kcc_linear_f32"].contract), r"nope_f32.c does not exist"),
+    (Kernel("kcc_nope_f32", "gemm_f32.c", (("x", "f64"),), KERNELS["kcc_linear_f32"].contract),
+     "argument 'x' has unknown kind 'f64'"),
+])
+def test_register_refuses_what_the_emitter_could_not_use(kernel, match):
+    before = dict(KERNELS)
+    with pytest.raises(RegistryError, match=match):
+        register(kernel)
+    assert KERNELS == before                      # nothing half-registered, the original kept

@@ -52,14 +52,19 @@ class Kernel:
 KERNELS: dict[str, Kernel] = {}
 
 
+class RegistryError(ValueError):
+    """A kernel registration the emitter could not use: a name taken, a source file missing, an
+    argument of a kind C_TYPES lacks. Nothing is registered."""
+
+
 def register(kernel: Kernel) -> Kernel:
     if kernel.name in KERNELS:
-        raise ValueError(f"kernel '{kernel.name}' registered twice")
+        raise RegistryError(f"kernel '{kernel.name}' registered twice")
     if not kernel.path.is_file():
-        raise ValueError(f"kernel '{kernel.name}': source {kernel.path} does not exist")
+        raise RegistryError(f"kernel '{kernel.name}': source {kernel.path} does not exist")
     for arg, kind in kernel.args:
         if kind not in C_TYPES:
-            raise ValueError(f"kernel '{kernel.name}': argument '{arg}' has unknown kind '{kind}'")
+            raise RegistryError(f"kernel '{kernel.name}': argument '{arg}' has unknown kind '{kind}'")
     KERNELS[kernel.name] = kernel
     return kernel
 
