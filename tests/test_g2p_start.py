@@ -9,10 +9,11 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from kcc.speech import g2p_en
+from kcc.speech import g2p_en, g2p_en_cache
 from kcc.speech.g2p_en_cache import LazyEspeakFallback, LexiconTable, _cache_path, lexicon
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +80,29 @@ def test_unwritable_cache_still_speaks(cache):
         assert _words(fn, "Hello.")[0][1] == "həlˈO"
     finally:
         os.chmod(cache, 0o700)
+
+
+class _FailingItems(dict):
+    def items(self):
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+@pytest.mark.parametrize("failure", ["no temporary file", "write fails midway"])
+def test_a_cache_that_cannot_be_written_still_speaks_and_leaves_no_file(cache, monkeypatch, failure):
+    """The cache directory exists but takes no file, or SQLite fails while writing (what a
+    read-only or full disk does; root can write anywhere, so both are injected): misaki's own
+    lexicon is used, and neither the cache file nor a temporary is left behind."""
+    en = g2p_en.misaki_en()
+    path = _cache_path(False)
+    if failure == "no temporary file":
+        def refuse(target):
+            raise PermissionError(13, "Permission denied", str(target))
+        monkeypatch.setattr(g2p_en_cache, "AtomicFile", refuse)
+        lex = lexicon(en, False)
+        assert lex.golds["hello"] == en.Lexicon(False).golds["hello"]
+    else:
+        g2p_en_cache._write(path, SimpleNamespace(golds={"hello": "həlˈO"}, silvers=_FailingItems()))
+    assert list(path.parent.iterdir()) == []
 
 
 _PROBE = textwrap.dedent("""

@@ -11,12 +11,13 @@ import) is needed only for words in no lexicon, so the fallback is built on its 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import tempfile
 from collections.abc import Mapping
+from contextlib import closing
 from importlib import metadata
 from pathlib import Path
+
+from kcc.files import AtomicFile, cache_dir
 
 CACHE_VERSION = 1
 _TABLES = ("golds", "silvers")
@@ -33,7 +34,6 @@ def _data_key(british: bool) -> str:
 
 
 def _cache_path(british: bool) -> Path:
-    from kcc.files import cache_dir
     d = cache_dir() / "g2p"
     d.mkdir(parents=True, exist_ok=True)
     return d / f"lexicon-{_data_key(british)}.sqlite"
@@ -77,20 +77,21 @@ class LexiconTable(Mapping):
 
 
 def _write(path: Path, lex) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lexicon-")
-    os.close(fd)
+    """lex's grown dictionaries as the cache file at `path`, renamed there only when complete. A
+    cache that cannot be written (read-only, full) only costs the next start its time."""
     try:
-        db = sqlite3.connect(tmp)
-        for table in _TABLES:
-            db.execute(f"CREATE TABLE {table} (k TEXT PRIMARY KEY, s TEXT, j TEXT)")
-            db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)",
-                           ((k, v, None) if isinstance(v, str) else (k, None, json.dumps(v))
-                            for k, v in getattr(lex, table).items()))
-        db.commit()
-        db.close()
-        os.replace(tmp, path)
-    except (OSError, sqlite3.Error):       # a read-only cache only costs the next start its time
-        Path(tmp).unlink(missing_ok=True)
+        with AtomicFile(path) as out:
+            out.close()                                  # SQLite writes the temporary by its name
+            with closing(sqlite3.connect(out.tmp)) as db:
+                for table in _TABLES:
+                    db.execute(f"CREATE TABLE {table} (k TEXT PRIMARY KEY, s TEXT, j TEXT)")
+                    db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)",
+                                   ((k, v, None) if isinstance(v, str) else (k, None, json.dumps(v))
+                                    for k, v in getattr(lex, table).items()))
+                db.commit()
+            out.commit()
+    except (OSError, sqlite3.Error):
+        pass
 
 
 def _open(path: Path) -> sqlite3.Connection | None:
