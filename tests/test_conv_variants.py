@@ -1,7 +1,7 @@
 """The conv variants chosen at lowering (kcc/ops/conv.py VARIANTS): which kernel each shipped
-conv shape binds, and every variant on the shipped circuits' conv geometries (the real model's
-and the full config's: the same layer shapes) against the float64 numpy reference, bit-identical
-at 1 and 2 threads.
+conv shape binds (the adain_conv1d fusion has one kernel), and every variant on the shipped
+circuits' conv geometries (the real model's and the full config's: the same layer shapes)
+against the float64 numpy reference, bit-identical at 1 and 2 threads.
 
 A kernel change that must not change results is checked bit for bit on these cases: record the
 outputs before it (`python tests/test_conv_variants.py record PATH`), then run this file with
@@ -28,7 +28,9 @@ from kcc.ops.fused import _case as adain_conv_case
 
 pytestmark = pytest.mark.sanitize
 
-# (name, c_in, c_out, K, attrs) of every direct conv in kcc/circuits/*.json (real model = full config).
+# (name, c_in, c_out, K, attrs): the conv geometries of kcc/circuits/*.json (real model = full
+# config). The shipped convs carry no act (an activation is its own op); the leaky and res rows
+# exercise the epilogue the fused, residual-fused and spectral paths share.
 CONV1D = (
     ("f0_curve_1in_1out_s2", 1, 1, 3, {"stride": 2, "padding": 1}),
     ("decode_conv1x1_1090_1024", 1090, 1024, 1, {}),
