@@ -12,7 +12,6 @@ one gets flops None and the report says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from kcc.compiler.ir import DTYPE_BYTES, Graph, Op, extent_value
 from kcc.ops import OPS, BindContext
@@ -60,14 +59,6 @@ class _View:
 
     def karg(self, name: str) -> int:
         return int(self.kernel_args[name])
-
-
-def formulas() -> dict[str, Callable[[_View], int]]:
-    """op type -> its FLOP formula, as each OpDef carries it (kcc/ops/<family>.py)."""
-    return {name: d.cost for name, d in OPS.items() if d.cost is not None}
-
-
-FORMULAS = formulas()
 
 
 # Byte rules read an op's roles, not its type name, so a precision twin (embedding_q8,
