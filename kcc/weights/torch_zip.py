@@ -138,7 +138,7 @@ def pickle_bytes(obj) -> bytes:
 
 
 def _atomic(path: Path, write) -> Path:
-    """write(fileobj) into kcc.speech.wav's AtomicFile beside `path` (the umask's mode, removed on
+    """write(fileobj) into kcc.files' AtomicFile beside `path` (the umask's mode, removed on
     failure or on a signal), synced, then renamed over `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from kcc.speech.batch.item import DEFAULT_MAX_CHARS
 
 
 def add_parser(subparsers) -> None:
-    from kcc.cli import _speech_args
+    from kcc.speech.cli_args import add_speech_args
     p = subparsers.add_parser("batch", help="synthesise a manifest of items into OUTDIR (resumable)")
     p.add_argument("manifest", help="JSONL or CSV (columns id, text|phonemes, voice, lang, speed, seed, "
                                     "format) or plain text (one utterance per line, id = line number)")
@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--format", default="wav", choices=list(FORMATS), help="default audio format")
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="longest item text accepted")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
-    _speech_args(p)      # --checkpoint --voices-dir --lang --g2p --max-frames --threads --native
+    add_speech_args(p)      # --checkpoint --voices-dir --lang --g2p --max-frames --threads --native
     p.set_defaults(fn=run_cli)
 
 

@@ -26,8 +26,8 @@ def _env(name: str, default, kind=str):
 
 
 def _common(p: argparse.ArgumentParser, port: int) -> None:
-    from kcc.cli import _speech_args
-    _speech_args(p)
+    from kcc.speech.cli_args import add_speech_args
+    add_speech_args(p)
     p.set_defaults(lang=_env("LANG", "en-us"))
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="address to listen on ($KCC_HOST)")
     p.add_argument("--port", type=int, default=_env("PORT", port, int), help="($KCC_PORT)")
