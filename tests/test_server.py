@@ -22,7 +22,7 @@ import uvicorn
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kcc.speech.g2p import G2PError
-from kcc.speech.first_chunk import chunk_ramp
+from kcc.speech.first_chunk import chunk_plan
 from kcc.speech.say import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
 from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
@@ -141,8 +141,8 @@ TEXT = "Hello there, wide world. It speaks in sines."
 def planned(text, limits: Limits | None = None):
     """The chunks the server plans (its chunk sizes, not `kcc say`'s)."""
     limits = limits or FIXED
-    ramp = chunk_ramp(limits.first_chunk_phonemes, limits.chunk_phonemes, limits.chunk_growth)
-    return plan(text, LetterG2P(), limit=limits.chunk_phonemes, first_limit=ramp, min_rest=ramp[0])
+    ramp, min_rest = chunk_plan(limits.first_chunk_phonemes, limits.chunk_phonemes, limits.chunk_growth)
+    return plan(text, LetterG2P(), limit=limits.chunk_phonemes, first_limit=ramp, min_rest=min_rest)
 
 
 def expected(text, voice="af_alloy", speed=1.0, seed=0):

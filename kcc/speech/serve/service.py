@@ -26,7 +26,7 @@ import numpy as np
 
 from kcc.speech.g2p import G2PError, detect_language
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
-from kcc.speech.first_chunk import CostModel, chunk_ramp
+from kcc.speech.first_chunk import CostModel, chunk_plan
 from kcc.speech.say import SayError, plan, synthesize_chunks
 from kcc.speech.serve.audio_formats import Encoder
 from kcc.speech.serve.request import ApiError, SpeechRequest
@@ -152,12 +152,12 @@ class SpeechService:
         self.scheduler.close()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def first_chunks(self) -> list[int]:
-        """The first chunks' phoneme limits for a request now (kcc.speech.first_chunk)."""
+    def first_chunks(self) -> tuple[list[int], int]:
+        """The first chunks' phoneme limits for a request now, and min_rest (kcc.speech.first_chunk)."""
         lim = self.limits
         first = lim.first_chunk_phonemes if lim.first_chunk_seconds <= 0 else self.cost.phonemes_within(
             lim.first_chunk_seconds, min(lim.first_chunk_min, lim.first_chunk_phonemes), lim.first_chunk_phonemes)
-        return chunk_ramp(first, lim.chunk_phonemes, lim.chunk_growth)
+        return chunk_plan(first, lim.chunk_phonemes, lim.chunk_growth)
 
     # -- the worker ----------------------------------------------------------------------------
     def _start(self, job: Job) -> None:
@@ -195,8 +195,8 @@ class SpeechService:
             pack = self.voices.pack(parts)
             # the whole text is planned first: a G2P error anywhere is a JSON error, not a cut
             # stream; chunk sizes also fit the synthesizer's frame plan at this speed
-            ramp = self.first_chunks()
-            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes, first_limit=ramp, min_rest=ramp[0] if ramp else 0,
+            ramp, min_rest = self.first_chunks()
+            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes, first_limit=ramp, min_rest=min_rest,
                           speed=req.speed, max_frames=getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES))
             encoder = Encoder(req.response_format, streaming=req.stream or req.sse)
             job.emit("plan", chunks)

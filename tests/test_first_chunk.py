@@ -1,0 +1,251 @@
+"""First-chunk planning (kcc.speech.first_chunk, kcc.speech.text.iter_chunks' ramp) and the
+server's chunk scheduler (kcc.speech.serve.scheduler): pure functions and event order, no clocks."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from kcc.model.pipeline import SynthesisCancelled
+from kcc.speech.first_chunk import CostModel, chunk_plan, chunk_ramp
+from kcc.speech.g2p import Word
+from kcc.speech.say import plan
+from kcc.speech.serve.scheduler import ChunkScheduler, SchedulerClosed
+from kcc.speech.serve.service import Limits
+from kcc.speech.text import iter_chunks, phoneme_string
+
+from test_say import FakeSynth, LetterG2P, sentences
+from test_server import RawStream, post, serving
+
+TEXT = "The quick brown fox jumps over the lazy dog, and then it runs far away into the woods."
+
+
+def words_of(text):
+    return LetterG2P()(text)
+
+
+def flat(chunks):
+    return [(w.text, w.phonemes) for c in chunks for w in c]
+
+
+# -- the ramp --------------------------------------------------------------------------------------
+def test_chunk_ramp_grows_to_the_limit():
+    assert chunk_ramp(10, 200) == [10, 30, 90]
+    assert chunk_ramp(10, 200, growth=2.0) == [10, 20, 40, 80, 160]
+    assert chunk_ramp(200, 200) == [] and chunk_ramp(300, 200) == []
+
+
+@pytest.mark.parametrize("first, limit, growth", [(0, 200, 3.0), (10, 0, 3.0), (10, 200, 1.0), (10, 200, 0.5)])
+def test_chunk_ramp_refuses_bad_settings(first, limit, growth):
+    with pytest.raises(ValueError):
+        chunk_ramp(first, limit, growth)
+
+
+# -- boundaries --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ramp", [[9], [9, 27], [10, 30, 90], [12, 36]])
+def test_ramped_chunks_keep_every_word_whole_and_in_order(ramp):
+    words = words_of(sentences(8))
+    chunks = list(iter_chunks(words, 200, ramp))
+    assert flat(chunks) == [(w.text, w.phonemes) for w in words]        # nothing lost, nothing split
+    assert all(w in words for c in chunks for w in c)                    # the very Word objects
+    for k, c in enumerate(chunks):
+        assert len(phoneme_string(c)) <= (ramp[k] if k < len(ramp) else 200)
+    assert len(phoneme_string(chunks[0])) > ramp[0] - 12                # cut near the limit, not early
+    assert max(len(phoneme_string(c)) for c in chunks) > ramp[-1]       # later chunks are longer
+
+
+def test_first_chunk_ends_at_a_phrase_mark_when_one_fits():
+    chunks = list(iter_chunks(words_of("Sentence number one, then more words follow here now."), 100, [20]))
+    assert [w.text for w in chunks[0]] == ["Sentence", "number", "one", ","]
+
+
+def test_first_chunk_cuts_between_words_without_a_mark():
+    chunks = list(iter_chunks(words_of(TEXT), 200, [9]))
+    assert [w.text for w in chunks[0]] == ["The", "quick"]             # "the quick": 9 phonemes
+
+
+def test_a_word_longer_than_the_first_limit_stays_whole():
+    chunks = list(iter_chunks(words_of("Incomprehensibilities abound here, truly and really."), 100, [5]))
+    assert [w.text for w in chunks[0]] == ["Incomprehensibilities"]
+
+
+@pytest.mark.parametrize("text", ["Hello there.", "Yes.", "Hi, all of you."])
+def test_a_short_sentence_stays_one_chunk(text):
+    ramp, min_rest = chunk_plan(6, 200)
+    assert min_rest == 12
+    assert len(list(iter_chunks(words_of(text), 200, ramp, min_rest))) == 1
+    assert len(list(iter_chunks(words_of(text), 200, ramp))) == (1 if len(phoneme_string(words_of(text))) <= 6 else 2)
+
+
+def test_min_rest_keeps_a_short_tail_with_its_chunk_but_not_a_long_one():
+    text = "The quick brown fox jumps over the lazy dog."
+    assert len(list(iter_chunks(words_of(text), 200, [30], min_rest=30))) == 1       # 11 phonemes would follow
+    assert len(list(iter_chunks(words_of(text), 200, [15], min_rest=15))) == 2
+
+
+def test_the_ramp_runs_across_paragraphs():
+    text = "One two.\nThree four five six seven eight nine ten eleven twelve thirteen."
+    chunks = plan(text, LetterG2P(), limit=200, first_limit=[8, 18])
+    sizes = [len(c.phonemes) for c in chunks]
+    assert chunks[0].text == "One two." and sizes[0] == 8      # the first paragraph fits the first limit
+    assert 12 < sizes[1] <= 18 and sizes[2] > 18 and len(sizes) == 3   # the second gets the ramp's next
+
+
+@pytest.mark.parametrize("bad", [[0], [5, -1], [2.5], ["x"]])
+def test_bad_ramp_limits_are_refused(bad):
+    with pytest.raises(ValueError):
+        list(iter_chunks(words_of(TEXT), 200, bad))
+
+
+# -- the measured size ---------------------------------------------------------------------------
+def test_cost_model_recovers_a_linear_cost():
+    m = CostModel()
+    for n in (5, 10, 20, 40, 80):
+        m.observe(n, 0.02 + 0.007 * n)
+    fixed, per = m.fit()
+    assert fixed == pytest.approx(0.02) and per == pytest.approx(0.007)
+    assert m.phonemes_within(0.16, 3, 40) == 20
+    assert m.phonemes_within(0.01, 3, 40) == 3 and m.phonemes_within(10.0, 3, 40) == 40
+
+
+def test_cost_model_prior_and_one_size():
+    m = CostModel(prior_fixed_s=0.1, prior_per_phoneme_s=0.01)
+    assert m.fit() == (0.1, 0.01)
+    m.observe(10, 0.4)                                  # twice the prior's 0.2 s
+    assert m.fit() == pytest.approx((0.2, 0.02))
+    m.observe(0, 1.0)                                   # not a chunk: ignored
+    m.observe(10, -1.0)
+    assert m.fit() == pytest.approx((0.2, 0.02))
+
+
+def test_server_sizes_the_first_chunk_from_the_measured_cost(tmp_path):
+    limits = Limits(first_chunk_phonemes=40, first_chunk_seconds=0.15, first_chunk_min=6, chunk_phonemes=200)
+    with serving(tmp_path, limits=limits) as srv:
+        cost = srv.service.cost
+        for n in (10, 40):                              # fast: 40 phonemes well within 0.15 s
+            cost.observe(n, 0.001 * n)
+        assert srv.service.first_chunks() == ([40, 120], 80)
+        for _ in range(32):                             # slow: 25 ms a phoneme + 0.1 s
+            cost.observe(10, 0.35)
+            cost.observe(20, 0.6)
+        assert srv.service.first_chunks() == ([6, 18, 54, 162], 12)
+    assert Limits(first_chunk_seconds=0).first_chunk_seconds == 0
+
+
+# -- scheduling --------------------------------------------------------------------------------------
+def test_scheduler_runs_the_earliest_key_first_and_skips_cancelled():
+    sched = ChunkScheduler(1)
+    hold, order, threads = threading.Event(), [], []
+    try:
+        threads.append(threading.Thread(target=sched.run, args=(0.0, lambda: hold.wait(10))))
+        threads[0].start()
+        while sched.busy == 0:
+            hold.wait(0.01)
+        gone = threading.Event()
+        gone.set()
+        for key in (3.0, 1.0, 2.0, 0.5):
+            cancel = gone if key == 0.5 else None
+            t = threading.Thread(target=lambda k=key, c=cancel: order.append(_outcome(sched, k, order, c)))
+            threads.append(t)
+            t.start()
+        while sched.waiting() < 4:
+            hold.wait(0.01)
+        hold.set()
+        for t in threads:
+            t.join(10)
+    finally:
+        hold.set()
+        sched.close()
+    ran = [x for x in order if isinstance(x, float)]
+    assert ran == [1.0, 2.0, 3.0] and "cancelled 0.5" in order
+
+
+def _outcome(sched, key, order, cancel):
+    try:
+        sched.run(key, lambda: order.append(key), cancel)
+    except SynthesisCancelled:
+        return f"cancelled {key}"
+    return None
+
+
+def test_scheduler_close_fails_waiting_chunks_and_refuses_new_ones():
+    sched = ChunkScheduler(1)
+    hold, box = threading.Event(), {}
+    runner = threading.Thread(target=sched.run, args=(0.0, lambda: hold.wait(10)))
+    runner.start()
+    while sched.busy == 0:
+        hold.wait(0.01)
+
+    def waiter():
+        try:
+            sched.run(1.0, lambda: "ran")
+        except SchedulerClosed as exc:
+            box["error"] = exc
+    w = threading.Thread(target=waiter)
+    w.start()
+    while sched.waiting() < 1:
+        hold.wait(0.01)
+    closer = threading.Thread(target=sched.close)
+    closer.start()
+    w.join(10)
+    assert isinstance(box.get("error"), SchedulerClosed)
+    hold.set()
+    closer.join(10)
+    runner.join(10)
+    with pytest.raises(SchedulerClosed):
+        sched.run(2.0, lambda: "late")
+
+
+class HoldSecond(FakeSynth):
+    """Holds the first request's second chunk until told, so other requests arrive meanwhile."""
+
+    def __init__(self):
+        super().__init__()
+        self.release, self.holding = threading.Event(), threading.Event()
+
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0):
+        if seed == 1 and not self.holding.is_set():
+            self.holding.set()
+            self.release.wait(10)
+        return super().synthesize(ids, ref_s, speed, seed)
+
+
+def test_a_new_requests_first_chunk_goes_before_another_requests_later_chunks(tmp_path):
+    synth = HoldSecond()
+    limits = Limits(workers=1, max_queue=2, first_chunk_seconds=0, first_chunk_phonemes=20)
+    with serving(tmp_path, synth, limits=limits) as srv:
+        a = RawStream(srv.port, json.dumps({"input": sentences(8), "response_format": "pcm"}).encode())
+        try:
+            assert a.status == 200 and a.chunk()
+            assert synth.holding.wait(10)                       # A's chunk 2 holds the only worker
+            box = {}
+            asker = threading.Thread(target=lambda: box.update(b=post(srv.port, {"input": "Brief words here.",
+                                                                                "response_format": "pcm"})))
+            asker.start()
+            while srv.service.scheduler.waiting() < 1:          # B's first chunk waits for the worker
+                synth.release.wait(0.01)
+            synth.release.set()
+            asker.join(20)
+            assert box["b"][0] == 200 and box["b"][2]
+            while a.chunk():
+                pass
+        finally:
+            synth.release.set()
+            a.close()
+    assert [c["seed"] for c in synth.calls][:4] == [0, 1, 0, 2]   # B's one chunk (seed 0) before A's third
+
+
+def test_urgency_is_when_the_listener_runs_out_of_audio():
+    import asyncio
+    from kcc.speech.serve.service import Job
+    loop = asyncio.new_event_loop()
+    try:
+        streamed, whole = Job(loop, 1e9, streamed=True), Job(loop, 1e9, streamed=False)
+        assert streamed.urgency() == streamed.arrived               # no audio yet: by arrival
+        for job in (streamed, whole):
+            job.first_audio, job.audio_s = job.arrived + 0.2, 3.0
+        assert streamed.urgency() == pytest.approx(streamed.arrived + 3.2)   # its buffer runs out then
+        assert whole.urgency() == whole.arrived                     # nobody plays it before the end
+    finally:
+        loop.close()
