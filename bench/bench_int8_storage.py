@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -117,6 +118,7 @@ def main(argv=None) -> int:
     ap.add_argument("--text", default=TEXT)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_storage.md")
     args = ap.parse_args(argv)
+    load_before = os.getloadavg()[0]
     from kcc.model.model_store import load_model
     from kcc.speech.voices import DEFAULT_VOICE, load_voice
     from kcc.weights import real_model
@@ -158,10 +160,11 @@ def main(argv=None) -> int:
     kernels = _kernel_rows()
 
     cpu = cpu_name()
+    load = f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     mb = lambda b: f"{b / 1e6:.1f}"  # noqa: E731
     lines = [f"# Int8 weight storage (issue 26, part 1), {time.strftime('%Y-%m-%d')}", "",
              f"CPU: {cpu}; {args.threads} threads; one run of this script, other engineers' jobs "
-             "sharing the machine. Real Kokoro-82M v1.0; text: "
+             f"sharing the machine ({load}). Real Kokoro-82M v1.0; text: "
              f"\"{args.text}\" ({len(ids)} phoneme ids, {waves['int8 storage'].size / 24000:.2f} s of audio).", "",
              "## Weight blob (MB)", "", "| storage | blob | int8 packs | DFT spectra (FP32) | other FP32 |",
              "| --- | --- | --- | --- | --- |"]
@@ -198,7 +201,7 @@ def main(argv=None) -> int:
     print(text)
     args.out.write_text(text)
     args.out.with_suffix(".json").write_text(json.dumps(
-        {"cpu": cpu, "threads": args.threads, "blobs": blobs, "int8_provenance_still_fp32": still, "say": rows, "stages": stages,
+        {"cpu": cpu, "load": load, "threads": args.threads, "blobs": blobs, "int8_provenance_still_fp32": still, "say": rows, "stages": stages,
          "bit_identical": identical, "kernels_1t_ms": [(l, a * 1e3, b * 1e3) for l, a, b in kernels]}, indent=1))
     return 0
 
