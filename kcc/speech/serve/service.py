@@ -49,8 +49,12 @@ class Limits:
     request_timeout_s: float = 120.0
     chunk_phonemes: int = 200           # a chunk's synthesis time stays a small part of the deadline
     first_chunk_phonemes: int = 40      # the first chunk's most phonemes (fewer when synthesis is slow)
-    first_chunk_seconds: float = 0.15   # the first chunk is sized to be made within this (0: fixed size)
-    first_chunk_min: int = 6            # ... but has at least this many phonemes' limit
+    # >0: the first chunk is sized from the measured cost to be made within this many seconds,
+    # but no shorter than first_chunk_min. Off by default: cutting a sentence after 1-3 words
+    # costs intelligibility (Whisper WER over 11 sentences 4.5% whole, 8.4% with a 16-phoneme
+    # first chunk, 10.7% with 6) and adds a chunk join's ~0.5-1 s pause (bench/results/bench_serve.md).
+    first_chunk_seconds: float = 0.0
+    first_chunk_min: int = 16
     chunk_growth: float = 3.0           # each next chunk's limit, until chunk_phonemes
     cores: int = 0                      # kernel threads shared among running syntheses (0: fixed)
 
