@@ -44,10 +44,10 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
     p.add_argument("--first-chunk-phonemes", type=int, default=_env("FIRST_CHUNK_PHONEMES", 40, int),
                    help="the first chunk's most phonemes: it is cut shorter, so the first audio comes early "
                         "($KCC_FIRST_CHUNK_PHONEMES)")
-    p.add_argument("--first-chunk-seconds", type=float, default=_env("FIRST_CHUNK_SECONDS", 0.0, float),
-                   help="size the first chunk from the measured synthesis cost to be made within this (earlier "
-                        "audio, but a sentence cut after a few words is less natural); 0 (default): "
-                        "--first-chunk-phonemes ($KCC_FIRST_CHUNK_SECONDS)")
+    p.add_argument("--first-chunk-seconds", type=float, default=_env("FIRST_CHUNK_SECONDS", 0.15, float),
+                   help="size the first chunk from the measured synthesis cost to be made within this (at least "
+                        "16 phonemes); 0: --first-chunk-phonemes, sentences under ~3x that whole: later first "
+                        "audio, more natural speech ($KCC_FIRST_CHUNK_SECONDS)")
 
 
 def add_parsers(subparsers) -> None:

@@ -50,10 +50,11 @@ class Limits:
     chunk_phonemes: int = 200           # a chunk's synthesis time stays a small part of the deadline
     first_chunk_phonemes: int = 40      # the first chunk's most phonemes (fewer when synthesis is slow)
     # >0: the first chunk is sized from the measured cost to be made within this many seconds,
-    # but no shorter than first_chunk_min. Off by default: cutting a sentence after 1-3 words
-    # costs intelligibility (Whisper WER over 11 sentences 4.5% whole, 8.4% with a 16-phoneme
-    # first chunk, 10.7% with 6) and adds a chunk join's ~0.5-1 s pause (bench/results/bench_serve.md).
-    first_chunk_seconds: float = 0.0
+    # but no shorter than first_chunk_min; 0: first_chunk_phonemes, and a sentence under ~3x that
+    # stays whole. Cutting after a few words costs intelligibility and adds a join's pause
+    # (Whisper WER over 11 sentences: whole 4.5%, this 8.4% with its 16-phoneme floor, 10.7% at 6,
+    # a plain 40-phoneme cut 11.8%; bench/results/bench_serve.md).
+    first_chunk_seconds: float = 0.15
     first_chunk_min: int = 16
     chunk_growth: float = 3.0           # each next chunk's limit, until chunk_phonemes
     cores: int = 0                      # kernel threads shared among running syntheses (0: fixed)
