@@ -249,3 +249,41 @@ def test_urgency_is_when_the_listener_runs_out_of_audio():
         assert whole.urgency() == whole.arrived                     # nobody plays it before the end
     finally:
         loop.close()
+
+
+class CountingCircuit:
+    """A stage stand-in: records which thread asked for how many kernel threads."""
+
+    def __init__(self, log):
+        self.log = log
+        self.graph = type("G", (), {"inputs": ["x"], "dims": {}})()
+        self.plan = type("P", (), {"arena_bytes": 64, "alignment": 64})()
+
+    def set_threads(self, n):
+        self.log.append((threading.current_thread().name, n))
+        return n
+
+    def run(self, inputs, arena=None, with_checkpoints=False, dims=None):
+        return type("R", (), {"outputs": {"y": inputs["x"]}, "checkpoints": {}})()
+
+
+def test_the_thread_count_is_applied_in_every_synthesising_thread():
+    """OpenMP keeps the thread count per calling thread: set_threads in the main thread alone
+    left the server's worker threads at every core (measured: 2 in a worker after set_threads(1))."""
+    import numpy as np
+    from kcc.model.pipeline import THREADS, Synthesizer
+    log = []
+    synth = Synthesizer.from_circuits({"a": CountingCircuit(log)}, 16, "fake")
+    synth.set_threads(1)
+    log.clear()
+
+    def work(want=None):
+        if want is not None:
+            THREADS.set(want)
+        synth.run({"x": np.zeros(1, np.float32)})
+        synth.run({"x": np.zeros(1, np.float32)})
+    for name, want in (("w1", None), ("w2", 2), ("w3", lambda: 3)):
+        t = threading.Thread(target=work, args=(want,), name=name)
+        t.start()
+        t.join()
+    assert log == [("w1", 1), ("w2", 2), ("w3", 3)]              # once per thread and count, not per run
