@@ -102,18 +102,22 @@ def _lookup_bind(ctx: BindContext):
     }
 
 
-def _lookup_cases():
-    rng = np.random.default_rng(91)
+def _lookup_cases(seed: int, odd_name: str, make_table) -> list[Case]:
+    """An odd-sized lookup and a one-id wide one (the last row always read); make_table(rng, rows,
+    chan) gives the table the op takes (float32, or int8-exact for the q8 twin)."""
+    rng = np.random.default_rng(seed)
     out = []
-    for name, (b, t, rows, chan) in {"odd": (2, 7, 11, 5), "one_id_wide": (1, 1, 3, 130)}.items():
+    for name, (b, t, rows, chan) in {odd_name: (2, 7, 11, 5), "one_id_wide": (1, 1, 3, 130)}.items():
         ids = rng.integers(0, rows, (b, t)).astype(np.int32)
         ids.flat[0] = rows - 1
-        out.append(Case(name, {"ids": ids}, {"table": rng.standard_normal((rows, chan)).astype(np.float32)}))
+        out.append(Case(name, {"ids": ids}, {"table": make_table(rng, rows, chan)}))
     return out
 
 
 define_op(OpDef("embedding", ("ids",), ("table",), {}, _lookup_infer, _lookup_bind,
-                reference=lambda i, w, a: w["table"][i["ids"]], cases=_lookup_cases, cost=data_movement,
+                reference=lambda i, w, a: w["table"][i["ids"]],
+                cases=lambda: _lookup_cases(91, "odd", lambda rng, r, c: rng.standard_normal((r, c)).astype(np.float32)),
+                cost=data_movement,
                 int8_twin="embedding_q8"))
 
 
@@ -147,16 +151,6 @@ def _lookup_q8_bind(ctx: BindContext):
     return "kcc_embedding_lookup_q8", args
 
 
-def _lookup_q8_cases():
-    rng = np.random.default_rng(92)
-    out = []
-    for name, (b, t, rows, chan) in {"odd_chan": (2, 7, 11, 5), "one_id_wide": (1, 1, 3, 130)}.items():
-        ids = rng.integers(0, rows, (b, t)).astype(np.int32)
-        ids.flat[0] = rows - 1
-        out.append(Case(name, {"ids": ids}, {"table": int8_exact(rng, rows, chan)}))
-    return out
-
-
 define_op(OpDef("embedding_q8", ("ids",), ("table",), {}, _lookup_infer, _lookup_q8_bind,
                 pack={"table": ("q8rows", pack_q8_rows)}, reference=lambda i, w, a: w["table"][i["ids"]],
-                cases=_lookup_q8_cases, cost=data_movement, int8_roles=("table",)))
+                cases=lambda: _lookup_cases(92, "odd_chan", int8_exact), cost=data_movement, int8_roles=("table",)))
