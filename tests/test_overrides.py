@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kcc.speech.g2p import G2P, G2PError, load_vocab
-from kcc.speech.overrides import (MAX_LEXICON_BYTES, MAX_LEXICON_ENTRIES, G2PFactory, LexiconError, UserLexicon,
-                                  load_lexicon, split_inline)
+from kcc.speech.overrides import (MAX_LEXICON_BYTES, MAX_LEXICON_ENTRIES, G2PFactory, LexiconError, Override,
+                                  UserLexicon, load_lexicon, split_inline, split_overrides)
 from kcc.speech.text import pieces
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,11 +49,27 @@ def test_inline_override_keeps_spacing_and_punctuation():
 
 def test_lexicon_matches_whole_words_longest_first_case_sensitive():
     lex = UserLexicon({"kcc": KCC, "New York": "nˈu jˈɔɹk", "New": "nˈu"}, VOCAB)
-    marked = lex.mark("kcc, kccx, KCC and New York or New")
-    assert marked == (f"[kcc](/{KCC}/), kccx, KCC and [New York](/nˈu jˈɔɹk/) or [New](/nˈu/)")
+    assert lex.split("kcc, kccx, KCC and New York or New") == [
+        Override("kcc", KCC), ", kccx, KCC and ", Override("New York", "nˈu jˈɔɹk"), " or ", Override("New", "nˈu")]
+    assert lex.split("nothing here") == ["nothing here"]
     words = _said(G2P("en-us", lexicon=lex)("The kcc compiler, not kccx."))
     assert ("kcc", KCC) in words and all(t != "kcc" or p == KCC for t, p in words)
     assert ("kccx", KCC) not in words
+
+
+def test_lexicon_words_may_hold_the_link_syntax_characters():
+    # Lexicon matches become Overrides directly, never link text parsed again: ']', '(' and '/'
+    # in a word are matched like any other character, and the text around them is left alone.
+    odd = {"C/C++": "sˈi sˈi plʌs plʌs", "f(x)": "ˈɛf ʌv ˈɛks", "a]b": "ˈA bˈi", "[x": "ˈɛks"}
+    lex = UserLexicon(odd, VOCAB)
+    text = "Use C/C++ or f(x), a]b [x, not [y](/wˈI/)."
+    assert split_overrides(text, VOCAB, lex) == [
+        "Use ", Override("C/C++", odd["C/C++"]), " or ", Override("f(x)", odd["f(x)"]), ", ",
+        Override("a]b", odd["a]b"]), " ", Override("[x", odd["[x"]), ", not ", Override("y", "wˈI"), "."]
+    words = _said(G2P("en-us", lexicon=lex)(text))
+    for word, phonemes in odd.items():
+        assert (word, phonemes) in words
+    assert ("y", "wˈI") in words
 
 
 def test_lexicon_does_not_rewrite_inline_overrides():
@@ -76,10 +92,12 @@ def test_lexicon_files_json_and_tsv(tmp_path, content):
 @pytest.mark.parametrize("content, match", [
     (json.dumps({"kcc": "kX9"}), "does not know: '9' 'X'"),
     (json.dumps({"kcc": "  "}), "empty"),
-    (json.dumps({"k[c]c": KCC}), "not a word"),
+    (json.dumps({"k\nc": KCC}), "not a word"),
+    (json.dumps({" ": KCC}), "not a word"),
     (json.dumps({"x" * 101: KCC}), "not a word"),
     (json.dumps({"kcc": 5}), "phoneme string"),
-    (json.dumps({"kcc": "a/b"}), "contain '/'"),
+    (json.dumps({"kcc": "a/b"}), "does not know: '/'"),
+    (json.dumps({"kcc": "ə" * 201}), "longer than 200"),
     ('{"kcc": "kˈA", "kcc": "sˈi"}', "listed twice"),
     ("kcc\tkˈA\nkcc\tsˈi\n", "listed twice"),
     ("kcc kˈA\n", "expected 'word<TAB>phonemes'"),

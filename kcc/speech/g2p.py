@@ -196,14 +196,11 @@ class G2P:
     def __call__(self, text: str) -> list[Word]:
         """Inline `[word](/phonemes/)` overrides and lexicon words are said as written; the text
         between them goes through the language's G2P (the language detected from all of it)."""
-        from kcc.speech.overrides import Override, split_inline
+        from kcc.speech.overrides import Override, split_overrides
         text = decode_text(text)
         if not text.strip():
             return []
-        vocab = load_vocab()
-        parts = split_inline(text, vocab)
-        if self.lexicon is not None:
-            parts = [q for p in parts for q in (split_inline(self.lexicon.mark(p), vocab) if isinstance(p, str) else [p])]
+        parts = split_overrides(text, load_vocab(), self.lexicon)
         plain = [p for p in parts if isinstance(p, str)]
         language = (detect_language(" ".join(plain)) if plain else "en-us") if self.language == "auto" else self.language
         if len(parts) == 1 and plain:

@@ -3,7 +3,9 @@
 Upstream Kokoro (misaki) reads `[Kokoro](/kˈOkəɹO/)` in English text; kcc takes it in every
 language, before language detection, normalisation and the script filter (which would strip
 the IPA), and checks the phonemes against the model's vocabulary. A lexicon file (`--lexicon`)
-maps whole words to phonemes and is applied by turning each match into the same inline form.
+maps whole words to phonemes; its matches become the same Override parts the inline form gives,
+straight from the match (never written back as link text), so a word may hold the characters the
+link syntax uses and its phonemes are checked once, when the file is read.
 
 Lexicon files: JSON (an object {"word": "phonemes"}) or text (one `word<TAB>phonemes` per line,
 `#` comments). Words match whole and case-sensitively; the longest entry wins.
@@ -45,23 +47,39 @@ def check_phonemes(text: str, phonemes: str, vocab: dict[str, int], where: str) 
         raise LexiconError(f"{where}: the phonemes for {text!r} are empty")
 
 
-def split_inline(text: str, vocab: dict[str, int]) -> list[str | Override]:
-    """Text -> plain strings and Overrides, in order (no empty strings)."""
+def _cut(text: str, pattern: re.Pattern, override) -> list[str | Override]:
+    """Text -> the plain runs between pattern's matches and override(match) for each, in order
+    (no empty strings)."""
     out: list[str | Override] = []
     at = 0
-    for m in INLINE.finditer(text):
+    for m in pattern.finditer(text):
         if m.start() > at:
             out.append(text[at:m.start()])
-        check_phonemes(m.group(1), m.group(2), vocab, "inline override")
-        out.append(Override(m.group(1), m.group(2)))
+        out.append(override(m))
         at = m.end()
     if at < len(text):
         out.append(text[at:])
     return out
 
 
+def split_inline(text: str, vocab: dict[str, int]) -> list[str | Override]:
+    """Text -> plain strings and inline Overrides, in order (no empty strings)."""
+    def override(m: re.Match) -> Override:
+        check_phonemes(m.group(1), m.group(2), vocab, "inline override")
+        return Override(m.group(1), m.group(2))
+    return _cut(text, INLINE, override)
+
+
+def split_overrides(text: str, vocab: dict[str, int], lexicon: UserLexicon | None = None) -> list[str | Override]:
+    """Inline overrides first (they win over the lexicon), then lexicon words in the plain runs."""
+    parts = split_inline(text, vocab)
+    if lexicon is None:
+        return parts
+    return [q for p in parts for q in (lexicon.split(p) if isinstance(p, str) else (p,))]
+
+
 class UserLexicon:
-    """Whole-word replacements, applied to plain text as inline overrides."""
+    """Whole-word replacements: plain text -> plain runs and Overrides."""
 
     def __init__(self, entries: dict[str, str], vocab: dict[str, int], source: str = "lexicon"):
         if len(entries) > MAX_LEXICON_ENTRIES:
@@ -69,22 +87,22 @@ class UserLexicon:
         for word, phonemes in entries.items():
             if not isinstance(word, str) or not isinstance(phonemes, str):
                 raise LexiconError(f"{source}: entries map a word to a phoneme string, got {word!r}: {phonemes!r}")
-            if not word.strip() or len(word) > MAX_WORD_CHARS or any(c in word for c in "[]()\n"):
+            if not word.strip() or len(word) > MAX_WORD_CHARS or "\n" in word:
                 raise LexiconError(f"{source}: {word!r} is not a word kcc can match (1-{MAX_WORD_CHARS} "
-                                   "characters, no brackets or newlines)")
-            if len(phonemes) > MAX_OVERRIDE_PHONEMES or "/" in phonemes:
+                                   "characters, no newline)")
+            if len(phonemes) > MAX_OVERRIDE_PHONEMES:
                 raise LexiconError(f"{source}: the phonemes for {word!r} are longer than "
-                                   f"{MAX_OVERRIDE_PHONEMES} symbols or contain '/'")
+                                   f"{MAX_OVERRIDE_PHONEMES} symbols")
             check_phonemes(word, phonemes, vocab, source)
         self.entries = dict(entries)
         words = sorted(self.entries, key=len, reverse=True)
         self._pattern = re.compile(r"(?<!\w)(?:%s)(?!\w)" % "|".join(map(re.escape, words))) if words else None
 
-    def mark(self, text: str) -> str:
-        """Plain text with every lexicon word written as `[word](/phonemes/)`."""
+    def split(self, text: str) -> list[str | Override]:
+        """Plain text -> plain runs and an Override for every lexicon word (checked when loaded)."""
         if self._pattern is None:
-            return text
-        return self._pattern.sub(lambda m: f"[{m.group(0)}](/{self.entries[m.group(0)]}/)", text)
+            return [text] if text else []
+        return _cut(text, self._pattern, lambda m: Override(m.group(0), self.entries[m.group(0)]))
 
 
 @dataclass(frozen=True)
