@@ -149,6 +149,27 @@ def test_factory_is_picklable_and_loads_the_lexicon(tmp_path):
     assert ("kcc", KCC) in _said(factory("en-us")("The kcc compiler."))
 
 
+def test_factory_reads_the_lexicon_once_for_every_language(tmp_path, monkeypatch):
+    f = tmp_path / "lex.json"
+    f.write_text(json.dumps({"kcc": KCC}), encoding="utf-8")
+    reads = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: (reads.append(self), real_read(self))[1])
+    factory = G2PFactory("auto", str(f))
+    copy = pickle.loads(pickle.dumps(factory))          # what a batch worker gets
+    for make in (factory, copy):
+        for lang in ("en-us", "es"):
+            assert ("kcc", KCC) in _said(make(lang)(f"kcc {lang}."))
+    assert reads.count(f) == 1
+
+
+def test_factory_refuses_a_bad_lexicon_when_made(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("kcc\tkX9\n", encoding="utf-8")
+    with pytest.raises(LexiconError, match="'9' 'X'"):
+        G2PFactory("auto", str(bad))
+
+
 def test_cli_refuses_a_bad_lexicon_and_writes_nothing(tmp_path):
     bad = tmp_path / "bad.tsv"
     bad.write_text("kcc\tkX9\n", encoding="utf-8")

@@ -42,17 +42,16 @@ def run_cli(args) -> int:
     from kcc.speech.batch.manifest import Defaults, ManifestError, check_option
     from kcc.speech.batch.progress import BatchProgress
     from kcc.speech.batch.ray_engine import RayUnavailable
-    from kcc.speech.overrides import G2PFactory, load_lexicon
+    from kcc.speech.overrides import G2PFactory
     try:
-        if args.lexicon:
-            load_lexicon(args.lexicon)          # a bad file fails the job now, not every item
+        g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
         defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),
                             check_option("seed", args.seed, Defaults()), args.format)
         spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
                          precision=args.precision)
         job = Batch(args.manifest, args.out, defaults=defaults, engine=args.engine, workers=args.workers,
                     threads=args.threads, synth=spec, voices_dirs=args.voices_dir,
-                    g2p=G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p,
+                    g2p=g2p,
                     max_chars=args.max_chars, address=args.address, kind=args.kind, processes=args.processes)
         print(f"kcc batch: {len(job.records)} records, {len(job.items)} items; engine {job.engine_name}, "
               f"{job.workers} worker(s) x {job.threads} thread(s)", file=sys.stderr)

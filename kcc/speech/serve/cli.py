@@ -107,12 +107,12 @@ def build_service(args):
     aliases = parse_aliases(args.voice_alias) if args.voice_alias else None
     default = args.voice or (voices_mod.DEFAULT_VOICE if voices_mod.DEFAULT_VOICE in catalog else None)
     voices = VoiceSet(catalog, aliases, default, loader=lambda spec: voices_mod.load_voice(spec, dirs))
-    g2ps, lock = {}, threading.Lock()
+    g2ps, lock, make_g2p = {}, threading.Lock(), G2PFactory(args.g2p, args.lexicon)
 
     def g2p_for(lang: str):
         with lock:
             if lang not in g2ps:
-                g2ps[lang] = G2PFactory(args.g2p, args.lexicon)(lang)
+                g2ps[lang] = make_g2p(lang)
             return g2ps[lang]
 
     g2p_for(args.lang)                    # the default language fails at start, not per request
