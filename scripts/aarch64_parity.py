@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kcc.compiler.build import STRICT_FLAGS, Built  # noqa: E402
-from kcc.compiler.emit import symbol_prefix  # noqa: E402
+from kcc.compiler.abi import symbol_prefix  # noqa: E402
 from kcc.compiler.runtime import CompiledCircuit  # noqa: E402
 
 HARNESS = Path(__file__).resolve().with_name("aarch64_harness.c")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kcc.speech.en_tokenizer import TABLE, english
+from kcc.speech.en_tokenizer import TABLE, ByAlphabet, EnglishTokenizer, ascii_pattern, english
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_SPACY = importlib.util.find_spec("spacy") is not None
@@ -42,17 +42,22 @@ def test_every_character_is_kept_once():
         assert "".join(t + w for t, w in tok(text)) == text, text
 
 
+PIECES = list("abcXYZ019 .,;:!?'\"()[]{}<>-–—…$€£%&/@#*+=_~`\n\t") + [
+    "n't", "'s", "'re", "a.m.", "p.m.", "Dr.", "Mr.", ":)", ";-)", "e.g.", "U.S.", "http://a.b/c", "x@y.com",
+    "5km", "3-4", "1,000", "O'Neil", "rock'n'roll", "...", "--"]
+
+
+def _random_strings(pieces: list[str], n: int, seed: int) -> list[str]:
+    rnd = random.Random(seed)
+    return ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 24))) for _ in range(n)]
+
+
 def _corpus() -> list[str]:
     lines = []
     for f in ("README.md", "docs/ARCHITECTURE.md", "kcc/speech/normalize.py", "tests/test_g2p.py",
               "tests/test_normalize.py", "tests/test_languages.py"):
         lines += (ROOT / f).read_text(encoding="utf-8").splitlines()
-    rnd = random.Random(0)
-    alphabet = list("abcXYZ019 .,;:!?'\"()[]{}<>-–—…$€£%&/@#*+=_~`\n\t") + [
-        "n't", "'s", "'re", "a.m.", "p.m.", "Dr.", "Mr.", ":)", ";-)", "e.g.", "U.S.", "http://a.b/c", "x@y.com",
-        "5km", "3-4", "1,000", "O'Neil", "rock'n'roll", "...", "--"]
-    lines += ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 24))) for _ in range(8000)]
-    return lines
+    return lines + _random_strings(PIECES, 8000, seed=0)
 
 
 @pytest.mark.skipif(not HAVE_SPACY, reason="spacy==3.8.18 (dev extra) is not installed")
@@ -62,6 +67,39 @@ def test_splits_a_corpus_exactly_as_spacy():
     bad = [(s, [(t.text, t.whitespace_) for t in nlp(s)], ours(s))
            for s in _corpus() if [(t.text, t.whitespace_) for t in nlp(s)] != ours(s)]
     assert not bad, bad[:3]
+
+
+@pytest.mark.parametrize("pattern, want", [
+    ("[a-z\\u00e0-\\u00ff]x", "[a-z]x"),                  # non-ASCII range dropped
+    ("[\\u0020-\\u00ff]", "[\\u0020-\\x7f]"),                # a range across 0x7F is cut there
+    ("[\\u00e0\\u00e9]$", "[\\x80]$"),                     # emptied: matches no ASCII character
+    ("[^\\u00e0\\u00e9]", "[^\\x80]"),                     # negated and emptied: any ASCII character
+    ("[\\w\\-\\]…|…|,]+", "[\\w\\-\\]|,]+"),                # escapes kept, repeats meet once
+    ("[]é]", "[]]"),                                     # ']' first in a class is a member
+    ("…$|\\[x", "…$|\\[x"),                               # outside classes: unchanged
+    ("(?i)[\\u017f]", "(?i)[\\u017f]"),                     # case folding: 's' matches U+017F
+])
+def test_ascii_pattern(pattern, want):
+    assert ascii_pattern(pattern) == want
+
+
+def test_ascii_rules_split_ascii_text_as_the_full_rules():
+    """The ASCII rules (ascii_pattern of every rule) are what ASCII text is split with: on every
+    ASCII string of the corpus they must give what the full rules give."""
+    table = json.loads(TABLE.read_text(encoding="utf-8"))
+    fast, full = EnglishTokenizer(table, ascii_only=True), EnglishTokenizer(table)
+    texts = [s for s in _corpus() if s.isascii()] + _random_strings([p for p in PIECES if p.isascii()], 6000, seed=1)
+    assert len(texts) > 10000
+    bad = [(s, full(s), fast(s)) for s in texts if full(s) != fast(s)]
+    assert not bad, bad[:3]
+
+
+def test_ascii_text_never_builds_the_full_rules():
+    tok = ByAlphabet(json.loads(TABLE.read_text(encoding="utf-8")))
+    tok("Hello from generated C., it's 5:30pm (e.g. U.S.A.)")
+    assert list(tok._rules) == [True]
+    assert tok("Café au lait.") == [("Café", " "), ("au", " "), ("lait", ""), (".", "")]
+    assert sorted(tok._rules) == [False, True]
 
 
 @pytest.mark.skipif(not HAVE_SPACY, reason="spacy==3.8.18 (dev extra) is not installed")

@@ -7,8 +7,14 @@ change a parameter here and all three follow (tests/test_plan_and_emit.py checks
 from __future__ import annotations
 
 import ctypes
+import re
 
 ABI_VERSION = 3
+
+
+def symbol_prefix(circuit_name: str) -> str:
+    """The prefix of a circuit's exported C symbols: kcc_<name>, non-[a-z0-9_] as '_'."""
+    return "kcc_" + re.sub(r"[^0-9a-z_]", "_", circuit_name.lower())
 
 _P = ctypes.POINTER
 # <prefix>_run(...): (name, C type, ctypes type)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kcc.compiler.abi import ABI_VERSION, run_prototype
+from kcc.compiler.abi import ABI_VERSION, run_prototype, symbol_prefix
 from kcc.compiler.ir import Graph
 from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I32, OUT_F32, OUT_I32, WEIGHT, get_kernel, with_requires
 from kcc.ops import OPS, BindContext
@@ -23,11 +23,6 @@ from kcc.compiler.plan import MemoryPlan
 
 class CheckedCallCodegenError(Exception):
     """The plan or a kernel call is malformed; nothing was emitted."""
-
-
-def symbol_prefix(circuit_name: str) -> str:
-    """The prefix of a circuit's exported C symbols: kcc_<name>, non-[a-z0-9_] as '_'."""
-    return "kcc_" + re.sub(r"[^0-9a-z_]", "_", circuit_name.lower())
 
 
 def numel_expr(shape) -> str:

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.compiler.abi import ABI_VERSION, bind
+from kcc.compiler.abi import ABI_VERSION, bind, symbol_prefix
 from kcc.compiler.build import Built
-from kcc.compiler.emit import symbol_prefix
 from kcc.compiler.plan import MemoryPlan
 from kcc.compiler.ir import Graph, extent_value
 

@@ -13,15 +13,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kcc.compiler.build import BuildOptions
-from kcc.weights.checkpoint import Checkpoint, load_checkpoint
-from kcc.circuits import load_circuit
 from kcc.model import kokoro
 from kcc.compiler.runtime import CompiledCircuit, aligned_empty
-from kcc.compiler.driver import compile_circuit
+
+if TYPE_CHECKING:
+    from kcc.weights.checkpoint import Checkpoint
 
 FRONT = list(kokoro.FRONT)
 BACK = list(kokoro.BACK)
@@ -76,6 +77,12 @@ class Synthesizer:
                  max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None, progress=None):
         """progress: called as progress(i, n, stage) before each stage compiles (a first run's
         feedback: the generator alone takes most of the time)."""
+        # The compiler is imported here, not at the top: a Synthesizer mapped from a compiled
+        # artifact (every warm `kcc say`) never needs it, and it costs ~40 ms of imports.
+        from kcc.circuits import load_circuit
+        from kcc.compiler.driver import compile_circuit
+        from kcc.weights.checkpoint import Checkpoint, load_checkpoint
+
         # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
         # own arrays (~330 MB at the full config) are freed once the caller drops them too.
         ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)

