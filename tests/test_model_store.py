@@ -163,3 +163,17 @@ def test_two_cold_processes_compile_once(cache, small_ckpt_path):
     errs = [p.communicate(timeout=600)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     assert sum("compiling" in e and "into generated C" in e for e in errs) == 1, errs
+
+
+def test_a_mapped_artifact_loads_without_the_compiler(cache, small_ckpt_path):
+    """A warm start maps the artifact and imports the runtime only: the op definitions, lowering,
+    emitter and checkpoint readers (~40 ms of imports) stay out of a warm `kcc say`."""
+    import subprocess
+    import sys
+    load = (f"from kcc.model import model_store; "
+            f"model_store.load_model({str(small_ckpt_path)!r}, max_frames=100, stages={STAGES[:1]!r}, log=None)")
+    subprocess.run([sys.executable, "-c", load], check=True, timeout=600)          # compiles once
+    check = load + ("; import sys; print(sorted(m for m in sys.modules if m.startswith("
+                    "('kcc.ops', 'kcc.circuits', 'kcc.compiler.lower', 'kcc.compiler.emit', 'kcc.compiler.driver'))))")
+    out = subprocess.run([sys.executable, "-c", check], check=True, timeout=600, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stdout
