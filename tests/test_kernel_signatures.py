@@ -24,8 +24,8 @@ QUALIFIERS = re.compile(r"\b(KCC_RESTRICT|restrict|__restrict__)\b")
 
 
 def c_params(source: str, name: str) -> list[tuple[str, str]]:
-    """[(C type, name)] of the one `static <int|void> name(...)` definition in `source`."""
-    defs = list(re.finditer(rf"^\s*static\s+(?:inline\s+)?(?:int|void)\s+{name}\s*\(([^)]*)\)\s*\{{",
+    """[(C type, name)] of the one `static <int|int64_t|void> name(...)` definition in `source`."""
+    defs = list(re.finditer(rf"^\s*static\s+(?:inline\s+)?(?:int|int64_t|void)\s+{name}\s*\(([^)]*)\)\s*\{{",
                             source, re.MULTILINE))
     assert len(defs) == 1, f"{name}: {len(defs)} definitions in its source"
     params = []

@@ -54,11 +54,19 @@ _CONV_HEAD = (("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("w
 _CONV_TAIL = (("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32))
 
 register(Kernel(
+    name="kcc_conv_out_rows", source="conv_geometry.c",
+    args=(("n_batch", I64), ("t_in", I64), ("c_in", I64), ("c_out", I64), ("k_size", I64), ("stride", I64),
+          ("pad", I64), ("dilation", I64), ("output_padding", I64), ("groups", I64), ("transposed", I64)),
+    contract=Contract(accumulation="integers only", tolerance=0.0,
+                      notes="a helper every conv variant pastes (with kcc_conv_tap_row); no op lowers to it"),
+))
+
+register(Kernel(
     name="kcc_conv_epilogue_f32", source="conv_epilogue_f32.c",
     args=(("ob", OUT_F32), ("c_out", I64), ("t0", I64), ("t1", I64), ("bias", WEIGHT), ("has_bias", I64),
           ("neg_slope", F32), ("res", IN_F32), ("has_res", I64)),
     contract=Contract(accumulation="f32: + bias, the leaky slope, + res", tolerance=0.0,
-                      notes="a helper every conv variant pastes (with kcc_conv_out_rows); no op lowers to it"),
+                      notes="a helper the GEMM-path conv variants paste; no op lowers to it"),
 ))
 
 register(Kernel(
@@ -75,7 +83,7 @@ register(Kernel(
     name="kcc_conv1d_gemm_f32", source="conv1d_gemm_f32.c",
     args=_CONV_HEAD + (("c_out", I64), ("k_size", I64), ("stride", I64), ("pad", I64), ("dilation", I64)) + _CONV_TAIL,
     contract=Contract(accumulation=_GEMM_ACC, tolerance=2e-5, notes=_GEMM_NOTES),
-    requires=("kcc_conv_epilogue_f32", "kcc_conv_rows_f32"),
+    requires=("kcc_conv_out_rows", "kcc_conv_epilogue_f32", "kcc_conv_rows_f32"),
 ))
 
 register(Kernel(
@@ -84,7 +92,7 @@ register(Kernel(
     + _CONV_TAIL,
     contract=Contract(accumulation="the GEMM variant's, per stride phase: " + _GEMM_ACC, tolerance=2e-5,
                       notes=_GEMM_NOTES),
-    requires=("kcc_conv_epilogue_f32", "kcc_gemm_tile_f32"),
+    requires=("kcc_conv_out_rows", "kcc_conv_epilogue_f32", "kcc_gemm_tile_f32"),
 ))
 
 register(Kernel(
@@ -94,7 +102,7 @@ register(Kernel(
           ("output_padding", I64), ("transposed", I64)) + _CONV_TAIL,
     contract=Contract(accumulation="f64: the bias, then the taps in order, rounded once; the leaky slope and + res "
                                    "in f32", tolerance=2e-5, notes=_EPILOGUE_NOTE),
-    requires=("kcc_conv_epilogue_f32",),
+    requires=("kcc_conv_out_rows",),
 ))
 
 register(Kernel(
@@ -104,7 +112,7 @@ register(Kernel(
     contract=Contract(accumulation="f32 partial sums over <= 32 input channels of one tap, summed in f64 across "
                                    "chunks and taps, rounded once after the f64 bias add; then the leaky slope "
                                    "and + res in f32", tolerance=2e-5, notes=_EPILOGUE_NOTE),
-    requires=("kcc_conv_epilogue_f32",),
+    requires=("kcc_conv_out_rows",),
 ))
 
 
@@ -379,16 +387,16 @@ register(Kernel(
 BF16_VARIANTS = {"kcc_conv1d_gemm_f32": "kcc_conv1d_gemm_bf16", "kcc_conv1d_polyphase_f32": "kcc_conv1d_polyphase_bf16"}
 
 
-def _register_bf16(f32: str, source: str) -> None:
+def _register_bf16(f32: str, source: str, driver: tuple[str, ...] = ()) -> None:
     register(Kernel(
         name=BF16_VARIANTS[f32], source=source, args=KERNELS[f32].args,
         contract=Contract(accumulation=f"{f32} with the tiles of kcc_gemm_tile_bf16; epilogue in f32",
                           tolerance=2e-2, notes="identical for any thread count"),
-        requires=("kcc_conv_epilogue_f32", "kcc_gemm_tile_bf16"),
+        requires=("kcc_conv_out_rows", "kcc_conv_epilogue_f32", "kcc_gemm_tile_bf16", *driver),
     ))
 
 
-_register_bf16("kcc_conv1d_gemm_f32", "conv1d_bf16.c")
+_register_bf16("kcc_conv1d_gemm_f32", "conv1d_bf16.c", driver=("kcc_conv1d_gemm_f32",))   # its row-block driver
 _register_bf16("kcc_conv1d_polyphase_f32", "conv1d_polyphase_bf16.c")
 
 

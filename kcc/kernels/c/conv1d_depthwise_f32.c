@@ -1,8 +1,7 @@
 /* Depthwise Conv1d / ConvTranspose1d (groups = channels: channel c reads only channel c; one
  * channel in and out is the groups-1 case of it): x [n_batch, t_in, channels] -> out
  * [n_batch, t_out, channels], any stride and dilation. Output row t, tap k reads input row
- *   direct:     ti = t*stride + k*dilation - pad
- *   transposed: ti = (t + pad - k*dilation) / stride, only when that divides exactly
+ * kcc_conv_tap_row(t, k, ...) (conv_geometry.c).
  *   layout: wp[k][c] = W[c][0][k].
  *   numerics: per output, bias first and the taps in order accumulated in f64, rounded once;
  *   then the leaky slope and + res in f32. Identical for any thread count. */
@@ -17,7 +16,6 @@ static int kcc_conv1d_depthwise_f32(const float *KCC_RESTRICT x, int64_t n_batch
     const int64_t t_out = kcc_conv_out_rows(n_batch, t_in, channels, channels, k_size, stride, pad, dilation,
                                             output_padding, channels, transposed);
     if (t_out < 0) return KCC_EDIMS;
-    (void)kcc_conv_epilogue_f32;   /* pasted with kcc_conv_out_rows; this epilogue adds the bias in f64 */
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * channels, *rb = has_res ? res + b * t_out * channels : res;
         float *ob = out + b * t_out * channels;
@@ -31,15 +29,8 @@ static int kcc_conv1d_depthwise_f32(const float *KCC_RESTRICT x, int64_t n_batch
                 double acc[KCC_CONV_DW_BLOCK];
                 for (int64_t c = 0; c < nc; ++c) acc[c] = has_bias ? (double)bias[c0 + c] : 0.0;
                 for (int64_t k = 0; k < k_size; ++k) {
-                    int64_t ti;
-                    if (transposed) {
-                        const int64_t num = t + pad - k * dilation;
-                        if (num < 0 || num % stride) continue;
-                        ti = num / stride;
-                    } else {
-                        ti = t * stride + k * dilation - pad;
-                    }
-                    if (ti < 0 || ti >= t_in) continue;
+                    const int64_t ti = kcc_conv_tap_row(t, k, t_in, stride, pad, dilation, transposed);
+                    if (ti < 0) continue;
                     const float *KCC_RESTRICT wk = wp + k * channels + c0, *KCC_RESTRICT xr = xb + ti * channels + c0;
                     for (int64_t c = 0; c < nc; ++c) acc[c] += (double)wk[c] * (double)xr[c];
                 }

@@ -1,8 +1,7 @@
 /* Conv1d / ConvTranspose1d in general: grouped (groups < channels), and the transposed convs
  * with a dilation; x [n_batch, t_in, c_in] -> out [n_batch, t_out, c_out]. Every output row t
- * is a sum over taps of (packed weight slice k) x (one input row), where the input row is
- *   direct:     ti = t*stride + k*dilation - pad
- *   transposed: ti = (t + pad - k*dilation) / stride, only when that divides exactly
+ * is a sum over taps of (packed weight slice k) x (one input row), the input row
+ * kcc_conv_tap_row(t, k, ...) (conv_geometry.c).
  *   layout: wp[g][p][k][ci][j], column panels p of KCC_CONV_NR (zeros past cog)
  *           = W[g*cog + p*NR + j][ci][k] (direct) or W[g*cig + ci][p*NR + j][k] (transposed)
  * It sweeps time in tiles of KCC_CONV_MR rows per column panel; full taps run a register
@@ -45,7 +44,6 @@ static int kcc_conv1d_grouped_f32(const float *KCC_RESTRICT x, int64_t n_batch, 
     const int64_t t_out = kcc_conv_out_rows(n_batch, t_in, c_in, c_out, k_size, stride, pad, dilation,
                                             output_padding, groups, transposed);
     if (t_out < 0) return KCC_EDIMS;
-    (void)kcc_conv_epilogue_f32;   /* pasted with kcc_conv_out_rows; this epilogue adds the bias in f64 */
     const int64_t cig = c_in / groups, cog = c_out / groups;
     const int64_t panels = (cog + KCC_CONV_NR - 1) / KCC_CONV_NR;
     for (int64_t b = 0; b < n_batch; ++b) {
@@ -66,15 +64,8 @@ static int kcc_conv1d_grouped_f32(const float *KCC_RESTRICT x, int64_t n_batch, 
                         const float *xr[KCC_CONV_MR] = {NULL, NULL, NULL, NULL};
                         int valid = 0;
                         for (int r = 0; r < nt; ++r) {
-                            const int64_t t = t0 + r;
-                            int64_t ti = -1;
-                            if (transposed) {
-                                const int64_t num = t + pad - k * dilation;
-                                if (num >= 0 && num % stride == 0) ti = num / stride;
-                            } else {
-                                ti = t * stride + k * dilation - pad;
-                            }
-                            if (ti >= 0 && ti < t_in) {
+                            const int64_t ti = kcc_conv_tap_row(t0 + r, k, t_in, stride, pad, dilation, transposed);
+                            if (ti >= 0) {
                                 xr[r] = xb + ti * c_in + g * cig;
                                 ++valid;
                             }

@@ -1,0 +1,44 @@
+/* The geometry every conv variant shares: how many output rows a conv / transposed conv has
+ * (with the dimension checks each variant makes before its first write), and which input row
+ * an output row's tap reads. Integer arithmetic only; the variants' own files hold their sums. */
+
+/* t_out of a conv1d (transposed = 0) or a conv_transpose1d over t_in rows, or -1 where the
+ * dims make no conv (a tap span longer than the padded input, a group count that does not
+ * divide the channels, anything below its minimum). */
+static inline int64_t kcc_conv_out_rows(int64_t n_batch, int64_t t_in, int64_t c_in, int64_t c_out, int64_t k_size,
+                                        int64_t stride, int64_t pad, int64_t dilation, int64_t output_padding,
+                                        int64_t groups, int64_t transposed)
+{
+    if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || k_size < 1 || stride < 1 || dilation < 1
+        || pad < 0 || output_padding < 0 || groups < 1 || c_in % groups || c_out % groups)
+        return -1;
+    const int64_t span = dilation * (k_size - 1);
+    int64_t t_out;
+    if (transposed) {
+        t_out = (t_in - 1) * stride - 2 * pad + span + output_padding + 1;
+    } else {
+        if (t_in + 2 * pad - span - 1 < 0) return -1;   /* input shorter than one tap span */
+        t_out = (t_in + 2 * pad - span - 1) / stride + 1;
+    }
+    return t_out < 1 ? -1 : t_out;
+}
+
+/* The input row that output row t's tap k reads, or -1 where it reads none (the padding, or in
+ * a transposed conv a tap that falls between two strided input rows):
+ *   direct:     ti = t*stride + k*dilation - pad
+ *   transposed: ti = (t + pad - k*dilation) / stride, only when that divides exactly
+ * The direct-summation variants (depthwise, grouped) call it once per (row, tap), outside their
+ * channel loops: a transposed conv's test is an integer division. */
+static inline int64_t kcc_conv_tap_row(int64_t t, int64_t k, int64_t t_in, int64_t stride, int64_t pad,
+                                       int64_t dilation, int64_t transposed)
+{
+    int64_t ti;
+    if (transposed) {
+        const int64_t num = t + pad - k * dilation;
+        if (num < 0 || num % stride) return -1;
+        ti = num / stride;
+    } else {
+        ti = t * stride + k * dilation - pad;
+    }
+    return ti >= 0 && ti < t_in ? ti : -1;
+}
