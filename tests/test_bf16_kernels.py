@@ -140,7 +140,7 @@ def test_the_pass_keeps_grouped_and_depthwise_convs_fp32():
     assert [o.type for o in cc.graph.ops] == ["conv1d"]
 
 
-@pytest.mark.parametrize("value, match", [("fp16", "unknown precision 'fp16'"), ("int8", "not implemented yet")])
+@pytest.mark.parametrize("value, match", [("fp16", "unknown precision 'fp16'"), ("INT8", "unknown precision 'INT8'")])
 def test_precisions_kcc_cannot_build_are_named_errors(value, match, monkeypatch):
     with pytest.raises(precision.PrecisionError, match=match):
         precision.check(value)
@@ -257,9 +257,10 @@ def test_non_finite_activations_stay_non_finite(isa):
     assert np.isposinf(y[0, 3]).all()
 
 
-def test_with_precision_applies_a_command_line_value_and_refuses_int8():
+def test_with_precision_applies_a_command_line_value_and_refuses_unknown_ones():
     base = BuildOptions(precision="fp32")
     assert precision.with_precision(base, None) is base
     assert precision.with_precision(base, "bf16").precision == "bf16"
-    with pytest.raises(precision.PrecisionError, match="not implemented yet"):
-        precision.with_precision(base, "int8")
+    assert precision.with_precision(base, "int8").precision == "int8"
+    with pytest.raises(precision.PrecisionError, match="unknown precision 'fp16'"):
+        precision.with_precision(base, "fp16")

@@ -1,4 +1,4 @@
-"""Compute precision of a build: fp32 (the default, the X-Ray path), bf16 (opt-in), int8 (reserved).
+"""Compute precision of a build: fp32 (the default, the X-Ray path), bf16 and int8 (opt-in).
 
 `BuildOptions(precision=...)`, else KCC_PRECISION, else fp32. fp32 compiles exactly as before.
 bf16 rewrites, after the other passes, the convolutions on the GEMM pack that dominate a
@@ -13,9 +13,17 @@ Reduced precision is not bit-checked against torch: it passes the listening gate
 distance to fp32 against the int8 onnxruntime export's distance to torch, durations, high-band
 energy.
 
+int8 rewrites the GEMM-path convs (conv1d's GEMM variant, adain_conv1d, and dft_conv1d, which
+becomes a direct int8 conv: vpdpbusd's 64 multiply-adds an instruction outweigh the DFT's saving,
+and the f32 spectra leave the blob) into their int8 ops (kcc/ops/conv_int8.py): weights quantised
+at lowering per output channel, activations per time step inside the kernel, exact s32 sums
+(kcc/kernels/c/gemm_tile_s8.c). The transposed convs and everything else stay fp32.
+
 At load (kcc.model.model_store) bf16 falls back to fp32 on a CPU without AVX512_BF16, or when
 the portable build is forced below the AVX-512 level: the library's ISO C emulation does no
 fewer multiply-adds than the fp32 tiles and measured 2-2.5x slower (bench/results/precision.md).
+int8 likewise falls back to fp32 without AVX512_VNNI (or below the AVX-512 level): its ISO C
+emulation is slower than the f32 tiles (bench/results/precision.md).
 """
 from __future__ import annotations
 
@@ -28,10 +36,14 @@ DEFAULT = "fp32"
 # Ops the bf16 pass rewrites: fp32 op -> its bf16 twin (kcc/ops/conv.py, fused.py, dft_conv.py).
 BF16_OPS = {"conv1d": "conv1d_bf16", "conv_transpose1d": "conv_transpose1d_bf16",
             "adain_conv1d": "adain_conv1d_bf16", "dft_conv1d": "dft_conv1d_bf16"}
+# Ops the int8 pass rewrites (kcc/ops/conv_int8.py); dft_conv1d becomes the direct conv1d_int8.
+INT8_OPS = {"conv1d": "conv1d_int8", "adain_conv1d": "adain_conv1d_int8", "dft_conv1d": "conv1d_int8"}
+# The instruction each reduced precision's fast tiles need (a /proc/cpuinfo flag).
+CPU_FLAG = {"bf16": "avx512_bf16", "int8": "avx512_vnni"}
 
 
 class PrecisionError(ValueError):
-    """A precision that is unknown, or not implemented yet (int8 compute)."""
+    """A precision kcc does not know."""
 
 
 def check(precision: str) -> str:
@@ -39,8 +51,6 @@ def check(precision: str) -> str:
     if precision not in PRECISIONS:
         raise PrecisionError(f"unknown precision {precision!r} (--precision / KCC_PRECISION / "
                              f"BuildOptions.precision): one of {', '.join(PRECISIONS)}")
-    if precision == "int8":
-        raise PrecisionError("precision 'int8' (int8 dot products) is not implemented yet; use fp32 or bf16")
     return precision
 
 
@@ -54,29 +64,42 @@ def _cpu_flags() -> set[str]:
     return flags()
 
 
+def cpu_runs(precision: str) -> bool:
+    """This CPU runs `precision`'s tiles natively: fp32 anywhere; bf16 / int8 on x86-64 at the
+    AVX-512 level (v4) with AVX512_BF16 / AVX512_VNNI."""
+    from kcc.compiler.isa import is_x86_64, runnable_levels
+    flag = CPU_FLAG.get(precision)
+    return flag is None or (is_x86_64() and "avx512" in runnable_levels() and flag in _cpu_flags())
+
+
 def cpu_has_bf16() -> bool:
     """This CPU runs the bf16 tiles natively: x86-64 with AVX-512 (the v4 level) and AVX512_BF16."""
-    from kcc.compiler.isa import is_x86_64, runnable_levels
-    return is_x86_64() and "avx512" in runnable_levels() and "avx512_bf16" in _cpu_flags()
+    return cpu_runs("bf16")
+
+
+def cpu_has_vnni() -> bool:
+    """This CPU runs the int8 tiles natively: x86-64 with AVX-512 (the v4 level) and AVX512_VNNI."""
+    return cpu_runs("int8")
 
 
 def for_this_cpu(options, log=None):
-    """The options a load should build: bf16 becomes fp32 where the bf16 tiles would run emulated
-    (no AVX512_BF16, or a portable build forced below avx512),
-    said once on `log`. Anything else is returned as it is, after check()."""
+    """The options a load should build: bf16 / int8 become fp32 where their tiles would run
+    emulated (no AVX512_BF16 / AVX512_VNNI, or a portable build forced below avx512), said once
+    on `log`. Anything else is returned as it is, after check()."""
     import dataclasses
 
     from kcc.compiler.isa import requested
     precision = check(options.precision)
-    if precision != "bf16":
+    if precision not in CPU_FLAG:
         return options
     level = requested(options.isa, options.native)
-    why = ("this CPU has no AVX512_BF16" if not cpu_has_bf16()
+    native = cpu_has_bf16() if precision == "bf16" else cpu_has_vnni()
+    why = (f"this CPU has no {CPU_FLAG[precision].upper()}" if not native
            else f"the build is forced to dispatch level {level}" if level not in (None, "avx512") else None)
     if why is None:
         return options
     if log is not None:
-        print(f"kcc: precision bf16 runs fp32 here ({why}: emulated bf16 would be slower)", file=log)
+        print(f"kcc: precision {precision} runs fp32 here ({why}: emulated {precision} would be slower)", file=log)
     return dataclasses.replace(options, precision="fp32")
 
 
@@ -95,9 +118,39 @@ def bf16_gemms(g: Graph) -> Graph:
     return g
 
 
+def int8_convs(g: Graph) -> Graph:
+    """The int8 pass: each GEMM-variant conv1d, adain_conv1d and dft_conv1d whose input rows fit
+    the int8 block (kcc.ops.conv_int8.fits_int8) becomes its int8 op; a dft_conv1d becomes a
+    direct conv1d_int8 (its spectrum role dropped, so no spectrum is packed).
+    kcc.compiler.lower.pack_weights then packs the weights as int8 + scales."""
+    from kcc.ops import OPS
+    from kcc.ops.conv import variant
+    from kcc.ops.conv_int8 import fits_int8
+    for op in g.ops:
+        new = INT8_OPS.get(op.type)
+        if new is None:
+            continue
+        w = g.weights[op.weights["weight"]]
+        if w.pack != "conv_pack" or len(w.shape) != 4:
+            continue                 # off the GEMM path (grouped, depthwise): their own f32 layouts
+        k, c_in = w.shape[0], w.shape[2]
+        a = op.attrs
+        if op.type == "conv1d" and (variant(c_in, g.tensors[op.output].shape[2], a["groups"], a["dilation"], False)
+                                    != "gemm"):
+            continue
+        if not fits_int8(c_in, a["dilation"] * (k - 1), a.get("stride", 1)):
+            continue
+        if op.type == "dft_conv1d":
+            op.weights = {"weight": op.weights["weight"], "bias": op.weights["bias"]}
+            op.attrs = {**OPS["conv1d"].attrs, "padding": a["padding"], "dilation": a["dilation"], "act": a["act"],
+                        "slope": a["slope"]}
+        op.type = new
+    return g
+
+
 def passes(precision: str) -> list:
     """Graph passes a precision adds after kcc.compiler.passes' (none for fp32)."""
-    return [bf16_gemms] if check(precision) == "bf16" else []
+    return {"bf16": [bf16_gemms], "int8": [int8_convs]}.get(check(precision), [])
 
 
 def with_precision(options, value: str | None):
@@ -111,4 +164,5 @@ def add_precision_argument(parser) -> None:
     """`--precision fp32|bf16|int8` for kcc say / synth / serve / batch (kcc/cli.py)."""
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="compute precision: fp32 (default; KCC_PRECISION), bf16 (faster on CPUs with "
-                             "AVX512_BF16, fp32 elsewhere; passes the listening gate), int8 (not yet)")
+                             "AVX512_BF16, fp32 elsewhere; passes the listening gate), int8 (int8 convs on "
+                             "AVX512_VNNI, fp32 elsewhere)")

@@ -1,6 +1,6 @@
 /* kcc_conv1d_gemm_f32 (groups 1, direct, any stride) on the bf16 precision's weights: its pack
  * with input channels in bf16 pairs (wp[k][p][q][j] holds rows 2q and 2q + 1 of W[p*NR + j][.][k],
- * see gemm_tile_bf16.c), the tiles kcc_gemm_tile_bf16p, the epilogue conv_epilogue_f32.c's. Same
+ * see gemm_tile_bf16.c), the tiles kcc_gemm_tile_bf16p, the row-block driver conv1d_gemm_f32.c's. Same
  * argument list as kcc_conv1d_gemm_f32, so one bind serves both. Results do not depend on row
  * blocking or threads. The transposed twin is conv1d_polyphase_bf16.c. */
 
@@ -52,18 +52,7 @@ static int kcc_conv1d_gemm_bf16(const float *KCC_RESTRICT x, int64_t n_batch, in
                                 float neg_slope, const float *KCC_RESTRICT res, int64_t has_res,
                                 float *KCC_RESTRICT out)
 {
-    const int64_t t_out = kcc_conv_out_rows(n_batch, t_in, c_in, c_out, k_size, stride, pad, dilation, 0, 1, 0);
-    if (t_out < 0) return KCC_EDIMS;
-    const int64_t mc = kcc_split_even(t_out, KCC_CONV_MC), blocks = (t_out + mc - 1) / mc;
-    for (int64_t b = 0; b < n_batch; ++b) {
-        const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
-        float *ob = out + b * t_out * c_out;
-        KCC_PARALLEL_FOR   /* each row block is written by one thread, in a fixed order */
-        for (int64_t blk = 0; blk < blocks; ++blk) {
-            const int64_t t0 = blk * mc, t1 = t_out - t0 < mc ? t_out : t0 + mc;
-            kcc_conv_rows_bf16(xb, 0, t_in, c_in, wp, c_out, k_size, pad, dilation, stride, t0, t1, ob);
-            kcc_conv_epilogue_f32(ob, c_out, t0, t1, bias, has_bias, neg_slope, rb, has_res);
-        }
-    }
-    return KCC_OK;
+    (void)kcc_conv1d_gemm_f32;   /* pasted for its driver */
+    return kcc_conv1d_gemm_on(kcc_conv_rows_bf16, x, n_batch, t_in, c_in, wp, bias, has_bias, c_out, k_size, stride,
+                              pad, dilation, neg_slope, res, has_res, out);
 }

@@ -1,0 +1,272 @@
+"""The int8 precision's kernels (gemm_tile_s8.c, conv1d_s8.c, norm_conv1d_s8.c) at every dispatch path
+this CPU runs: the vpdpbusd tiles (AVX512_VNNI CPUs) and the ISO C emulation (a build forced to
+avx2fma takes it); the pass that makes the int8 ops; the loader's fallback.
+
+The GEMM is integer arithmetic, so it is asserted exactly against numpy's int64 product. The convs
+are checked against a float64 reference over the same quantised operands (the kernel's
+quantisation re-done in numpy: per-row activation scale, per-channel weight scale), so the only
+difference left is f32 summation; and against the f32 reference at int8's expected error.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
+
+from kcc.compiler import precision  # noqa: E402
+from kcc.compiler.build import BuildOptions, build_library  # noqa: E402
+from kcc.compiler.driver import compile_circuit  # noqa: E402
+from kcc.compiler.isa import runnable_levels  # noqa: E402
+from kcc.compiler.passes import DEFAULT_PASSES  # noqa: E402
+from kcc.kernels.registry import COMMON_HEADER, get_kernel, with_requires  # noqa: E402
+from kcc.ops.conv_int8 import fits_int8, quantise_channels, s8_conv_pack, s8_panels  # noqa: E402
+from kcc.weights.checkpoint import Checkpoint  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_bf16_kernels import _circuit, conv_ref  # noqa: E402
+
+LEVELS = [None] + (["avx2fma"] if "avx2fma" in runnable_levels() else [])   # None: the CPU dispatches
+
+
+def _gemm_lib(isa):
+    """A library with the GEMM entry point and a thread setter (static kernels wrapped)."""
+    src = ["#include <stddef.h>", "#include <stdint.h>", "#include <string.h>",
+           '#pragma GCC diagnostic ignored "-Wunused-function"', COMMON_HEADER.read_text()]
+    src += [get_kernel(k).c_source() for k in with_requires(["kcc_gemm_u8s8_s32"])]
+    src.append("""
+int t_gemm(const int32_t *a, int64_t rows, int64_t kq, const float *b, int64_t n, int32_t *c, int threads)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    return kcc_gemm_u8s8_s32(a, rows, kq, b, n, c);
+}
+""")
+    lib = ctypes.CDLL(str(build_library("\n".join(src), BuildOptions(isa=isa), name="t_gemm_s8").library))
+    lib.t_gemm.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                           ctypes.c_void_p, ctypes.c_int]
+    return lib
+
+
+def _panels(w: np.ndarray) -> np.ndarray:
+    """B [K, n] int8 -> the s8 panel layout (columns zero-padded to panels of 16), as bytes."""
+    k, n = w.shape
+    panels = -(-n // 16)
+    full = np.zeros((k, panels * 16), np.int8)
+    full[:, :n] = w
+    return np.ascontiguousarray(s8_panels(full.reshape(k, panels, 16).transpose(1, 0, 2)))
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("rows,k,n", [(1, 4, 16), (7, 3, 5), (8, 64, 32), (9, 131, 17), (23, 258, 70),
+                                      (17, 1024, 40)])
+def test_gemm_u8s8_is_the_exact_integer_product(isa, rows, k, n):
+    """Extreme values included (0 and 255 against -128 and 127): every sum exact, any threads."""
+    lib = _gemm_lib(isa)
+    rng = np.random.default_rng(rows * 1000 + k)
+    kq = -(-k // 4)
+    a = rng.integers(0, 256, (rows, 4 * kq), dtype=np.uint8)
+    a[0, :k] = 255
+    w = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    w[:, 0] = -128
+    want = a[:, :k].astype(np.int64) @ w.astype(np.int64)       # bytes past k meet zero weights
+    b = _panels(w)
+    outs = []
+    for threads in (1, 2, 3):
+        c = np.full((rows, n), -7, np.int32)
+        assert lib.t_gemm(a.ctypes.data, rows, kq, b.ctypes.data, n, c.ctypes.data, threads) == 0
+        outs.append(c)
+    assert np.array_equal(outs[0].astype(np.int64), want)
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+def test_panel_layout_puts_four_k_rows_of_a_column_in_one_word():
+    q = np.arange(5 * 16, dtype=np.int8).reshape(5, 16)           # K 5: one full quad, one padded
+    p = s8_panels(q)
+    assert p.shape == (2, 16, 4)
+    assert list(p[0, 3]) == [q[0, 3], q[1, 3], q[2, 3], q[3, 3]]
+    assert list(p[1, 3]) == [q[4, 3], 0, 0, 0]
+
+
+def test_weight_quantisation_is_symmetric_per_channel():
+    w = np.array([[[1.0, -2.0]], [[0.0, 0.0]], [[0.5, 0.25]]], np.float32)   # [Cout 3, Cin 1, K 2]
+    q, s = quantise_channels(w, axis=(1, 2))
+    assert s.ravel().tolist() == pytest.approx([2 / 127, 0.0, 0.5 / 127])
+    assert q[0].ravel().tolist() == [64, -127] and q[1].ravel().tolist() == [0, 0]
+    assert q[2].ravel().tolist() == [127, 64]                       # 63.5 rounds to even
+
+
+def _quantised_ref(x, w, b, pad, dil, stride, slope, res):
+    """The kernel's arithmetic in float64: x rows and W channels quantised as the kernel does."""
+    m = np.abs(x).max(axis=2, keepdims=True).astype(np.float32)
+    inv = np.where(m > 0, np.float32(127) / np.where(m > 0, m, 1), 0).astype(np.float32)
+    qx = np.clip(np.rint((x * inv).astype(np.float32)), -127, 127)
+    sa = (m / np.float32(127)).astype(np.float64)
+    qw, sw = quantise_channels(w, axis=(1, 2))
+    y = conv_ref(qx * sa, qw.astype(np.float64) * sw.astype(np.float64), np.zeros(w.shape[0]), pad, dil, stride)
+    y = y + b
+    y = np.where(y >= 0, y, y * slope)
+    return y if res is None else y + res
+
+
+def _compile(op, inputs, weights: dict, t_max, isa, prec="int8", passes=()):
+    ckpt = Checkpoint(Path("<memory>"), {f"t.{r}": np.ascontiguousarray(v, np.float32) for r, v in weights.items()})
+    return compile_circuit(_circuit(op, inputs, list(weights), t_max), ckpt, BuildOptions(isa=isa, precision=prec),
+                           passes=list(passes))
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("cin,cout,k,stride,pad,dil,t", [
+    (128, 128, 3, 1, 1, 1, 70),        # the resblock shape: two full panels, a partial 8-row tile
+    (256, 40, 7, 1, 9, 3, 33),         # K 7 dilated (a resblock conv that was a DFT), a partial panel pair
+    (33, 5, 1, 1, 0, 1, 9),            # Cin not a multiple of 4, Cout < one panel, conv1x1
+    (22, 48, 12, 6, 3, 1, 61),         # stride 6 (noise_convs), three panels
+    (512, 20, 11, 1, 25, 5, 300),      # K 11 dilation 5: several row blocks, each quantising its halo
+])
+def test_conv1d_int8_matches_the_quantised_reference(isa, cin, cout, k, stride, pad, dil, t):
+    rng = np.random.default_rng(cin * 7 + k)
+    x = rng.standard_normal((2, t, cin)).astype(np.float32)
+    x[1, 3] = 0.0                                                   # a zero row: scale 0
+    w = (rng.standard_normal((cout, cin, k)) / np.sqrt(cin * k)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    t_out = (t + 2 * pad - dil * (k - 1) - 1) // stride + 1
+    res = rng.standard_normal((2, t_out, cout)).astype(np.float32)
+    op = {"op": "conv1d", "in": {"x": "x", "res": "res"}, "w": {"weight": "weight", "bias": "bias"},
+          "attrs": {"stride": stride, "padding": pad, "dilation": dil, "act": "leaky_relu", "slope": 0.1},
+          "out": "y"}
+    cc = _compile(op, {"x": ["B", t, cin], "res": ["B", t_out, cout]}, {"weight": w, "bias": b}, t, isa)
+    assert [o.type for o in cc.graph.ops] == ["conv1d_int8"]
+    got = cc.run({"x": x, "res": res}).outputs["y"]
+    ref = _quantised_ref(x, w, b, pad, dil, stride, 0.1, res)
+    scale = np.abs(ref).max()
+    assert np.abs(got - ref).max() <= 2e-6 * scale * np.sqrt(cin * k), np.abs(got - ref).max()
+    # and it is int8, not f32: the f32 reference differs by int8's rounding, far above f32's
+    f32_err = np.abs(got - conv_ref(x.astype(np.float64), w.astype(np.float64), b, pad, dil, stride, 0.1, res)).max()
+    assert 1e-4 * scale < f32_err < 3e-2 * scale
+    cc.set_threads(1)
+    one = cc.run({"x": x, "res": res}).outputs["y"]
+    cc.set_threads(3)
+    assert np.array_equal(one, cc.run({"x": x, "res": res}).outputs["y"])
+
+
+def test_the_vnni_tiles_and_the_emulation_give_the_same_bits():
+    if len(LEVELS) < 2:
+        pytest.skip("this CPU runs one dispatch path")
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 50, 70)).astype(np.float32)
+    w = (rng.standard_normal((36, 70, 5)) / 20).astype(np.float32)
+    op = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "weight"}, "attrs": {"padding": 2}, "out": "y"}
+    ys = [_compile(op, {"x": ["B", 50, 70]}, {"weight": w}, 50, isa).run({"x": x}).outputs["y"] for isa in LEVELS]
+    assert np.array_equal(ys[0], ys[1])
+
+
+def test_a_non_finite_input_row_gives_nan_outputs_only_where_it_is_read():
+    x = np.ones((1, 8, 16), np.float32)
+    x[0, 2, 5] = np.nan
+    x[0, 6, 1] = np.inf
+    w = np.full((16, 16, 1), 0.5, np.float32)
+    op = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "weight"}, "attrs": {}, "out": "y"}
+    y = _compile(op, {"x": ["B", 8, 16]}, {"weight": w}, 8, None).run({"x": x}).outputs["y"]
+    assert np.isnan(y[0, 2]).all() and np.isnan(y[0, 6]).all()
+    finite = [0, 1, 3, 4, 5, 7]
+    assert np.array_equal(y[0, finite], np.full((6, 16), 8.0, np.float32))
+
+
+def _adain_weights(rng, c, n_style):
+    return {"norm_w": np.ones(c, np.float32), "norm_b": np.zeros(c, np.float32),
+            "fc_w": (rng.standard_normal((2 * c, n_style)) * 0.1).astype(np.float32),
+            "fc_b": np.zeros(2 * c, np.float32), "alpha": np.ones(c, np.float32)}
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+def test_adain_conv1d_int8_equals_adain_then_conv1d_int8(isa):
+    """The fused kernel quantises the normalised rows it makes: the same rows, the same quanta,
+    so the same bits as the unfused pair, at any thread count."""
+    rng = np.random.default_rng(3)
+    c, t, k = 128, 150, 7
+    x = rng.standard_normal((1, t, c)).astype(np.float32)
+    style = rng.standard_normal((1, 64)).astype(np.float32)
+    weights = {**_adain_weights(rng, c, 64), "weight": (rng.standard_normal((c, c, k)) / np.sqrt(c * k)).astype(np.float32),
+               "bias": rng.standard_normal(c).astype(np.float32)}
+    norm = ("norm_w", "norm_b", "fc_w", "fc_b", "alpha")
+    fused_op = {"op": "adain_conv1d", "in": {"x": "x", "style": "style"}, "w": {r: r for r in weights},
+                "attrs": {"norm_act": "snake", "padding": 9, "dilation": 3, "act": "none"}, "out": "y"}
+    inputs = {"x": ["B", "T", c], "style": ["B", 64]}
+    fused = _compile(fused_op, inputs, weights, t, isa)
+    assert [o.type for o in fused.graph.ops] == ["adain_conv1d_int8"]
+    got = fused.run({"x": x, "style": style}).outputs["y"]
+    circuit = _circuit({"op": "adain", "in": {"x": "x", "style": "style"}, "w": {r: r for r in norm},
+                        "attrs": {"act": "snake"}, "out": "h"}, inputs, list(weights), t)
+    circuit["blocks"][0]["ops"].append({"op": "conv1d", "in": {"x": "h"}, "w": {"weight": "weight", "bias": "bias"},
+                                        "attrs": {"padding": 9, "dilation": 3}, "out": "y"})
+    circuit["outputs"] = ["y"]
+    ckpt = Checkpoint(Path("<memory>"), {f"t.{r}": v for r, v in weights.items()})
+    pair = compile_circuit(circuit, ckpt, BuildOptions(isa=isa, precision="int8"), passes=[])
+    assert [o.type for o in pair.graph.ops] == ["adain", "conv1d_int8"]
+    assert np.array_equal(got, pair.run({"x": x, "style": style}).outputs["y"])
+    fused.set_threads(1)
+    one = fused.run({"x": x, "style": style}).outputs["y"]
+    fused.set_threads(3)
+    assert np.array_equal(one, fused.run({"x": x, "style": style}).outputs["y"])
+
+
+def test_the_int8_pass_turns_a_dft_conv_into_a_direct_int8_conv_and_packs_no_spectrum():
+    """A K 11 conv the default passes make a block DFT (fp32): at int8 it is conv1d_int8 and the
+    blob holds its int8 pack only (about a quarter of the f32 weight, no spectrum)."""
+    rng = np.random.default_rng(11)
+    c, t, k = 128, 400, 11
+    weights = {"weight": (rng.standard_normal((c, c, k)) / np.sqrt(c * k)).astype(np.float32),
+               "bias": rng.standard_normal(c).astype(np.float32)}
+    op = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "weight", "bias": "bias"},
+          "attrs": {"padding": 5}, "out": "y"}
+    fp32 = _compile(op, {"x": ["B", "T", c]}, weights, t, None, "fp32", DEFAULT_PASSES)
+    assert [o.type for o in fp32.graph.ops] == ["dft_conv1d"]
+    int8 = _compile(op, {"x": ["B", "T", c]}, weights, t, None, "int8", DEFAULT_PASSES)
+    assert [o.type for o in int8.graph.ops] == ["conv1d_int8"]
+    assert {w.pack for w in int8.graph.weights.values()} == {"s8_pack", ""}    # the int8 pack and the bias
+    s8_words = sum(np.prod(w.shape) for w in int8.graph.weights.values() if w.pack == "s8_pack")
+    assert s8_words * 4 < 0.3 * weights["weight"].nbytes
+    x = rng.standard_normal((1, t, c)).astype(np.float32)
+    a, b = fp32.run({"x": x}).outputs["y"], int8.run({"x": x}).outputs["y"]
+    assert 1e-4 < np.abs(a - b).max() / np.abs(a).max() < 2e-2
+
+
+def test_convs_the_int8_block_cannot_hold_stay_fp32():
+    assert fits_int8(1090, 2) and not fits_int8(20000, 10)
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((8, 40000, 7)).astype(np.float32) * 0.01   # 7 rows of 40000 > 160 KiB
+    op = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "weight"}, "attrs": {"padding": 3}, "out": "y"}
+    cc = _compile(op, {"x": ["B", 4, 40000]}, {"weight": w}, 4, None, "int8", DEFAULT_PASSES)
+    assert [o.type for o in cc.graph.ops] == ["conv1d"]
+
+
+def test_the_pack_holds_scales_shift_sums_and_quads_per_tap_and_panel():
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((20, 6, 3)).astype(np.float32)          # Cout 20: two panels; Cin 6: two quads
+    p = s8_conv_pack(w, {"groups": 1})
+    assert p.shape == (3, 2, 2 + 2, 16) and p.dtype == np.float32
+    q, s = quantise_channels(w, axis=(1, 2))
+    assert np.array_equal(p[0, 0, 0], s.ravel()[:16]) and np.array_equal(p[2, 1, 0, :4], s.ravel()[16:])
+    comp = p[1, 0, 1].view(np.int32)
+    assert np.array_equal(comp, 128 * q[:16, :, 1].astype(np.int32).sum(axis=1))
+    body = p[1, 1, 2:].view(np.int8).reshape(2, 16, 4)              # tap 1, panel 1 (channels 16..19)
+    assert list(body[1, 2]) == [q[18, 4, 1], q[18, 5, 1], 0, 0]
+
+
+def test_load_falls_back_to_fp32_without_avx512_vnni(monkeypatch, capsys):
+    import io
+    monkeypatch.setattr(precision, "cpu_has_vnni", lambda: False)
+    log = io.StringIO()
+    assert precision.for_this_cpu(BuildOptions(precision="int8"), log).precision == "fp32"
+    assert log.getvalue().count("\n") == 1 and "AVX512_VNNI" in log.getvalue()
+    monkeypatch.setattr(precision, "cpu_has_vnni", lambda: True)
+    assert precision.for_this_cpu(BuildOptions(precision="int8")).precision == "int8"
+    if "avx2fma" in runnable_levels():
+        assert precision.for_this_cpu(BuildOptions(precision="int8", isa="avx2fma")).precision == "fp32"
