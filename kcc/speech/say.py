@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from kcc.speech.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
+from kcc.speech.progress_bar import WIDTH, ProgressBar
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
@@ -244,17 +245,14 @@ def chunk_summary(c: Chunk, sample_rate: int = SAMPLE_RATE) -> dict:
             "end_s": round((c.offset + c.audio.size) / sample_rate, 6)}
 
 
-class Progress:
+class Progress(ProgressBar):
     """A one-line bar on stderr (on by default only for a tty): how much of the text is spoken
     (characters of the chunks done, against the text's), chunks and audio made, time spent and
     an estimate of the time left."""
 
     def __init__(self, text_chars: int = 0, enabled: bool | None = None, stream=None, total_chunks: int = 0):
-        self.text_chars, self.chars, self.stream = text_chars, 0, stream or sys.stderr
-        self.total_chunks = total_chunks
-        isatty = getattr(self.stream, "isatty", lambda: False)()
-        self.enabled = bool(enabled) if enabled is not None else isatty
-        self.t0 = time.perf_counter()
+        super().__init__(enabled, stream)
+        self.text_chars, self.chars, self.total_chunks = text_chars, 0, total_chunks
         self.done, self.audio_s = 0, 0.0
 
     def update(self, done: int, audio_s: float) -> None:
@@ -263,17 +261,10 @@ class Progress:
             return
         frac = min(1.0, self.chars / self.text_chars if self.text_chars
                    else done / self.total_chunks if self.total_chunks else 1.0)
-        n, spent = int(30 * frac), time.perf_counter() - self.t0
+        spent = time.perf_counter() - self.t0
         left = f", ~{spent * (1 - frac) / frac:.0f} s left" if 0 < frac < 1 else ""
-        self.stream.write(f"\rkcc say: [{'#' * n}{'.' * (30 - n)}] {100 * frac:3.0f}% of the text, {done} chunks, "
-                          f"{audio_s:.1f} s audio, {spent:.1f} s{left}  ")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.enabled = False
+        self.draw(f"kcc say: {self.bar(int(WIDTH * frac))} {100 * frac:3.0f}% of the text, {done} chunks, "
+                  f"{audio_s:.1f} s audio, {spent:.1f} s{left}  ")
 
 
 # -- command line ----------------------------------------------------------------------------

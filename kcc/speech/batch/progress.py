@@ -1,16 +1,15 @@
 """A one-line batch progress bar on stderr: items, hours of audio made, failures, ETA."""
 from __future__ import annotations
 
-import sys
 import time
 
+from kcc.speech.progress_bar import WIDTH, ProgressBar
 
-class BatchProgress:
+
+class BatchProgress(ProgressBar):
     def __init__(self, total: int, enabled: bool | None = None, stream=None):
-        self.total, self.stream = total, stream or sys.stderr
-        isatty = getattr(self.stream, "isatty", lambda: False)()
-        self.enabled = bool(enabled) if enabled is not None else isatty
-        self.t0 = time.perf_counter()
+        super().__init__(enabled, stream)
+        self.total = total
         self.finished = self.worked = self.failed = 0
         self.audio_s = 0.0
 
@@ -20,8 +19,7 @@ class BatchProgress:
         self.failed += outcome.status == "error"
         self.audio_s += outcome.audio_s
         if self.enabled:
-            self.stream.write("\r" + self.line())
-            self.stream.flush()
+            self.draw(self.line())
 
     def eta_s(self) -> float | None:
         """Remaining items at the pace of the items worked on so far (skipped ones cost ~0)."""
@@ -30,14 +28,7 @@ class BatchProgress:
         return (time.perf_counter() - self.t0) / self.worked * (self.total - self.finished)
 
     def line(self) -> str:
-        n = 30 * self.finished // max(1, self.total)
         eta = self.eta_s()
         eta_s = "?" if eta is None else time.strftime("%H:%M:%S", time.gmtime(eta))
-        return (f"kcc batch: [{'#' * n}{'.' * (30 - n)}] {self.finished}/{self.total} items, "
-                f"{self.audio_s / 3600:.3f} h audio, {self.failed} failed, ETA {eta_s}")
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.enabled = False
+        return (f"kcc batch: {self.bar(WIDTH * self.finished // max(1, self.total))} {self.finished}/{self.total} "
+                f"items, {self.audio_s / 3600:.3f} h audio, {self.failed} failed, ETA {eta_s}")
