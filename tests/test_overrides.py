@@ -170,11 +170,29 @@ def test_factory_refuses_a_bad_lexicon_when_made(tmp_path):
         G2PFactory("auto", str(bad))
 
 
-def test_cli_refuses_a_bad_lexicon_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("command", ["say", "batch"])
+def test_cli_refuses_a_bad_lexicon_and_writes_nothing(tmp_path, command):
     bad = tmp_path / "bad.tsv"
     bad.write_text("kcc\tkX9\n", encoding="utf-8")
-    out = tmp_path / "x.wav"
-    res = subprocess.run([sys.executable, "-m", "kcc.cli", "say", "The kcc compiler.", "--lexicon", str(bad),
-                          "-o", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    out = tmp_path / ("x.wav" if command == "say" else "out")
+    if command == "say":
+        argv = ["say", "The kcc compiler.", "-o", str(out)]
+    else:
+        manifest = tmp_path / "m.jsonl"
+        manifest.write_text(json.dumps({"id": "a", "text": "The kcc compiler."}) + "\n", encoding="utf-8")
+        argv = ["batch", str(manifest), "--out", str(out)]
+    res = subprocess.run([sys.executable, "-m", "kcc.cli", *argv, "--lexicon", str(bad)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert res.returncode == 2 and "LexiconError" in res.stderr and "'9' 'X'" in res.stderr
     assert not out.exists()
+
+
+def test_serve_refuses_a_bad_lexicon_at_start(tmp_path):
+    import argparse
+    from kcc.speech.serve.cli import add_parsers, build_service
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("kcc\tkX9\n", encoding="utf-8")
+    ap = argparse.ArgumentParser()
+    add_parsers(ap.add_subparsers())
+    with pytest.raises(LexiconError, match="'9' 'X'"):
+        build_service(ap.parse_args(["serve", "--lexicon", str(bad)]))
