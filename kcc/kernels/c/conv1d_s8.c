@@ -18,20 +18,6 @@
 #define KCC_S8_ROWS 163840    /* bytes (160 KiB of stack) of quantised input rows a block holds */
 #define KCC_S8_MAX_ROWS 2048  /* input rows a block quantises at most (their scales' array) */
 
-/* (float)(acc - comp) * scale added to each stored output of a tile, tap by tap. */
-KCC_VECTOR_CLONES
-static void kcc_s8_dequant_add(const int32_t *KCC_RESTRICT acc, int64_t mr, int64_t nr,
-                               const int32_t *KCC_RESTRICT comp, const float *KCC_RESTRICT sa, int64_t sa_step,
-                               float *KCC_RESTRICT ob, int64_t ldo)
-{
-    for (int64_t r = 0; r < mr; ++r) {
-        const float s = sa[r * sa_step];
-        const int32_t *KCC_RESTRICT ar = acc + r * 2 * KCC_GEMM_NR;
-        float *KCC_RESTRICT y = ob + r * ldo;
-        KCC_FOR16(nr, y[j] += (float)(ar[j] - comp[j]) * s;);
-    }
-}
-
 /* Rows [t0, t1) of a panel pair's columns (nr of them, row stride ldo) times their scales. */
 KCC_VECTOR_CLONES
 static void kcc_s8_scale_cols(float *KCC_RESTRICT ob, int64_t ldo, int64_t t0, int64_t t1, int64_t nr,
@@ -84,7 +70,7 @@ static void kcc_conv_rows_s8(const float *KCC_RESTRICT xs, int64_t r0, int64_t t
     if (step < 1) return;   /* refused at lowering */
     uint8_t xq[KCC_S8_ROWS];
     float sa[KCC_S8_MAX_ROWS], sw[2 * KCC_GEMM_NR];
-    int32_t acc[KCC_GEMM_MR * 2 * KCC_GEMM_NR], comp[2 * KCC_GEMM_NR];
+    int32_t comp[2 * KCC_GEMM_NR];
     for (int64_t s0 = t0; s0 < t1; s0 += step) {
         const int64_t s1 = t1 - s0 < step ? t1 : s0 + step;
         const int64_t lo_in = s0 * stride - pad > 0 ? s0 * stride - pad : 0;
@@ -105,8 +91,8 @@ static void kcc_conv_rows_s8(const float *KCC_RESTRICT xs, int64_t r0, int64_t t
                 for (int64_t i = lo; i < hi; i += KCC_GEMM_MR) {
                     const int64_t mr = hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR;
                     const int64_t row = i * stride + off - lo_in;
-                    kcc_gemm_tile_s8(xq + row * ldq, stride * ldq, mr, wk, wk + (kq + 2) * KCC_S8_QUAD, kq, nr, acc);
-                    kcc_s8_dequant_add(acc, mr, nr, comp, sa + row, stride, ob + i * c_out + p * KCC_GEMM_NR, c_out);
+                    kcc_gemm_tile_s8_dq(xq + row * ldq, stride * ldq, mr, wk, wk + (kq + 2) * KCC_S8_QUAD, kq, nr, comp,
+                                        sa + row, stride, ob + i * c_out + p * KCC_GEMM_NR, c_out);
                 }
             }
             kcc_s8_pair_row(wp, panels, kq, 0, p, nr, 0, sw);

@@ -96,12 +96,37 @@ static int kcc_s8_native(void)
         if (TWO) d##r = _mm512_dpbusd_epi32(d##r, x, w1);                                         \
     } while (0)
 
+/* Row r's finish: raw sums stored to acc (DQ 0), or dequantised into ob as kcc_s8_dequant_add does
+ * (DQ 1: ob[j] += (float)(acc[j] - comp[j]) * sa[r * sa_step], a multiply then an add, as the ISO C
+ * code rounds them), the columns past nr masked off. */
+#define KCC_S8_FINISH(r, TWO, DQ)                                                                 \
+    do {                                                                                          \
+        if (r < mr) {                                                                             \
+            if (DQ) {                                                                             \
+                const __m512 s_ = _mm512_set1_ps(sa[r * sa_step]);                                \
+                float *y_ = ob + r * ldo;                                                         \
+                const __m512 f0_ = _mm512_cvtepi32_ps(_mm512_sub_epi32(c##r, comp0));             \
+                _mm512_mask_storeu_ps(y_, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y_), _mm512_mul_ps(f0_, s_))); \
+                if (TWO) {                                                                        \
+                    const __m512 f1_ = _mm512_cvtepi32_ps(_mm512_sub_epi32(d##r, comp1));         \
+                    _mm512_mask_storeu_ps(y_ + KCC_GEMM_NR, m1,                                   \
+                        _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y_ + KCC_GEMM_NR), _mm512_mul_ps(f1_, s_))); \
+                }                                                                                 \
+            } else {                                                                              \
+                _mm512_mask_storeu_epi32(acc + r * 2 * KCC_GEMM_NR, m0, c##r);                    \
+                if (TWO) _mm512_mask_storeu_epi32(acc + r * 2 * KCC_GEMM_NR + KCC_GEMM_NR, m1, d##r); \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
 /* The 8-row tiles over one (TWO 0) or two panels (TWO 1): 8 or 16 zmm accumulators; rows past
- * mr alias row 0 and are not stored. */
-#define KCC_S8_TILE(NAME, TWO)                                                                    \
+ * mr alias row 0 and are not stored. DQ 0: raw sums into acc; DQ 1: dequantised into ob. */
+#define KCC_S8_TILE(NAME, TWO, DQ)                                                                \
 KCC_S8_TARGET                                                                                     \
 static void NAME(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const int8_t *KCC_RESTRICT b, \
-                 const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc) \
+                 const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc, \
+                 const int32_t *KCC_RESTRICT comp, const float *KCC_RESTRICT sa, int64_t sa_step,  \
+                 float *KCC_RESTRICT ob, int64_t ldo)                                             \
 {                                                                                                 \
     const uint8_t *p0 = a, *p1 = a + (mr > 1) * lda, *p2 = a + (mr > 2) * 2 * lda;               \
     const uint8_t *p3 = a + (mr > 3) * 3 * lda, *p4 = a + (mr > 4) * 4 * lda;                     \
@@ -115,23 +140,20 @@ static void NAME(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const i
         KCC_S8_ROW(0, TWO); KCC_S8_ROW(1, TWO); KCC_S8_ROW(2, TWO); KCC_S8_ROW(3, TWO);           \
         KCC_S8_ROW(4, TWO); KCC_S8_ROW(5, TWO); KCC_S8_ROW(6, TWO); KCC_S8_ROW(7, TWO);           \
     }                                                                                             \
-    int32_t rows[KCC_GEMM_MR][2 * KCC_GEMM_NR];                                                   \
-    _mm512_storeu_si512(rows[0], c0); _mm512_storeu_si512(rows[1], c1);                           \
-    _mm512_storeu_si512(rows[2], c2); _mm512_storeu_si512(rows[3], c3);                           \
-    _mm512_storeu_si512(rows[4], c4); _mm512_storeu_si512(rows[5], c5);                           \
-    _mm512_storeu_si512(rows[6], c6); _mm512_storeu_si512(rows[7], c7);                           \
-    if (TWO) {                                                                                    \
-        _mm512_storeu_si512(rows[0] + KCC_GEMM_NR, d0); _mm512_storeu_si512(rows[1] + KCC_GEMM_NR, d1); \
-        _mm512_storeu_si512(rows[2] + KCC_GEMM_NR, d2); _mm512_storeu_si512(rows[3] + KCC_GEMM_NR, d3); \
-        _mm512_storeu_si512(rows[4] + KCC_GEMM_NR, d4); _mm512_storeu_si512(rows[5] + KCC_GEMM_NR, d5); \
-        _mm512_storeu_si512(rows[6] + KCC_GEMM_NR, d6); _mm512_storeu_si512(rows[7] + KCC_GEMM_NR, d7); \
-    }                                                                                             \
-    for (int64_t r = 0; r < mr; ++r)                                                              \
-        for (int64_t j = 0; j < nr; ++j) acc[r * 2 * KCC_GEMM_NR + j] = rows[r][j];               \
+    const int64_t n0 = nr < KCC_GEMM_NR ? nr : KCC_GEMM_NR, n1 = nr - n0;                         \
+    const __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);         \
+    const __m512i comp0 = DQ ? _mm512_maskz_loadu_epi32(m0, comp) : c0;                           \
+    const __m512i comp1 = DQ && TWO ? _mm512_maskz_loadu_epi32(m1, comp + KCC_GEMM_NR) : c0;      \
+    (void)acc; (void)comp0; (void)comp1; (void)sa; (void)sa_step; (void)ob; (void)ldo;            \
+    KCC_S8_FINISH(0, TWO, DQ); KCC_S8_FINISH(1, TWO, DQ); KCC_S8_FINISH(2, TWO, DQ);              \
+    KCC_S8_FINISH(3, TWO, DQ); KCC_S8_FINISH(4, TWO, DQ); KCC_S8_FINISH(5, TWO, DQ);              \
+    KCC_S8_FINISH(6, TWO, DQ); KCC_S8_FINISH(7, TWO, DQ);                                         \
 }
 
-KCC_S8_TILE(kcc_s8_tile8, 0)
-KCC_S8_TILE(kcc_s8_tile8x2, 1)
+KCC_S8_TILE(kcc_s8_tile8, 0, 0)
+KCC_S8_TILE(kcc_s8_tile8x2, 1, 0)
+KCC_S8_TILE(kcc_s8_tile8_dq, 0, 1)
+KCC_S8_TILE(kcc_s8_tile8x2_dq, 1, 1)
 #endif
 
 /* acc [mr][2 * NR] (columns j < nr stored) = u8 rows a [mr][4 * kq] (row stride lda bytes) x the
@@ -143,13 +165,49 @@ static void kcc_gemm_tile_s8(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t
 #if KCC_S8_X86
     if (kcc_s8_native()) {
         if (nr > KCC_GEMM_NR)
-            kcc_s8_tile8x2(a, lda, mr, b, b2, kq, nr, acc);
+            kcc_s8_tile8x2(a, lda, mr, b, b2, kq, nr, acc, NULL, NULL, 0, NULL, 0);
         else
-            kcc_s8_tile8(a, lda, mr, b, b, kq, nr, acc);
+            kcc_s8_tile8(a, lda, mr, b, b, kq, nr, acc, NULL, NULL, 0, NULL, 0);
         return;
     }
 #endif
     kcc_s8_tile_c(a, lda, mr, b, nr > KCC_GEMM_NR ? b2 : b, kq, nr, acc);
+}
+
+/* ob [mr, nr] (row stride ldo) += dequantised tile: (float)(acc[r][j] - comp[j]) * sa[r * sa_step],
+ * acc the raw sums kcc_gemm_tile_s8 makes (comp: the shift's column sums, sa: the rows' scales);
+ * a multiply then an add per element, the same bits on every path. */
+KCC_VECTOR_CLONES
+static void kcc_s8_dequant_add(const int32_t *KCC_RESTRICT acc, int64_t mr, int64_t nr,
+                               const int32_t *KCC_RESTRICT comp, const float *KCC_RESTRICT sa, int64_t sa_step,
+                               float *KCC_RESTRICT ob, int64_t ldo)
+{
+    for (int64_t r = 0; r < mr; ++r) {
+        const float s = sa[r * sa_step];
+        const int32_t *KCC_RESTRICT ar = acc + r * 2 * KCC_GEMM_NR;
+        float *KCC_RESTRICT y = ob + r * ldo;
+        KCC_FOR16(nr, y[j] += (float)(ar[j] - comp[j]) * s;);
+    }
+}
+
+/* The tile with its dequantisation: on the VNNI path in registers (no store of the sums). */
+static void kcc_gemm_tile_s8_dq(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr,
+                                const int8_t *KCC_RESTRICT b, const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr,
+                                const int32_t *KCC_RESTRICT comp, const float *KCC_RESTRICT sa, int64_t sa_step,
+                                float *KCC_RESTRICT ob, int64_t ldo)
+{
+    int32_t acc[KCC_GEMM_MR * 2 * KCC_GEMM_NR];
+#if KCC_S8_X86
+    if (kcc_s8_native()) {
+        if (nr > KCC_GEMM_NR)
+            kcc_s8_tile8x2_dq(a, lda, mr, b, b2, kq, nr, acc, comp, sa, sa_step, ob, ldo);
+        else
+            kcc_s8_tile8_dq(a, lda, mr, b, b, kq, nr, acc, comp, sa, sa_step, ob, ldo);
+        return;
+    }
+#endif
+    kcc_s8_tile_c(a, lda, mr, b, nr > KCC_GEMM_NR ? b2 : b, kq, nr, acc);
+    kcc_s8_dequant_add(acc, mr, nr, comp, sa, sa_step, ob, ldo);
 }
 
 /* The tile as a whole GEMM, for the tests and benches (no op lowers to it): c [rows, n] (s32) =
