@@ -56,27 +56,33 @@ static void kcc_s8_quant_rows(const float *KCC_RESTRICT x, int64_t ldx, int64_t 
 }
 
 /* The emulation: acc [r][j] (row stride 2 * NR) over rows r < mr, columns j < nr (<= 2 * NR: the
- * panel at b, then the one at b2), kq quads of a (row stride lda bytes). */
+ * panel at b, then the one at b2), kq quads of a (row stride lda bytes). Each quad's 64 weight bytes
+ * are first widened to s32 in (u, j) order (a transposition the vectoriser takes), then the 4
+ * activation bytes multiply-add against 16 columns each: integers, so the same sums as vpdpbusd. */
 KCC_VECTOR_CLONES
 static void kcc_s8_tile_c(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const int8_t *KCC_RESTRICT b,
                           const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc)
 {
-    for (int64_t r = 0; r < mr; ++r) {
-        int32_t row[2 * KCC_GEMM_NR];
-        for (int j = 0; j < 2 * KCC_GEMM_NR; ++j) row[j] = 0;
-        const uint8_t *ar = a + r * lda;
-        for (int64_t q = 0; q < kq; ++q) {
-            const int8_t *w0 = b + q * KCC_S8_QUAD, *w1 = b2 + q * KCC_S8_QUAD;
+    int32_t rows[KCC_GEMM_MR][2 * KCC_GEMM_NR];
+    for (int64_t r = 0; r < KCC_GEMM_MR; ++r)
+        for (int j = 0; j < 2 * KCC_GEMM_NR; ++j) rows[r][j] = 0;
+    for (int64_t q = 0; q < kq; ++q) {
+        int32_t w[4][2 * KCC_GEMM_NR];
+        for (int u = 0; u < 4; ++u)
+            for (int j = 0; j < KCC_GEMM_NR; ++j) {
+                w[u][j] = b[q * KCC_S8_QUAD + 4 * j + u];
+                w[u][KCC_GEMM_NR + j] = b2[q * KCC_S8_QUAD + 4 * j + u];
+            }
+        for (int64_t r = 0; r < mr; ++r) {
+            const uint8_t *ar = a + r * lda + 4 * q;
             for (int u = 0; u < 4; ++u) {
-                const int32_t x = ar[4 * q + u];
-                for (int j = 0; j < KCC_GEMM_NR; ++j) {
-                    row[j] += x * w0[4 * j + u];
-                    row[KCC_GEMM_NR + j] += x * w1[4 * j + u];
-                }
+                const int32_t x = ar[u];
+                for (int j = 0; j < 2 * KCC_GEMM_NR; ++j) rows[r][j] += x * w[u][j];
             }
         }
-        for (int64_t j = 0; j < nr; ++j) acc[r * 2 * KCC_GEMM_NR + j] = row[j];
     }
+    for (int64_t r = 0; r < mr; ++r)
+        for (int64_t j = 0; j < nr; ++j) acc[r * 2 * KCC_GEMM_NR + j] = rows[r][j];
 }
 
 #if KCC_S8_X86
