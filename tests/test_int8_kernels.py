@@ -206,7 +206,7 @@ def test_adain_conv1d_int8_equals_adain_then_conv1d_int8(isa):
                         "attrs": {"act": "snake"}, "out": "h"}, inputs, list(weights), t)
     circuit["blocks"][0]["ops"].append({"op": "conv1d", "in": {"x": "h"}, "w": {"weight": "weight", "bias": "bias"},
                                         "attrs": {"padding": 9, "dilation": 3}, "out": "y"})
-    circuit["outputs"] = ["y"]
+    circuit["outputs"] = ["y", "h"]                                 # h an output: not fused away
     ckpt = Checkpoint(Path("<memory>"), {f"t.{r}": v for r, v in weights.items()})
     pair = compile_circuit(circuit, ckpt, BuildOptions(isa=isa, precision="int8"), passes=[])
     assert [o.type for o in pair.graph.ops] == ["adain", "conv1d_int8"]
@@ -270,3 +270,34 @@ def test_load_falls_back_to_fp32_without_avx512_vnni(monkeypatch, capsys):
     assert precision.for_this_cpu(BuildOptions(precision="int8")).precision == "int8"
     if "avx2fma" in runnable_levels():
         assert precision.for_this_cpu(BuildOptions(precision="int8", isa="avx2fma")).precision == "fp32"
+
+
+def test_an_adain_before_a_dft_conv_fuses_into_the_int8_conv():
+    """fp32 runs a K 11 block-DFT conv on a materialised adain; at int8 the conv is direct and takes
+    the adain in (with the residual the default passes gave it), the same bits as unfused."""
+    rng = np.random.default_rng(12)
+    c, t, k = 128, 300, 11
+    weights = {**_adain_weights(rng, c, 64), "weight": (rng.standard_normal((c, c, k)) / np.sqrt(c * k)).astype(np.float32),
+               "bias": rng.standard_normal(c).astype(np.float32)}
+    norm = ("norm_w", "norm_b", "fc_w", "fc_b", "alpha")
+    inputs = {"x": ["B", "T", c], "style": ["B", 64]}
+    circuit = _circuit({"op": "adain", "in": {"x": "x", "style": "style"}, "w": {r: r for r in norm},
+                        "attrs": {"act": "snake"}, "out": "h"}, inputs, list(weights), t)
+    circuit["blocks"][0]["ops"] += [
+        {"op": "conv1d", "in": {"x": "h"}, "w": {"weight": "weight", "bias": "bias"},
+         "attrs": {"padding": 25, "dilation": 5}, "out": "c"},
+        {"op": "add", "in": {"a": "c", "b": "x"}, "out": "y"}]
+    circuit["outputs"] = ["y"]
+    ckpt = Checkpoint(Path("<memory>"), {f"t.{r}": v for r, v in weights.items()})
+    fp32 = compile_circuit(circuit, ckpt, BuildOptions(precision="fp32"), passes=DEFAULT_PASSES)
+    assert [o.type for o in fp32.graph.ops] == ["adain", "dft_conv1d"]
+    int8 = compile_circuit(circuit, ckpt, BuildOptions(precision="int8"), passes=DEFAULT_PASSES)
+    assert [o.type for o in int8.graph.ops] == ["adain_conv1d_int8"] and "res" in int8.graph.ops[0].inputs
+    unfused = compile_circuit({**circuit, "outputs": ["y", "h"]}, ckpt, BuildOptions(precision="int8"), passes=[])
+    assert [o.type for o in unfused.graph.ops] == ["adain", "conv1d_int8", "add"]
+    x = rng.standard_normal((1, t, c)).astype(np.float32)
+    style = rng.standard_normal((1, 64)).astype(np.float32)
+    got = int8.run({"x": x, "style": style}).outputs["y"]
+    assert np.array_equal(got, unfused.run({"x": x, "style": style}).outputs["y"])
+    ref = fp32.run({"x": x, "style": style}).outputs["y"]
+    assert 1e-4 < np.abs(got - ref).max() / np.abs(ref).max() < 2e-2
