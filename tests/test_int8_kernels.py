@@ -301,3 +301,36 @@ def test_an_adain_before_a_dft_conv_fuses_into_the_int8_conv():
     assert np.array_equal(got, unfused.run({"x": x, "style": style}).outputs["y"])
     ref = fp32.run({"x": x, "style": style}).outputs["y"]
     assert 1e-4 < np.abs(got - ref).max() / np.abs(ref).max() < 2e-2
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("cin,cout,k,stride,pad,outpad,t", [
+    (512, 256, 20, 10, 5, 0, 23),      # the generator's ups.0: 16 panels, one row back per phase
+    (256, 128, 12, 6, 3, 0, 70),       # ups.1, several q blocks
+    (33, 19, 5, 2, 1, 1, 9),           # Cin not a multiple of 4, a partial panel, output padding
+])
+def test_conv_transpose1d_int8_matches_the_quantised_reference(isa, cin, cout, k, stride, pad, outpad, t):
+    from kcc.ops.conv import conv_reference
+    rng = np.random.default_rng(cin + k)
+    x = rng.standard_normal((1, t, cin)).astype(np.float32)
+    w = (rng.standard_normal((cin, cout, k)) / np.sqrt(cin * k / stride)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    attrs = {"stride": stride, "padding": pad, "output_padding": outpad, "dilation": 1, "act": "leaky_relu",
+             "slope": 0.1}
+    op = {"op": "conv_transpose1d", "in": {"x": "x"}, "w": {"weight": "weight", "bias": "bias"}, "attrs": attrs,
+          "out": "y"}
+    cc = _compile(op, {"x": ["B", t, cin]}, {"weight": w, "bias": b}, t, isa)
+    assert [o.type for o in cc.graph.ops] == ["conv_transpose1d_int8"]
+    got = cc.run({"x": x}).outputs["y"]
+    m = np.abs(x).max(axis=2, keepdims=True)
+    qx = np.clip(np.rint((x * (np.float32(127) / m)).astype(np.float32)), -127, 127) * (m / np.float32(127))
+    qw, sw = quantise_channels(w, axis=(0, 2))                      # per output channel: axis 1 of [Cin, Cout, K]
+    ref = conv_reference(qx.astype(np.float32), (qw * sw.astype(np.float64)), b, attrs, transposed=True)
+    full = conv_reference(x, w, b, attrs, transposed=True)
+    scale = np.abs(full).max()
+    assert np.abs(got - ref).max() <= 1e-5 * scale, np.abs(got - ref).max()
+    assert 1e-4 * scale < np.abs(got - full).max() < 3e-2 * scale
+    cc.set_threads(1)
+    one = cc.run({"x": x}).outputs["y"]
+    cc.set_threads(3)
+    assert np.array_equal(one, cc.run({"x": x}).outputs["y"])

@@ -13,11 +13,12 @@ Reduced precision is not bit-checked against torch: it passes the listening gate
 distance to fp32 against the int8 onnxruntime export's distance to torch, durations, high-band
 energy.
 
-int8 rewrites the GEMM-path convs (conv1d's GEMM variant, adain_conv1d, and dft_conv1d, which
+int8 rewrites the GEMM-path convs (conv1d's GEMM variant, conv_transpose1d's polyphase variant,
+adain_conv1d, and dft_conv1d, which
 becomes a direct int8 conv: vpdpbusd's 64 multiply-adds an instruction outweigh the DFT's saving,
 and the f32 spectra leave the blob) into their int8 ops (kcc/ops/conv_int8.py): weights quantised
 at lowering per output channel, activations per time step inside the kernel, exact s32 sums
-(kcc/kernels/c/gemm_tile_s8.c). The transposed convs and everything else stay fp32.
+(kcc/kernels/c/gemm_tile_s8.c). Everything else (encoders, LSTMs, norms, STFT / iSTFT) stays fp32.
 
 At load (kcc.model.model_store) bf16 falls back to fp32 on a CPU without AVX512_BF16, or when
 the portable build is forced below the AVX-512 level: the library's ISO C emulation does no
@@ -37,7 +38,8 @@ DEFAULT = "fp32"
 BF16_OPS = {"conv1d": "conv1d_bf16", "conv_transpose1d": "conv_transpose1d_bf16",
             "adain_conv1d": "adain_conv1d_bf16", "dft_conv1d": "dft_conv1d_bf16"}
 # Ops the int8 pass rewrites (kcc/ops/conv_int8.py); dft_conv1d becomes the direct conv1d_int8.
-INT8_OPS = {"conv1d": "conv1d_int8", "adain_conv1d": "adain_conv1d_int8", "dft_conv1d": "conv1d_int8"}
+INT8_OPS = {"conv1d": "conv1d_int8", "conv_transpose1d": "conv_transpose1d_int8", "adain_conv1d": "adain_conv1d_int8",
+            "dft_conv1d": "conv1d_int8"}
 # The instruction each reduced precision's fast tiles need (a /proc/cpuinfo flag).
 CPU_FLAG = {"bf16": "avx512_bf16", "int8": "avx512_vnni"}
 
@@ -119,12 +121,12 @@ def bf16_gemms(g: Graph) -> Graph:
 
 
 def int8_convs(g: Graph) -> Graph:
-    """The int8 pass: each GEMM-variant conv1d, adain_conv1d and dft_conv1d whose input rows fit
-    the int8 block (kcc.ops.conv_int8.fits_int8) becomes its int8 op; a dft_conv1d becomes a
-    direct conv1d_int8 (its spectrum role dropped, so no spectrum is packed).
+    """The int8 pass: each GEMM-variant conv1d, polyphase conv_transpose1d, adain_conv1d and
+    dft_conv1d whose input rows fit the int8 block (kcc.ops.conv_int8.fits_int8) becomes its int8
+    op; a dft_conv1d becomes a direct conv1d_int8 (its spectrum role dropped, so no spectrum is
+    packed), and an adain feeding it fuses in.
     kcc.compiler.lower.pack_weights then packs the weights as int8 + scales."""
     from kcc.ops import OPS
-    from kcc.ops.conv import variant
     from kcc.ops.conv_int8 import fits_int8
     for op in g.ops:
         new = INT8_OPS.get(op.type)
@@ -133,12 +135,12 @@ def int8_convs(g: Graph) -> Graph:
         w = g.weights[op.weights["weight"]]
         if w.pack != "conv_pack" or len(w.shape) != 4:
             continue                 # off the GEMM path (grouped, depthwise): their own f32 layouts
-        k, c_in = w.shape[0], w.shape[2]
-        a = op.attrs
-        if op.type == "conv1d" and (variant(c_in, g.tensors[op.output].shape[2], a["groups"], a["dilation"], False)
-                                    != "gemm"):
-            continue
-        if not fits_int8(c_in, a["dilation"] * (k - 1), a.get("stride", 1)):
+        k, c_in, a = w.shape[0], w.shape[2], op.attrs
+        if op.type == "conv_transpose1d":       # the 4-d pack is the polyphase variant's: taps q - m, m <= back
+            fits = fits_int8(c_in, (k - 1) // a["stride"])
+        else:                                   # the 4-d pack is the GEMM variant's
+            fits = fits_int8(c_in, a["dilation"] * (k - 1), a.get("stride", 1))
+        if not fits:
             continue
         if op.type == "dft_conv1d":
             op.weights = {"weight": op.weights["weight"], "bias": op.weights["bias"]}

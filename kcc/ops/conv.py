@@ -397,7 +397,7 @@ def _register_bf16(f32: str, source: str, driver: tuple[str, ...] = ()) -> None:
 
 
 _register_bf16("kcc_conv1d_gemm_f32", "conv1d_bf16.c", driver=("kcc_conv1d_gemm_f32",))   # its row-block driver
-_register_bf16("kcc_conv1d_polyphase_f32", "conv1d_polyphase_bf16.c")
+_register_bf16("kcc_conv1d_polyphase_f32", "conv1d_polyphase_bf16.c", driver=("kcc_conv1d_polyphase_f32",))
 
 
 def bf16_pairs(w: np.ndarray) -> np.ndarray:

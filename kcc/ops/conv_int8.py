@@ -3,6 +3,7 @@ convs, integer dot products on AVX512-VNNI (kcc/kernels/c/gemm_tile_s8.c).
 
 - `conv1d_int8`: conv1d (groups 1, not transposed: the GEMM variant) on an int8 weight pack.
 - `adain_conv1d_int8`: the fused AdaIN (+ snake / leaky) -> conv of kcc.ops.fused on that pack.
+- `conv_transpose1d_int8`: conv_transpose1d's polyphase variant (groups 1, dilation 1) on that pack.
 
 Weights: quantised at lowering from the f32 effective weight (any checkpoint; weight norm folded
 first), symmetric, one f32 scale per output channel (max |W[o]| / 127 over Cin and K), rounded
@@ -18,7 +19,7 @@ import numpy as np
 
 from kcc.kernels.registry import Contract, I64, IN_I32, KERNELS, Kernel, OUT_I32, WEIGHT, c_constant, register
 from kcc.ops import fused
-from kcc.ops.conv import GEMM_NR, bf16_bind, conv_case, gemm_pack, variant
+from kcc.ops.conv import _pack, bf16_bind, conv_case, gemm_pack, variant
 from kcc.ops.core import OPS, BindContext, OpDef, define_op, expect
 
 QUAD = 4                                                       # K rows one vpdpbusd word holds
@@ -43,6 +44,13 @@ register(Kernel(
                                    "dequantised and summed over taps in f32, x channel scale; f32 epilogue",
                       tolerance=TOLERANCE, notes="identical for any thread count and dispatch path"),
     requires=("kcc_conv1d_gemm_f32", "kcc_gemm_u8s8_s32"),
+))
+
+register(Kernel(
+    name="kcc_conv1d_polyphase_s8", source="conv1d_polyphase_s8.c", args=KERNELS["kcc_conv1d_polyphase_f32"].args,
+    contract=Contract(accumulation="kcc_conv1d_gemm_s8's, per stride phase", tolerance=TOLERANCE,
+                      notes="identical for any thread count and dispatch path"),
+    requires=("kcc_conv1d_polyphase_f32", "kcc_conv1d_gemm_s8"),
 ))
 
 register(Kernel(
@@ -97,12 +105,17 @@ def s8_conv_pack(w: np.ndarray, a: dict) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([head, body], axis=2))
 
 
+# The int8 twins of the conv variants that have one; same argument lists, so one bind serves both.
+INT8_VARIANTS = {"kcc_conv1d_gemm_f32": "kcc_conv1d_gemm_s8", "kcc_conv1d_polyphase_f32": "kcc_conv1d_polyphase_s8"}
+
+
 def _int8_bind(bind):
-    """A conv op's bind with its GEMM-variant kernel swapped for the int8 twin."""
+    """A conv op's bind with its variant's kernel swapped for the int8 twin."""
     def wrapped(ctx: BindContext):
         kernel, args = bind(ctx)
-        expect(kernel == "kcc_conv1d_gemm_f32", ctx.op_name, f"{kernel} has no int8 twin (only the GEMM variant does)")
-        return "kcc_conv1d_gemm_s8", args
+        expect(kernel in INT8_VARIANTS, ctx.op_name, f"{kernel} has no int8 twin (only the GEMM and polyphase "
+                                                     "variants do)")
+        return INT8_VARIANTS[kernel], args
     return wrapped
 
 
@@ -131,6 +144,40 @@ def _conv_cases():
 define_op(OpDef("conv1d_int8", OPS["conv1d"].inputs, OPS["conv1d"].weights, OPS["conv1d"].attrs, _conv_infer,
                 _int8_bind(OPS["conv1d"].bind), pack={"weight": ("s8_pack", s8_conv_pack)},
                 reference=OPS["conv1d"].reference, cases=_conv_cases, cost=OPS["conv1d"].cost))
+
+
+def _polyphase_pack(w, a):
+    """conv_transpose1d_int8's weight: torch layout [Cin, Cout, K] or the f32 polyphase pack -> the int8 pack."""
+    if w.ndim == 3:
+        expect(variant(w.shape[0], w.shape[1] * a["groups"], a["groups"], a["dilation"], True) == "polyphase",
+               "conv_transpose1d_int8", f"weight {list(w.shape)} is not a polyphase-variant transposed conv")
+        w = _pack(w, True, a["groups"], a["stride"], a["dilation"])
+    return s8_conv_pack(w, a)
+
+
+def _transposed_infer(name, ins, ws, a):
+    shape, dtype = OPS["conv_transpose1d"].infer(name, ins, ws, a)
+    w = ws["weight"]
+    c_in = ins["x"][2] if len(ins["x"]) == 3 else 1
+    if len(w) == 3:
+        expect(variant(c_in, w[1] * a["groups"], a["groups"], a["dilation"], True) == "polyphase", name,
+               f"weight {list(w)} with groups={a['groups']}, dilation={a['dilation']} is not a polyphase-variant "
+               "transposed conv (no int8 twin)")
+        expect(fits_int8(c_in, (w[2] - 1) // a["stride"]), name, f"Cin {c_in} does not fit the int8 rows' block")
+    return shape, dtype
+
+
+def _transposed_cases():
+    rng = np.random.default_rng(27)
+    return [conv_case(rng, "up6_cin33", 1, 9, 33, 16, 12, transposed=True, stride=6, padding=3),
+            conv_case(rng, "up10_outpad_leaky", 1, 7, 16, 19, 20, transposed=True, stride=10, padding=5,
+                      output_padding=1, act="leaky_relu", slope=0.1)]
+
+
+define_op(OpDef("conv_transpose1d_int8", OPS["conv_transpose1d"].inputs, OPS["conv_transpose1d"].weights,
+                OPS["conv_transpose1d"].attrs, _transposed_infer, _int8_bind(OPS["conv_transpose1d"].bind),
+                pack={"weight": ("s8_pack", _polyphase_pack)}, reference=OPS["conv_transpose1d"].reference,
+                cases=_transposed_cases, cost=OPS["conv_transpose1d"].cost))
 
 
 def _fused_infer(name, ins, ws, a):

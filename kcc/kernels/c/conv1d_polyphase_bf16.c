@@ -1,7 +1,7 @@
 /* kcc_conv1d_polyphase_f32 (transposed, groups 1, dilation 1) on the bf16 precision's weights:
  * its pack with input channels in bf16 pairs (wp[k][p][q][j] holds rows 2q and 2q + 1 of
- * W[.][p*NR + j][k], see gemm_tile_bf16.c), the tiles kcc_gemm_tile_bf16p, the epilogue
- * conv_epilogue_f32.c's. Same argument list as kcc_conv1d_polyphase_f32, so one bind serves
+ * W[.][p*NR + j][k], see gemm_tile_bf16.c), the tiles kcc_gemm_tile_bf16p, the q-block
+ * driver conv1d_polyphase_f32.c's. Same argument list as kcc_conv1d_polyphase_f32, so one bind serves
  * both. Results do not depend on row blocking or threads. */
 
 /* kcc_conv_phases_f32 on the pair pack: the transposed conv's output rows of q in [q0, q1), the
@@ -50,23 +50,7 @@ static int kcc_conv1d_polyphase_bf16(const float *KCC_RESTRICT x, int64_t n_batc
                                      int64_t output_padding, float neg_slope, const float *KCC_RESTRICT res,
                                      int64_t has_res, float *KCC_RESTRICT out)
 {
-    const int64_t t_out = kcc_conv_out_rows(n_batch, t_in, c_in, c_out, k_size, stride, pad, 1, output_padding, 1, 1);
-    if (t_out < 0) return KCC_EDIMS;
-    const int64_t q_end = (t_out - 1 + pad) / stride + 1;           /* q of the last output row, + 1 */
-    const int64_t mc = kcc_split_even(q_end, KCC_CONV_MC), blocks = (q_end + mc - 1) / mc;
-    for (int64_t b = 0; b < n_batch; ++b) {
-        const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
-        float *ob = out + b * t_out * c_out;
-        KCC_PARALLEL_FOR   /* q block -> the contiguous output rows [q0*s - pad, q1*s - pad) */
-        for (int64_t blk = 0; blk < blocks; ++blk) {
-            const int64_t q0 = blk * mc, q1 = q_end - q0 < mc ? q_end : q0 + mc;
-            const int64_t t0 = q0 * stride - pad > 0 ? q0 * stride - pad : 0;
-            const int64_t t1 = q1 * stride - pad < t_out ? q1 * stride - pad : t_out;
-            for (int64_t t = t0; t < t1; ++t)
-                for (int64_t j = 0; j < c_out; ++j) ob[t * c_out + j] = 0.0f;
-            kcc_conv_phases_bf16(xb, t_in, c_in, wp, c_out, k_size, stride, pad, t_out, q0, q1, ob);
-            kcc_conv_epilogue_f32(ob, c_out, t0, t1, bias, has_bias, neg_slope, rb, has_res);
-        }
-    }
-    return KCC_OK;
+    (void)kcc_conv1d_polyphase_f32;   /* pasted for its driver */
+    return kcc_conv1d_polyphase_on(kcc_conv_phases_bf16, x, n_batch, t_in, c_in, wp, bias, has_bias, c_out, k_size,
+                                   stride, pad, output_padding, neg_slope, res, has_res, out);
 }

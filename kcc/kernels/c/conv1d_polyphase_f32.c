@@ -35,11 +35,18 @@ static void kcc_conv_phases_f32(const float *KCC_RESTRICT xb, int64_t t_in, int6
     }
 }
 
-static int kcc_conv1d_polyphase_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
-                                    const float *KCC_RESTRICT wp, const float *KCC_RESTRICT bias, int64_t has_bias,
-                                    int64_t c_out, int64_t k_size, int64_t stride, int64_t pad,
-                                    int64_t output_padding, float neg_slope, const float *KCC_RESTRICT res,
-                                    int64_t has_res, float *KCC_RESTRICT out)
+/* A phases function: kcc_conv_phases_f32's signature and contract (adds into the zeroed rows). */
+typedef void (*kcc_conv_phases_fn)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t,
+                                   int64_t, int64_t, int64_t, float *);
+
+/* The q-block driver over a phases function: the bf16 and int8 twins (conv1d_polyphase_bf16.c,
+ * conv1d_polyphase_s8.c) run it on their own phases and weight packs. */
+static inline int kcc_conv1d_polyphase_on(kcc_conv_phases_fn phases, const float *KCC_RESTRICT x, int64_t n_batch,
+                                          int64_t t_in, int64_t c_in, const float *KCC_RESTRICT wp,
+                                          const float *KCC_RESTRICT bias, int64_t has_bias, int64_t c_out,
+                                          int64_t k_size, int64_t stride, int64_t pad, int64_t output_padding,
+                                          float neg_slope, const float *KCC_RESTRICT res, int64_t has_res,
+                                          float *KCC_RESTRICT out)
 {
     const int64_t t_out = kcc_conv_out_rows(n_batch, t_in, c_in, c_out, k_size, stride, pad, 1, output_padding, 1, 1);
     if (t_out < 0) return KCC_EDIMS;
@@ -55,9 +62,19 @@ static int kcc_conv1d_polyphase_f32(const float *KCC_RESTRICT x, int64_t n_batch
             const int64_t t1 = q1 * stride - pad < t_out ? q1 * stride - pad : t_out;
             for (int64_t t = t0; t < t1; ++t)
                 for (int64_t j = 0; j < c_out; ++j) ob[t * c_out + j] = 0.0f;
-            kcc_conv_phases_f32(xb, t_in, c_in, wp, c_out, k_size, stride, pad, t_out, q0, q1, ob);
+            phases(xb, t_in, c_in, wp, c_out, k_size, stride, pad, t_out, q0, q1, ob);
             kcc_conv_epilogue_f32(ob, c_out, t0, t1, bias, has_bias, neg_slope, rb, has_res);
         }
     }
     return KCC_OK;
+}
+
+static int kcc_conv1d_polyphase_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
+                                    const float *KCC_RESTRICT wp, const float *KCC_RESTRICT bias, int64_t has_bias,
+                                    int64_t c_out, int64_t k_size, int64_t stride, int64_t pad,
+                                    int64_t output_padding, float neg_slope, const float *KCC_RESTRICT res,
+                                    int64_t has_res, float *KCC_RESTRICT out)
+{
+    return kcc_conv1d_polyphase_on(kcc_conv_phases_f32, x, n_batch, t_in, c_in, wp, bias, has_bias, c_out, k_size,
+                                   stride, pad, output_padding, neg_slope, res, has_res, out);
 }
