@@ -37,7 +37,7 @@ static void kcc_conv_phases_s8(const float *KCC_RESTRICT xb, int64_t t_in, int64
                     for (int64_t q = lo; q < hi; q += KCC_GEMM_MR) {
                         const int64_t mr = hi - q < KCC_GEMM_MR ? hi - q : KCC_GEMM_MR;
                         const int64_t row = q - m - lo_in;
-                        kcc_gemm_tile_s8_dq(xq + row * ldq, ldq, mr, wk, wk + (kq + 2) * KCC_S8_QUAD, kq, nr, comp,
+                        kcc_gemm_tile_s8_dq(xq + row * ldq, ldq, mr, wk, nr > KCC_GEMM_NR ? wk + (kq + 2) * KCC_S8_QUAD : wk, kq, nr, comp,
                                             sa + row, 1, ob + (q * stride + phi - pad) * c_out + p * KCC_GEMM_NR,
                                             stride * c_out);
                     }

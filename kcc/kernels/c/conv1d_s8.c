@@ -91,7 +91,7 @@ static void kcc_conv_rows_s8(const float *KCC_RESTRICT xs, int64_t r0, int64_t t
                 for (int64_t i = lo; i < hi; i += KCC_GEMM_MR) {
                     const int64_t mr = hi - i < KCC_GEMM_MR ? hi - i : KCC_GEMM_MR;
                     const int64_t row = i * stride + off - lo_in;
-                    kcc_gemm_tile_s8_dq(xq + row * ldq, stride * ldq, mr, wk, wk + (kq + 2) * KCC_S8_QUAD, kq, nr, comp,
+                    kcc_gemm_tile_s8_dq(xq + row * ldq, stride * ldq, mr, wk, nr > KCC_GEMM_NR ? wk + (kq + 2) * KCC_S8_QUAD : wk, kq, nr, comp,
                                         sa + row, stride, ob + i * c_out + p * KCC_GEMM_NR, c_out);
                 }
             }

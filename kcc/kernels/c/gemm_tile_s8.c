@@ -233,7 +233,7 @@ static int kcc_gemm_u8s8_s32(const int32_t *KCC_RESTRICT a, int64_t rows, int64_
         for (int64_t j0 = 0; j0 < n; j0 += 2 * KCC_GEMM_NR) {
             const int64_t nr = n - j0 < 2 * KCC_GEMM_NR ? n - j0 : 2 * KCC_GEMM_NR;
             const int8_t *bp = b8 + j0 / KCC_GEMM_NR * panel;
-            kcc_gemm_tile_s8(a8 + i * 4 * kq, 4 * kq, mr, bp, bp + panel, kq, nr, acc);
+            kcc_gemm_tile_s8(a8 + i * 4 * kq, 4 * kq, mr, bp, nr > KCC_GEMM_NR ? bp + panel : bp, kq, nr, acc);
             for (int64_t r = 0; r < mr; ++r)
                 for (int64_t j = 0; j < nr; ++j) c[(i + r) * n + j0 + j] = acc[r * 2 * KCC_GEMM_NR + j];
         }
