@@ -39,9 +39,19 @@ static void kcc_s8_quant_rows(const float *KCC_RESTRICT x, int64_t ldx, int64_t 
     for (int64_t r = 0; r < rows; ++r) {
         const float *KCC_RESTRICT xr = x + r * ldx;
         uint8_t *KCC_RESTRICT qr = xq + r * ldq;
-        float m = 0.0f;
-        int bad = 0;
-        KCC_FOR16(c, { const float a = fabsf(xr[j]); m = a > m ? a : m; bad |= !(xr[j] - xr[j] == 0.0f); });
+        /* max |x| as the max of the sign-cleared bit patterns (ordered as the values; an integer
+         * max the vectoriser takes, where a float one waits for -ffast-math); >= the infinity's
+         * pattern: an infinity or a NaN is present */
+        uint32_t mb = 0;
+        KCC_FOR16(c, {
+            uint32_t u;
+            memcpy(&u, xr + j, sizeof u);
+            u &= 0x7FFFFFFFu;
+            mb = u > mb ? u : mb;
+        });
+        const int bad = mb >= 0x7F800000u;
+        float m;
+        memcpy(&m, &mb, sizeof m);
         const float inv = m > 0.0f && !bad ? 127.0f / m : 0.0f;
         sa[r] = bad ? NAN : m / 127.0f;
         KCC_FOR16(c, {
