@@ -30,30 +30,34 @@
 /* xq [rows][ldq] (u8) and sa [rows] = the rows x [rows][c] (row stride ldx) quantised one scale a
  * row: sa = max |x| / 127 (0 for a zero row), xq = round(x * 127 / max |x|) + 128 (nearest even,
  * by the 1.5 * 2^23 addition, which vectorises), clamped to [1, 255]; bytes c .. ldq - 1 are 128.
- * A row holding an infinity or a NaN quantises to zeros with a NaN scale: the outputs that read
- * it are NaN (an infinity gives NaN, not the f32 path's infinity). */
+ * A row holding an infinity or a NaN quantises to 128s with a NaN scale: the outputs that read
+ * it are NaN (an infinity gives NaN, not the f32 path's infinity). ISO C; kcc_s8_quant_rows_x86
+ * gives the same bytes and scales. */
 KCC_VECTOR_CLONES
-static void kcc_s8_quant_rows(const float *KCC_RESTRICT x, int64_t ldx, int64_t rows, int64_t c,
-                              uint8_t *KCC_RESTRICT xq, int64_t ldq, float *KCC_RESTRICT sa)
+static void kcc_s8_quant_rows_c(const float *KCC_RESTRICT x, int64_t ldx, int64_t rows, int64_t c,
+                                uint8_t *KCC_RESTRICT xq, int64_t ldq, float *KCC_RESTRICT sa)
 {
     for (int64_t r = 0; r < rows; ++r) {
         const float *KCC_RESTRICT xr = x + r * ldx;
         uint8_t *KCC_RESTRICT qr = xq + r * ldq;
         /* max |x| as the max of the sign-cleared bit patterns (ordered as the values; an integer
-         * max the vectoriser takes, where a float one waits for -ffast-math); >= the infinity's
-         * pattern: an infinity or a NaN is present */
+         * max), >= the infinity's pattern where an infinity or a NaN is present */
         uint32_t mb = 0;
-        KCC_FOR16(c, {
+        for (int64_t j = 0; j < c; ++j) {
             uint32_t u;
             memcpy(&u, xr + j, sizeof u);
             u &= 0x7FFFFFFFu;
             mb = u > mb ? u : mb;
-        });
-        const int bad = mb >= 0x7F800000u;
+        }
         float m;
         memcpy(&m, &mb, sizeof m);
-        const float inv = m > 0.0f && !bad ? 127.0f / m : 0.0f;
-        sa[r] = bad ? NAN : m / 127.0f;
+        if (mb >= 0x7F800000u) {
+            sa[r] = NAN;
+            for (int64_t j = 0; j < ldq; ++j) qr[j] = KCC_S8_SHIFT;
+            continue;
+        }
+        const float inv = m > 0.0f ? 127.0f / m : 0.0f;
+        sa[r] = m / 127.0f;
         KCC_FOR16(c, {
             float v = xr[j] * inv;
             v = v > 127.0f ? 127.0f : v;
@@ -100,6 +104,43 @@ static void kcc_s8_tile_c(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr
 static int kcc_s8_native(void)
 {
     return kcc_isa_level_now() == 3 && __builtin_cpu_supports("avx512vnni");
+}
+
+/* kcc_s8_quant_rows_c in AVX-512, 16 floats a step: the same max, scale, products, clamps and
+ * rounding (vcvtps2dq rounds to nearest even, as the addition trick does at |v| <= 127). */
+KCC_S8_TARGET
+static void kcc_s8_quant_rows_x86(const float *KCC_RESTRICT x, int64_t ldx, int64_t rows, int64_t c,
+                                  uint8_t *KCC_RESTRICT xq, int64_t ldq, float *KCC_RESTRICT sa)
+{
+    const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF), shift = _mm512_set1_epi32(KCC_S8_SHIFT);
+    const __m512 hi = _mm512_set1_ps(127.0f), lo = _mm512_set1_ps(-127.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * ldx;
+        uint8_t *qr = xq + r * ldq;
+        __m512i mx = _mm512_setzero_si512();
+        for (int64_t j = 0; j < c; j += 16) {
+            const __mmask16 mk = (__mmask16)(c - j >= 16 ? 0xFFFFu : (1u << (c - j)) - 1u);
+            mx = _mm512_max_epu32(mx, _mm512_and_si512(_mm512_maskz_loadu_epi32(mk, xr + j), abs_mask));
+        }
+        const uint32_t mb = (uint32_t)_mm512_reduce_max_epu32(mx);
+        if (mb >= 0x7F800000u) {
+            sa[r] = NAN;
+            memset(qr, KCC_S8_SHIFT, (size_t)ldq);
+            continue;
+        }
+        float m;
+        memcpy(&m, &mb, sizeof m);
+        const float inv = m > 0.0f ? 127.0f / m : 0.0f;
+        sa[r] = m / 127.0f;
+        const __m512 vi = _mm512_set1_ps(inv);
+        for (int64_t j = 0; j < c; j += 16) {
+            const __mmask16 mk = (__mmask16)(c - j >= 16 ? 0xFFFFu : (1u << (c - j)) - 1u);
+            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, xr + j), vi);
+            v = _mm512_max_ps(_mm512_min_ps(v, hi), lo);
+            _mm512_mask_cvtepi32_storeu_epi8(qr + j, mk, _mm512_add_epi32(_mm512_cvtps_epi32(v), shift));
+        }
+        for (int64_t j = c; j < ldq; ++j) qr[j] = KCC_S8_SHIFT;
+    }
 }
 
 /* One row step of the native tile: row r's broadcast word against one or two panels' quads. */
@@ -171,6 +212,18 @@ KCC_S8_TILE(kcc_s8_tile8x2, 1, 0)
 KCC_S8_TILE(kcc_s8_tile8_dq, 0, 1)
 KCC_S8_TILE(kcc_s8_tile8x2_dq, 1, 1)
 #endif
+
+static void kcc_s8_quant_rows(const float *KCC_RESTRICT x, int64_t ldx, int64_t rows, int64_t c,
+                              uint8_t *KCC_RESTRICT xq, int64_t ldq, float *KCC_RESTRICT sa)
+{
+#if KCC_S8_X86
+    if (kcc_s8_native()) {
+        kcc_s8_quant_rows_x86(x, ldx, rows, c, xq, ldq, sa);
+        return;
+    }
+#endif
+    kcc_s8_quant_rows_c(x, ldx, rows, c, xq, ldq, sa);
+}
 
 /* acc [mr][2 * NR] (columns j < nr stored) = u8 rows a [mr][4 * kq] (row stride lda bytes) x the
  * s8 panel chunk at b and, for columns past NR, the next panel's at b2: mr <= KCC_GEMM_MR,
