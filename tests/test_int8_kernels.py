@@ -334,3 +334,19 @@ def test_conv_transpose1d_int8_matches_the_quantised_reference(isa, cin, cout, k
     one = cc.run({"x": x}).outputs["y"]
     cc.set_threads(3)
     assert np.array_equal(one, cc.run({"x": x}).outputs["y"])
+
+
+@pytest.mark.parametrize("op_type, w_shape, attrs, x_c, match", [
+    ("conv1d_int8", (8, 2, 3), {"groups": 4, "padding": 1}, 8, "not a GEMM-variant conv"),
+    ("conv1d_int8", (8, 1, 3), {"groups": 8, "padding": 1}, 8, "not a GEMM-variant conv"),
+    ("conv1d_int8", (4, 40000, 7), {"padding": 3}, 40000, "does not fit the int8 rows' block"),
+    ("conv_transpose1d_int8", (8, 2, 4), {"groups": 4, "stride": 2, "padding": 1}, 8, "not a polyphase-variant"),
+    ("conv_transpose1d_int8", (8, 8, 3), {"dilation": 2, "padding": 1}, 8, "not a polyphase-variant"),
+])
+def test_int8_ops_refuse_shapes_without_an_int8_kernel_by_name(op_type, w_shape, attrs, x_c, match):
+    """Written into a circuit directly (the pass never makes these), each is a named lowering error."""
+    from kcc.ops.core import LoweringError
+    w = np.zeros(w_shape, np.float32)
+    op = {"op": op_type, "in": {"x": "x"}, "w": {"weight": "weight"}, "attrs": attrs, "out": "y"}
+    with pytest.raises(LoweringError, match=match):
+        _compile(op, {"x": ["B", 16, x_c]}, {"weight": w}, 16, None)
