@@ -25,7 +25,6 @@ from kcc.ops.core import OPS, BindContext, OpDef, define_op, expect
 QUAD = 4                                                       # K rows one vpdpbusd word holds
 ROWS_BYTES = c_constant("conv1d_s8.c", "KCC_S8_ROWS")          # a block's quantised input rows
 MAX_ROWS = c_constant("conv1d_s8.c", "KCC_S8_MAX_ROWS")
-GEMM_MR = c_constant("gemm_tile_f32.c", "KCC_GEMM_MR")
 TOLERANCE = 6e-2   # max-abs at unit-scale inputs: ~2^-8 relative quanta on both operands, summed
 
 register(Kernel(
