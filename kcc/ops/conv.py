@@ -58,7 +58,7 @@ register(Kernel(
     args=(("n_batch", I64), ("t_in", I64), ("c_in", I64), ("c_out", I64), ("k_size", I64), ("stride", I64),
           ("pad", I64), ("dilation", I64), ("output_padding", I64), ("groups", I64), ("transposed", I64)),
     contract=Contract(accumulation="integers only", tolerance=0.0,
-                      notes="a helper every conv variant pastes (with kcc_conv_tap_row); no op lowers to it"),
+                      notes="a helper every conv variant pastes (with kcc_conv_tap_row / _rows); no op lowers to it"),
 ))
 
 register(Kernel(
@@ -76,7 +76,7 @@ register(Kernel(
           ("ob", OUT_F32)),
     contract=Contract(accumulation=_GEMM_ACC.split(", then")[0], tolerance=2e-5,
                       notes="a helper: the GEMM variant's rows, shared by the fused and block-DFT convs"),
-    requires=("kcc_gemm_tile_f32",),
+    requires=("kcc_conv_out_rows", "kcc_gemm_tile_f32"),
 ))
 
 register(Kernel(

@@ -23,10 +23,9 @@ static void kcc_conv_rows_bf16(const float *KCC_RESTRICT xs, int64_t r0, int64_t
     for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
         const int64_t nr = kcc_gemm_pair_cols(c_out, p * KCC_GEMM_NR);
         for (int64_t k = 0; k < k_size; ++k) {
-            const int64_t off = k * dilation - pad;         /* rows t with 0 <= t*stride + off < t_in */
-            const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
-            const int64_t end = t_in - off <= 0 ? 0 : (t_in - off + stride - 1) / stride;
-            const int64_t lo = t0 > first ? t0 : first, hi = t1 < end ? t1 : end;
+            const int64_t off = k * dilation - pad;           /* tap k reads input row t*stride + off */
+            int64_t lo, hi;
+            kcc_conv_tap_rows(k, t_in, stride, pad, dilation, t0, t1, &lo, &hi);
             const float *wk = wp + (k * panels + p) * kp * KCC_GEMM_NR;
             for (int64_t ci0 = 0; ci0 < c_in; ci0 += KCC_GEMM_KC) {
                 const int64_t kc = c_in - ci0 < KCC_GEMM_KC ? c_in - ci0 : KCC_GEMM_KC;

@@ -82,10 +82,9 @@ static void kcc_conv_rows_s8(const float *KCC_RESTRICT xs, int64_t r0, int64_t t
         for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
             const int64_t nr = kcc_gemm_pair_cols(c_out, p * KCC_GEMM_NR);
             for (int64_t k = 0; k < k_size; ++k) {
-                const int64_t off = k * dilation - pad;     /* rows t with 0 <= t*stride + off < t_in */
-                const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
-                const int64_t end = t_in - off <= 0 ? 0 : (t_in - off + stride - 1) / stride;
-                const int64_t lo = s0 > first ? s0 : first, hi = s1 < end ? s1 : end;
+                const int64_t off = k * dilation - pad;           /* tap k reads input row t*stride + off */
+                int64_t lo, hi;
+                kcc_conv_tap_rows(k, t_in, stride, pad, dilation, s0, s1, &lo, &hi);
                 const int8_t *wk = (const int8_t *)(const void *)(wp + ((k * panels + p) * (kq + 2) + 2) * KCC_GEMM_NR);
                 kcc_s8_pair_row(wp, panels, kq, k, p, nr, 1, comp);
                 for (int64_t i = lo; i < hi; i += KCC_GEMM_MR) {

@@ -42,3 +42,16 @@ static inline int64_t kcc_conv_tap_row(int64_t t, int64_t k, int64_t t_in, int64
     }
     return ti >= 0 && ti < t_in ? ti : -1;
 }
+
+/* The output rows [*lo, *hi) of [t0, t1) whose tap k reads an input row of a direct conv, i.e.
+ * 0 <= t*stride + k*dilation - pad < t_in: the GEMM-path rows (f32, bf16, int8) run each tap's
+ * product over exactly these rows, so no row is clamped or tested inside the tile loop. */
+static inline void kcc_conv_tap_rows(int64_t k, int64_t t_in, int64_t stride, int64_t pad, int64_t dilation,
+                                     int64_t t0, int64_t t1, int64_t *lo, int64_t *hi)
+{
+    const int64_t off = k * dilation - pad;
+    const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    const int64_t end = t_in - off <= 0 ? 0 : (t_in - off + stride - 1) / stride;
+    *lo = t0 > first ? t0 : first;
+    *hi = t1 < end ? t1 : end;
+}
