@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reduced_precision import assert_reduced_precision
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -83,17 +84,10 @@ def test_conv1d_bf16_matches_the_rounded_reference(isa, cin, cout, k, stride, pa
           "out": "y"}
     cc = _compile(op, {"x": ["B", t, cin], "res": ["B", res.shape[1], cout]}, {"weight": w, "bias": b}, t, isa)
     assert [o.type for o in cc.graph.ops] == ["conv1d_bf16"]
-    got = cc.run({"x": x, "res": res}).outputs["y"]
     ref = conv_ref(bf16(x), bf16(w), b, pad, dil, stride, 0.1, res)
-    scale = np.abs(ref).max()
-    assert np.abs(got - ref).max() <= 2e-6 * scale * np.sqrt(cin * k), np.abs(got - ref).max()
-    # and it is bf16, not f32: the f32 reference differs by bf16's rounding, far above f32's
-    f32_err = np.abs(got - conv_ref(x.astype(np.float64), w.astype(np.float64), b, pad, dil, stride, 0.1, res)).max()
-    assert 1e-4 * scale < f32_err < 3e-2 * scale
-    cc.set_threads(1)
-    one = cc.run({"x": x, "res": res}).outputs["y"]
-    cc.set_threads(3)
-    assert np.array_equal(one, cc.run({"x": x, "res": res}).outputs["y"])
+    assert_reduced_precision(cc, {"x": x, "res": res}, ref,
+                             conv_ref(x.astype(np.float64), w.astype(np.float64), b, pad, dil, stride, 0.1, res),
+                             taps=cin * k)
 
 
 @pytest.mark.parametrize("isa", LEVELS)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reduced_precision import assert_reduced_precision
 
 pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan + UBSan
 
@@ -143,17 +144,10 @@ def test_conv1d_int8_matches_the_quantised_reference(isa, cin, cout, k, stride, 
           "out": "y"}
     cc = _compile(op, {"x": ["B", t, cin], "res": ["B", t_out, cout]}, {"weight": w, "bias": b}, t, isa)
     assert [o.type for o in cc.graph.ops] == ["conv1d_int8"]
-    got = cc.run({"x": x, "res": res}).outputs["y"]
     ref = _quantised_ref(x, w, b, pad, dil, stride, 0.1, res)
-    scale = np.abs(ref).max()
-    assert np.abs(got - ref).max() <= 2e-6 * scale * np.sqrt(cin * k), np.abs(got - ref).max()
-    # and it is int8, not f32: the f32 reference differs by int8's rounding, far above f32's
-    f32_err = np.abs(got - conv_ref(x.astype(np.float64), w.astype(np.float64), b, pad, dil, stride, 0.1, res)).max()
-    assert 1e-4 * scale < f32_err < 3e-2 * scale
-    cc.set_threads(1)
-    one = cc.run({"x": x, "res": res}).outputs["y"]
-    cc.set_threads(3)
-    assert np.array_equal(one, cc.run({"x": x, "res": res}).outputs["y"])
+    assert_reduced_precision(cc, {"x": x, "res": res}, ref,
+                             conv_ref(x.astype(np.float64), w.astype(np.float64), b, pad, dil, stride, 0.1, res),
+                             taps=cin * k)
 
 
 def test_the_vnni_tiles_and_the_emulation_give_the_same_bits():
