@@ -6,13 +6,17 @@ cores are shared: a neighbour's load then slows both sides alike), best of --rou
 
     python bench/bench_short.py profile [--model seeded|real] [--lengths 16,26] [--chunks 5,16]
     python bench/bench_short.py ab --before DIR [--model seeded|real] ...
+    python bench/bench_short.py contend [--model seeded|real] [--lengths 16] [--chunks ""]
 
 `profile` builds the stages with BuildOptions(profile=True) and prints, per op kind (stage, op
 type, kernel, output shape), the best per-op time at 1 and 2 threads, its scaling and its share;
 then the fixed costs: each stage's wall time around its C call (Python, argument checks, output
 arrays) and the synthesis's time outside the stages. `ab` builds the stages twice, once from the
 kernels in DIR (a copy of kcc/kernels/c from before a change) and once from the working tree,
-times both at 1 and 2 threads and asserts that all four outputs are bit-identical.
+times both at 1 and 2 threads and asserts that all four outputs are bit-identical. `contend`
+times 1 thread, 2, and 2 through kcc.compiler.threads.FreeCores on free cores and then beside a
+1-core busy loop it starts (a neighbour at the same priority; set OMP_WAIT_POLICY /
+GOMP_SPINCOUNT to compare wait policies).
 Lengths are seeded phoneme ids (uniform over the vocab, as bench/bench_synth.py); chunks are the
 first words of a sentence as phonemes (a server's first chunk is 16 phonemes or more).
 """
@@ -245,6 +249,53 @@ def ab(a) -> int:
     return 0
 
 
+def contend(a) -> int:
+    """1 and 2 threads, and 2 through kcc.compiler.threads.FreeCores (the count per stage that
+    leaves out the cores others keep busy), on free cores and beside a 1-core busy loop."""
+    import subprocess
+    from kcc.compiler.build import BuildOptions
+    from kcc.compiler.threads import FreeCores
+    from kcc.model.pipeline import THREADS
+    synth = build(a.model, BuildOptions(isa=a.isa))
+    cases, style = inputs(a.model, a.lengths, a.chunks)
+    print(f"# bench_short contend: model {a.model}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
+          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}, best / median of {a.rounds}, load {' '.join(load())}\n")
+    print("| input | neighbour | 1 thread ms | 2 threads ms | FreeCores(2) ms | 1t / 2t | 1t / FreeCores |")
+    print("|---|---|---|---|---|---|---|")
+    free = FreeCores(2)
+    configs = (1, 2, "free")
+
+    def one(cfg, quiet):
+        if cfg != "free":
+            return timed(synth, ids, ref_s, cfg, quiet)[0] * 1e3
+        token = THREADS.set(free)
+        try:
+            return timed(synth, ids, ref_s, 2, quiet)[0] * 1e3
+        finally:
+            THREADS.reset(token)
+    for label, ids in cases:
+        ref_s = style(len(ids))
+        for cfg in configs:
+            one(cfg, False)
+        for neighbour in ("none", "1-core busy loop"):
+            busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if neighbour != "none" else None
+            try:
+                time.sleep(0.3)
+                ms = {c: [] for c in configs}
+                for r in range(a.rounds):
+                    for c in (configs if r % 2 == 0 else configs[::-1]):
+                        ms[c].append(one(c, quiet=busy is None))
+            finally:
+                if busy is not None:
+                    busy.kill()
+                    busy.wait()
+            m = {c: (min(v), statistics.median(v)) for c, v in ms.items()}
+            print(f"| {label} | {neighbour} | {m[1][0]:.0f} / {m[1][1]:.0f} | {m[2][0]:.0f} / {m[2][1]:.0f} | "
+                  f"{m['free'][0]:.0f} / {m['free'][1]:.0f} | x{m[1][0] / m[2][0]:.2f} | x{m[1][0] / m['free'][0]:.2f} |")
+    print(f"\nload {' '.join(load())} at the end; {quiet_note()}")
+    return 0
+
+
 def quiet_note() -> str:
     return (f"waited {QUIET['waited_s']:.0f} s in all for quiet cores (under 0.15 busy) before the timed runs, "
             f"{QUIET['noisy_runs']} run(s) started without")
@@ -256,7 +307,7 @@ def load() -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("profile", "ab"))
+    ap.add_argument("mode", choices=("profile", "ab", "contend"))
     ap.add_argument("--model", choices=("seeded", "real"), default="seeded")
     ap.add_argument("--lengths", default="16,26")
     ap.add_argument("--chunks", default="5,16")
@@ -272,7 +323,7 @@ def main(argv=None) -> int:
     a.chunks = [int(n) for n in a.chunks.split(",") if n]
     if a.mode == "ab" and not a.before:
         ap.error("ab needs --before DIR")
-    return profile(a) if a.mode == "profile" else ab(a)
+    return {"profile": profile, "ab": ab, "contend": contend}[a.mode](a)
 
 
 if __name__ == "__main__":
