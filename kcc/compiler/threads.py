@@ -81,8 +81,11 @@ class FreeCores:
     busy time of this process's CPUs less this process's own CPU time (its kernel threads and
     their spin-waits are not a neighbour), and returns `limit` less the cores that use fills,
     rounded, at least 1. Results are bit-identical for any count, so the count may change
-    between stages. Off Linux, or under a cgroup CPU quota smaller than the CPU set (other
-    tenants' use of the host's CPUs says nothing of this quota), it returns `limit`."""
+    between stages. Only other processes count: syntheses running side by side in this process
+    (a server's workers) are this process's CPU time, so their share of the cores is still the
+    caller's to divide (take the smaller of the two counts). Off Linux, or under a cgroup CPU
+    quota smaller than the CPU set (other tenants' use of the host's CPUs says nothing of this
+    quota), it returns `limit`."""
 
     def __init__(self, limit: int | None = None, window_s: float = 0.1, clock=time.monotonic,
                  own=time.process_time, busy=None, cpus: set[int] | None = None):
