@@ -35,6 +35,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench_synth import _front_env  # noqa: E402  (the stage inputs Synthesizer.synthesize builds)
 
 # "The quick brown fox jumps over the lazy dog." as misaki writes it; a chunk of n phonemes is its
 # first n symbols (cut mid-word does not matter for timing: the frame count per phoneme does).
@@ -53,7 +54,7 @@ def inputs(model: str, lengths: list[int], chunks: list[int]):
         from kcc.speech.voices import load_voice, style_for
         pack = load_voice("jf_alpha")
         return cases, lambda n: style_for(pack, n)
-    ref_s = (0.1 * rng.standard_normal((1, 256))).astype(np.float32)
+    ref_s = (0.1 * np.random.default_rng(2027).standard_normal((1, 256))).astype(np.float32)   # whatever the lengths
     return cases, lambda n: ref_s
 
 
@@ -81,14 +82,6 @@ def build(model: str, options, kernels: Path | None = None):
 def kernel_names(circuit) -> dict[str, str]:
     """op name -> the kernel function its call site runs (read from the generated C)."""
     return dict(re.findall(r"/\* op (\S+): .*?\*/\n\s*\{ KCC_OP_BEGIN st = (\w+)\(", circuit.source))
-
-
-def env_for(ids, ref_s):
-    tokens = np.array([[0, *ids, 0]], dtype=np.int32)
-    return {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
-            "lengths": np.array([tokens.shape[1]], dtype=np.int32),
-            "style_dec": ref_s[:, :128].copy(), "style_pred": ref_s[:, 128:].copy(),
-            "speed": np.ones(1, np.float32), "seed": np.zeros(1, np.int32)}
 
 
 QUIET = {"max_wait_s": 20.0, "waited_s": 0.0, "noisy_runs": 0}
@@ -121,7 +114,7 @@ def timed(synth, ids, ref_s, threads: int, quiet: bool = False):
     synth.set_threads(threads)
     if quiet:
         wait_quiet()
-    env = env_for(ids, ref_s)
+    env = _front_env(ids, ref_s)
     t0 = time.perf_counter()
     _, seconds = synth.run(env)
     return time.perf_counter() - t0, seconds, env
