@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kcc.compiler.threads import FreeCores, ThreadsError, _busy_seconds
+from kcc.compiler.threads import FreeCores, ThreadsError, _busy_seconds, available_cores
 
 HZ = os.sysconf("SC_CLK_TCK")
 STAT = """cpu  900 900 900 900 900 900 900 900 900 900
@@ -90,3 +90,48 @@ def test_an_unreadable_proc_stat_leaves_the_limit():
 def test_a_limit_under_one_is_refused(limit):
     with pytest.raises(ThreadsError, match="at least 1"):
         FreeCores(limit, busy=lambda: 0.0)
+
+
+class _Recorder:
+    def __init__(self):
+        self.threads = None
+
+    def set_threads(self, n):
+        self.threads = n
+        return n() if callable(n) else n
+
+
+@pytest.mark.parametrize("threads, env, fixed", [(None, None, False), (1, None, True), (None, "1", True)])
+def test_say_measures_free_cores_unless_a_count_was_asked_for(monkeypatch, threads, env, fixed):
+    from kcc.model import model_store
+    from kcc.speech.say import load_synthesizer
+    monkeypatch.setattr(model_store, "load_model", lambda *a, **k: _Recorder())
+    if env is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", env)
+    synth = load_synthesizer("unused.pth", threads=threads, log=None)
+    assert isinstance(synth.threads, FreeCores) != fixed
+    assert synth.threads == 1 if fixed else synth.threads.limit == available_cores()
+
+
+def test_a_thread_count_callable_is_read_before_every_stage(small_ckpt_path):
+    """Synthesizer.set_threads takes a callable (FreeCores) that run() reads per stage; the
+    audio is the fixed count's, bit for bit (results do not depend on the count)."""
+    import numpy as np
+    from kcc.model.pipeline import Synthesizer
+    synth = Synthesizer(small_ckpt_path, max_frames=200)
+    style = (0.1 * np.random.default_rng(3).standard_normal((1, 256))).astype(np.float32)
+    ids = [50, 83, 54, 156, 57, 135]
+    synth.set_threads(2)
+    fixed = synth.synthesize(ids, style).audio
+    counts = iter([1, 2] * 8)
+    calls = []
+
+    def policy():
+        calls.append(1)
+        return next(counts)
+    synth.set_threads(policy)
+    calls.clear()
+    assert np.array_equal(synth.synthesize(ids, style).audio, fixed)
+    assert len(calls) == len(synth.stages)

@@ -122,12 +122,13 @@ class Synthesizer:
             self._arenas.arena = a
         return a
 
-    def set_threads(self, n: int) -> int:
-        """n kernel threads for every thread that synthesises. OpenMP keeps the count per calling
+    def set_threads(self, n) -> int:
+        """n kernel threads for every thread that synthesises, or a callable that gives the count
+        before each stage (kcc.compiler.threads.FreeCores). OpenMP keeps the count per calling
         thread (omp_set_num_threads sets that thread's ICV), so a server's or `kcc say`'s worker
         threads would otherwise run at the default, every core; run() applies it in each."""
         self.threads = n
-        return self._use_threads(n)
+        return self._use_threads(n() if callable(n) else n)
 
     def _use_threads(self, n: int | None) -> int:
         if n is None or getattr(self._arenas, "threads", None) == n:
@@ -153,8 +154,8 @@ class Synthesizer:
             missing = [i for i in c.graph.inputs if i not in env]
             if missing:
                 raise SynthesisError(f"stage {name}: input(s) {missing} are produced by no earlier stage")
-            want = THREADS.get()
-            self._use_threads(want() if callable(want) else want or self.threads)
+            want = THREADS.get() or self.threads
+            self._use_threads(want() if callable(want) else want)
             t0 = time.perf_counter()
             given = {d: v for d, v in known.items() if d in c.graph.dims}
             result = c.run({i: env[i] for i in c.graph.inputs}, arena=self.arena(),

@@ -10,6 +10,7 @@ streams each chunk into its output file as it is made, so memory holds one chunk
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -272,17 +273,21 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
                      threads: int | None = None, log=sys.stderr, precision: str | None = None):
     """The compiled Synthesizer: the real Kokoro-82M by default, or the checkpoint at a path.
     The first run compiles it into a cached artifact; later runs map that artifact.
-    threads: kernel threads (default: every core this process may use; kcc.compiler.threads).
-    precision: fp32 / bf16 (None: $KCC_PRECISION, else fp32; kcc.compiler.precision)."""
+    threads: kernel threads (default: every core this process may use, less those other
+    processes keep busy, measured before each stage; kcc.compiler.threads).
+    precision: fp32 / bf16 / int8 (None: $KCC_PRECISION, else fp32; kcc.compiler.precision)."""
     from kcc.compiler.build import BuildOptions
     from kcc.compiler.precision import with_precision
     from kcc.model.model_store import load_model
     from kcc.model.pipeline import DEFAULT_MAX_FRAMES
-    from kcc.compiler.threads import resolve_threads
+    from kcc.compiler.threads import FreeCores, resolve_threads
     n = resolve_threads(threads)
     options = with_precision(BuildOptions(opt="-O3" if native else "-O2", native=native), precision)
     synth = load_model(checkpoint, options, max_frames=max_frames or DEFAULT_MAX_FRAMES, log=log)
-    synth.set_threads(n)
+    # Unless a count was asked for, each stage leaves out the cores other processes keep busy:
+    # beside a busy neighbour 2 threads run slower than 1 (kcc.compiler.threads.FreeCores).
+    fixed = threads is not None or "OMP_NUM_THREADS" in os.environ
+    synth.set_threads(n if fixed else FreeCores(n))
     return synth
 
 
