@@ -204,11 +204,11 @@ class HoldSecond(FakeSynth):
         super().__init__()
         self.release, self.holding = threading.Event(), threading.Event()
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None):
         if seed == 1 and not self.holding.is_set():
             self.holding.set()
             self.release.wait(10)
-        return super().synthesize(ids, ref_s, speed, seed)
+        return super().synthesize(ids, ref_s, speed, seed, lead_frames)
 
 
 def test_a_new_requests_first_chunk_goes_before_another_requests_later_chunks(tmp_path):
@@ -287,3 +287,52 @@ def test_the_thread_count_is_applied_in_every_synthesising_thread():
         t.start()
         t.join()
     assert log == [("w1", 1), ("w2", 2), ("w3", 3)]              # once per thread and count, not per run
+
+
+# -- the first chunk's leading silence ------------------------------------------------------------
+def test_the_first_chunk_of_a_stream_has_its_leading_silence_capped(tmp_path):
+    synth = FakeSynth()
+    limits = Limits(workers=1, first_chunk_seconds=0, first_chunk_phonemes=20, first_lead_frames=3)
+    with serving(tmp_path, synth, limits=limits) as srv:
+        status, _, body = post(srv.port, {"input": sentences(4), "response_format": "pcm"})
+    assert status == 200 and body
+    leads = [c["lead_frames"] for c in synth.calls]
+    assert len(leads) >= 2 and leads[0] == 3 and set(leads[1:]) == {None}
+
+
+@pytest.mark.parametrize("ms, frames", [(-1, None), (0, 1), (25, 1), (26, 2), (100, 4)])
+def test_first_lead_ms_in_frames(ms, frames):
+    from kcc.speech.serve.cli import lead_frames
+    assert lead_frames(ms) == frames
+
+
+def test_first_lead_ms_below_minus_one_is_refused():
+    import argparse
+    from kcc.speech.serve.cli import add_parsers, check_settings
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_parsers(sub)
+    args = sub.choices["serve"].parse_args(["--first-lead-ms", "-2"])
+    with pytest.raises(ValueError, match="--first-lead-ms -2 is outside"):
+        check_settings(args)
+
+
+def test_lead_frames_caps_the_leading_token_and_nothing_else(small_ckpt_path):
+    """Synthesizer.synthesize(lead_frames=k): the leading boundary token gets min(its predicted
+    frames, k), every other duration is unchanged, the audio is that many frames long; None is
+    the upstream path bit for bit; a cap that is not a whole number >= 1 is a SynthesisError."""
+    import numpy as np
+    from kcc.model.pipeline import SynthesisError, Synthesizer
+    from kcc.speech.timestamps import SAMPLES_PER_FRAME
+    synth = Synthesizer(small_ckpt_path, max_frames=300)
+    style = (0.1 * np.random.default_rng(4).standard_normal((1, 256))).astype(np.float32)
+    ids = [50, 83, 54, 156, 57, 135, 16, 65]
+    free = synth.synthesize(ids, style)
+    assert np.array_equal(synth.synthesize(ids, style, lead_frames=None).audio, free.audio)
+    cap = max(1, int(free.durations[0]) - 2)
+    capped = synth.synthesize(ids, style, lead_frames=cap)
+    assert capped.durations[0] == cap < free.durations[0]
+    assert np.array_equal(capped.durations[1:], free.durations[1:])
+    assert capped.audio.size == int(capped.durations.sum()) * SAMPLES_PER_FRAME
+    for bad in (0, -3, 2.5, "4"):
+        with pytest.raises(SynthesisError, match="lead_frames"):
+            synth.synthesize(ids, style, lead_frames=bad)

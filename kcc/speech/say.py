@@ -172,30 +172,37 @@ def split_encoded(enc: Encoded, parts: int) -> list[Encoded]:
     return [e for e in out if e.ids]
 
 
-def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, seed: int) -> list[tuple[Encoded, object]]:
+def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, seed: int,
+                        lead_frames: int | None = None) -> list[tuple[Encoded, object]]:
     """[(part, synthesis)] for one chunk: itself, or, when its durations overflow the frame plan
-    (the planning estimate was beaten), its parts, each retried the same way."""
+    (the planning estimate was beaten), its parts, each retried the same way. lead_frames caps
+    the first part's leading silence (Synthesizer.synthesize); None leaves it as predicted."""
+    lead = {} if lead_frames is None else {"lead_frames": lead_frames}
     try:
-        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed))]
+        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed, **lead))]
     except FrameOverflow as exc:
         if len(enc.ids) < 2:
             raise
         parts = split_encoded(enc, -(-exc.frames * 10 // (exc.planned * 9)))
         if len(parts) < 2:
             raise
-        return [r for part in parts for r in _synthesize_fitting(part, synth, pack, speed, seed)]
+        return [r for i, part in enumerate(parts)
+                for r in _synthesize_fitting(part, synth, pack, speed, seed, lead_frames if i == 0 else None)]
 
 
 def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,
-                      progress: "Progress | None" = None) -> Iterator[Chunk]:
+                      progress: "Progress | None" = None, first_lead_frames: int | None = None) -> Iterator[Chunk]:
     """Yield each chunk's audio as soon as it is made (the server streams these). A chunk whose
     frames overflow the plan is synthesised in parts and still yields one Chunk (its durations
-    the parts' one after another), so callers see one Chunk per planned chunk."""
+    the parts' one after another), so callers see one Chunk per planned chunk.
+    first_lead_frames: the most leading silence of the first chunk (a stream's listener waits
+    through it; None: as the model predicts it)."""
     speed = check_speed(speed)
     offset = 0
     for i, enc in enumerate(chunks):
         audio_parts, durations, words, at = [], [], [], offset
-        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i):
+        lead = first_lead_frames if i == 0 else None
+        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i, lead):
             audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
             d = np.asarray(out.durations).reshape(-1)
             frames = int(d.sum())

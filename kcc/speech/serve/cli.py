@@ -48,6 +48,9 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
                    help="size the first chunk from the measured synthesis cost to be made within this (at least "
                         "16 phonemes); 0: --first-chunk-phonemes, sentences under ~3x that whole: later first "
                         "audio, more natural speech ($KCC_FIRST_CHUNK_SECONDS)")
+    p.add_argument("--first-lead-ms", type=int, default=_env("FIRST_LEAD_MS", 100, int),
+                   help="the most silence before a stream's first phoneme (the model puts ~300 ms there, "
+                        "which the listener waits through); -1: the model's ($KCC_FIRST_LEAD_MS)")
 
 
 def add_parsers(subparsers) -> None:
@@ -83,6 +86,7 @@ def check_settings(args) -> None:
               ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
               ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
               ("--first-chunk-seconds", args.first_chunk_seconds, 0, 60),
+              ("--first-lead-ms", args.first_lead_ms, -1, 10_000),
               ("--port", args.port, 0, 65_535)]
     checks += [(flag, getattr(args, attr), lo, hi) for flag, attr, lo, hi in (
         ("--max-chars", "max_chars", 1, 1_000_000), ("--max-body", "max_body", 64, 1 << 30),
@@ -91,6 +95,12 @@ def check_settings(args) -> None:
     for flag, value, lo, hi in checks:
         if not lo <= value <= hi:
             raise ValueError(f"{flag} {value} is outside [{lo}, {hi}]")
+
+
+def lead_frames(ms: int) -> int | None:
+    """--first-lead-ms as whole frames (25 ms each, at least 1: the boundary token keeps one); -1: None."""
+    from kcc.model.kokoro import SAMPLE_RATE, SAMPLES_PER_FRAME
+    return None if ms < 0 else max(1, -(-ms * SAMPLE_RATE // (1000 * SAMPLES_PER_FRAME)))
 
 
 def build_service(args):
@@ -122,6 +132,7 @@ def build_service(args):
     limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout,
                     chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes,
                     first_chunk_seconds=args.first_chunk_seconds,
+                    first_lead_frames=lead_frames(args.first_lead_ms),
                     cores=0 if args.threads else available_cores())
     return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
 

@@ -57,6 +57,10 @@ class Limits:
     first_chunk_seconds: float = 0.15
     first_chunk_min: int = 16
     chunk_growth: float = 3.0           # each next chunk's limit, until chunk_phonemes
+    # The first chunk's leading silence, at most (frames of 25 ms; None: the model's ~0.3 s):
+    # the listener waits through it, and the frames cut are frames not synthesised before the
+    # first audio (~8% of a 16-phoneme first chunk's time).
+    first_lead_frames: int | None = 4
     cores: int = 0                      # kernel threads shared among running syntheses (0: fixed)
 
 
@@ -174,13 +178,13 @@ class SpeechService:
         if time.monotonic() > job.deadline:
             raise ApiError(504, "the request waited for a synthesis slot past its deadline")
 
-    def _synthesize(self, job: Job, ids, ref_s, speed, seed):
+    def _synthesize(self, job: Job, ids, ref_s, speed, seed, **opts):
         """One synthesis call, on a synthesis thread in the scheduler's order; its cost measured."""
         def work():
             if not job.started:
                 self._start(job)
             t0 = time.monotonic()
-            out = self.synth.synthesize(ids, ref_s, speed=speed, seed=seed)
+            out = self.synth.synthesize(ids, ref_s, speed=speed, seed=seed, **opts)
             seconds = time.monotonic() - t0
             self.cost.observe(len(ids), seconds)
             self._measure(seconds, len(ids))
@@ -205,7 +209,8 @@ class SpeechService:
                           speed=req.speed, max_frames=getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES))
             encoder = Encoder(req.response_format, streaming=req.stream or req.sse)
             job.emit("plan", chunks)
-            produced = synthesize_chunks(chunks, _Scheduled(self, job), pack, req.speed, req.seed)
+            produced = synthesize_chunks(chunks, _Scheduled(self, job), pack, req.speed, req.seed,
+                                         first_lead_frames=self.limits.first_lead_frames)
             for enc in chunks:           # the generator synthesises a chunk when asked for it
                 if job.cancel.is_set():
                     produced.close()
@@ -261,5 +266,5 @@ class _Scheduled:
         self.service, self.job = service, job
         self.max_frames = getattr(service.synth, "max_frames", DEFAULT_MAX_FRAMES)
 
-    def synthesize(self, ids, ref_s, speed: float = 1.0, seed: int = 0):
-        return self.service._synthesize(self.job, ids, ref_s, speed, seed)
+    def synthesize(self, ids, ref_s, speed: float = 1.0, seed: int = 0, **opts):
+        return self.service._synthesize(self.job, ids, ref_s, speed, seed, **opts)
