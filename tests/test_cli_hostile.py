@@ -52,12 +52,14 @@ class FramedSynth(FakeSynth):
         d = [self.edge, *[self.per_token] * len(ids), self.edge]
         return np.maximum(1, np.round(np.array(d) / speed)).astype(np.int32)
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None):
         d = self.durations(ids, speed)
+        if lead_frames is not None:
+            d[0] = min(d[0], lead_frames)
         if d.sum() > self.max_frames:
             self.overflows += 1
             raise FrameOverflow(int(d.sum()), self.max_frames)
-        self.calls.append({"ids": list(ids), "speed": speed, "seed": seed})
+        self.calls.append({"ids": list(ids), "speed": speed, "seed": seed, "frames": int(d.sum())})
         from types import SimpleNamespace
         return SimpleNamespace(audio=FakeSynth.audio(ids, d), durations=d)
 
@@ -351,12 +353,12 @@ class Stopping(FramedSynth):
         super().__init__()
         self.directory, self.stop_at, self.sizes = directory, stop_at, []
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None):
         parts = list(self.directory.glob(".*.part"))
         self.sizes.append(sum(p.stat().st_size for p in parts))
         if self.stop_at is not None and len(self.calls) == self.stop_at:
             raise say_mod.Interrupted(signal.SIGINT)
-        return super().synthesize(ids, ref_s, speed, seed)
+        return super().synthesize(ids, ref_s, speed, seed, lead_frames)
 
 
 def test_say_streams_chunks_into_the_output(tmp_path, monkeypatch, capsys):
@@ -603,8 +605,10 @@ def test_server_speaks_slow_speech_whole_when_the_estimate_is_beaten(tmp_path, s
         conn.close()
     assert resp.status == 200, body[:300]
     assert synth.overflows > 0
-    expect = sum(int(synth.durations(c["ids"], 0.25).sum()) * 600 for c in synth.calls)
+    expect = sum(c["frames"] * 600 for c in synth.calls)
     assert len(body) == 2 * expect
+    # the stream's first chunk starts with at most the server's lead (4 frames), not the edge's 80
+    assert synth.calls[0]["frames"] == int(synth.durations(synth.calls[0]["ids"], 0.25).sum()) - 80 + 4
 
 
 # -- the planning bound against the real model ---------------------------------------------------
