@@ -17,10 +17,11 @@ from pathlib import Path
 TABLE = Path(__file__).resolve().parents[1] / "data" / "en_tokenizer.json"
 
 
-def _class_items(pattern: str, i: int) -> tuple[list[str], int]:
+def _class_items(pattern: str, i: int) -> tuple[list[tuple[str, str]], int]:
     """The items of the character class whose first item is at pattern[i] ('[' and '^' already
-    read): single characters / escapes and 'a-b' ranges, as written; and the index past ']'."""
-    items: list[str] = []
+    read), as written: (atom, "") for one character or escape, (low atom, high atom) for a range;
+    and the index past ']'."""
+    items: list[tuple[str, str]] = []
 
     def atom(j: int) -> int:                    # the end of one character or escape at j
         if pattern[j] != "\\":
@@ -31,8 +32,10 @@ def _class_items(pattern: str, i: int) -> tuple[list[str], int]:
     while pattern[i] != "]" or first:
         end = atom(i)
         if pattern[end] == "-" and pattern[end + 1] != "]":
+            items.append((pattern[i:end], pattern[end + 1:atom(end + 1)]))
             end = atom(end + 1)
-        items.append(pattern[i:end])
+        else:
+            items.append((pattern[i:end], ""))
         i, first = end, False
     return items, i + 1
 
@@ -68,8 +71,8 @@ def ascii_pattern(pattern: str) -> str:
         negated = pattern[i + 1] == "^"
         items, i = _class_items(pattern, i + 1 + negated)
         kept = []
-        for item in items:
-            lo_atom, _, hi_atom = item.partition("-") if not item.startswith("\\-") and len(item) > 1 and "-" in item[1:] else (item, "", "")
+        for lo_atom, hi_atom in items:
+            item = f"{lo_atom}-{hi_atom}" if hi_atom else lo_atom
             lo = _code(lo_atom)
             if lo is None:                       # \\w, \\d, \\s: keep (they match ASCII too)
                 kept.append(item)
