@@ -17,9 +17,8 @@ static void kcc_conv_phases_bf16(const float *KCC_RESTRICT xb, int64_t t_in, int
     const int held = hi_in > lo_in && (hi_in - lo_in) * kp <= KCC_BF16_ROWS;
     if (held) kcc_bf16_pack_rows(xb + lo_in * c_in, c_in, hi_in - lo_in, c_in, xa, kp);
     for (int64_t phi = 0; phi < stride && phi < k_size; ++phi) {
-        int64_t qa = q0, qb = q1;                                  /* rows inside [0, t_out) */
-        while (qa < qb && qa * stride + phi - pad < 0) ++qa;
-        while (qb > qa && (qb - 1) * stride + phi - pad >= t_out) --qb;
+        int64_t qa, qb;                                           /* rows inside [0, t_out) */
+        kcc_conv_phase_rows(phi, stride, pad, t_out, q0, q1, &qa, &qb);
         for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
             const int64_t nr = kcc_gemm_pair_cols(c_out, p * KCC_GEMM_NR);
             for (int64_t m = 0; phi + m * stride < k_size; ++m) {

@@ -24,9 +24,8 @@ static void kcc_conv_phases_s8(const float *KCC_RESTRICT xb, int64_t t_in, int64
         const int64_t lo_in = s0 - back > 0 ? s0 - back : 0, hi_in = s1 < t_in ? s1 : t_in;
         if (hi_in > lo_in) kcc_s8_quant_rows(xb + lo_in * c_in, c_in, hi_in - lo_in, c_in, xq, ldq, sa);
         for (int64_t phi = 0; phi < stride && phi < k_size; ++phi) {
-            int64_t qa = s0, qb = s1;                              /* rows inside [0, t_out) */
-            while (qa < qb && qa * stride + phi - pad < 0) ++qa;
-            while (qb > qa && (qb - 1) * stride + phi - pad >= t_out) --qb;
+            int64_t qa, qb;                                           /* rows inside [0, t_out) */
+            kcc_conv_phase_rows(phi, stride, pad, t_out, s0, s1, &qa, &qb);
             for (int64_t p = 0; p < panels; p += KCC_GEMM_NP) {
                 const int64_t nr = kcc_gemm_pair_cols(c_out, p * KCC_GEMM_NR);
                 for (int64_t m = 0; phi + m * stride < k_size; ++m) {

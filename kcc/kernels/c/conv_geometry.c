@@ -1,6 +1,7 @@
 /* The geometry every conv variant shares: how many output rows a conv / transposed conv has
- * (with the dimension checks each variant makes before its first write), and which input row
- * an output row's tap reads. Integer arithmetic only; the variants' own files hold their sums. */
+ * (with the dimension checks each variant makes before its first write), which input row an
+ * output row's tap reads, and which rows a tap (direct) or a stride phase (transposed) covers.
+ * Integer arithmetic only; the variants' own files hold their sums. */
 
 /* t_out of a conv1d (transposed = 0) or a conv_transpose1d over t_in rows, or -1 where the
  * dims make no conv (a tap span longer than the padded input, a group count that does not
@@ -54,4 +55,16 @@ static inline void kcc_conv_tap_rows(int64_t k, int64_t t_in, int64_t stride, in
     const int64_t end = t_in - off <= 0 ? 0 : (t_in - off + stride - 1) / stride;
     *lo = t0 > first ? t0 : first;
     *hi = t1 < end ? t1 : end;
+}
+
+/* The q of [*qa, *qb) within [q0, q1) whose transposed-conv output row q*stride + phi - pad lies
+ * in [0, t_out): the polyphase rows (f32, bf16, int8) run phase phi over exactly these q. */
+static inline void kcc_conv_phase_rows(int64_t phi, int64_t stride, int64_t pad, int64_t t_out, int64_t q0,
+                                       int64_t q1, int64_t *qa, int64_t *qb)
+{
+    int64_t a = q0, b = q1;
+    while (a < b && a * stride + phi - pad < 0) ++a;
+    while (b > a && (b - 1) * stride + phi - pad >= t_out) --b;
+    *qa = a;
+    *qb = b;
 }
