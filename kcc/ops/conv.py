@@ -58,7 +58,7 @@ register(Kernel(
     args=(("n_batch", I64), ("t_in", I64), ("c_in", I64), ("c_out", I64), ("k_size", I64), ("stride", I64),
           ("pad", I64), ("dilation", I64), ("output_padding", I64), ("groups", I64), ("transposed", I64)),
     contract=Contract(accumulation="integers only", tolerance=0.0,
-                      notes="a helper every conv variant pastes (with kcc_conv_tap_row / _rows); no op lowers to it"),
+                      notes="a helper every conv variant pastes (with the tap and phase row helpers); no op lowers to it"),
 ))
 
 register(Kernel(
@@ -459,9 +459,10 @@ def _bf16_polyphase_pack(w, a):
     return bf16_pairs(w)
 
 
-def _bf16_transposed_cases():
-    """Polyphase-variant shapes only (the others have no bf16 twin)."""
-    rng = np.random.default_rng(23)
+def polyphase_cases(seed: int) -> list:
+    """Polyphase-variant transposed convs only (the other variants have no bf16 / int8 twin): an
+    odd Cin with stride 6, and stride 10 with output padding and a leaky epilogue."""
+    rng = np.random.default_rng(seed)
     return [conv_case(rng, "polyphase_up6_odd_cin", 1, 9, 33, 16, 12, transposed=True, stride=6, padding=3),
             conv_case(rng, "polyphase_up10_outpad", 1, 7, 16, 19, 20, transposed=True, stride=10, padding=5,
                       output_padding=1, act="leaky_relu", slope=0.1)]
@@ -471,4 +472,4 @@ define_op(OpDef("conv_transpose1d_bf16", OPS["conv_transpose1d"].inputs, OPS["co
                 OPS["conv_transpose1d"].attrs, OPS["conv_transpose1d"].infer,
                 _bf16_variant_bind(OPS["conv_transpose1d"].bind),
                 pack={"weight": ("bf16_pack", _bf16_polyphase_pack)},
-                reference=OPS["conv_transpose1d"].reference, cases=_bf16_transposed_cases, cost=conv_cost))
+                reference=OPS["conv_transpose1d"].reference, cases=lambda: polyphase_cases(23), cost=conv_cost))

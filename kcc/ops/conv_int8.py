@@ -19,7 +19,7 @@ import numpy as np
 
 from kcc.kernels.registry import Contract, I64, IN_I32, KERNELS, Kernel, OUT_I32, WEIGHT, c_constant, register
 from kcc.ops import fused
-from kcc.ops.conv import _pack, bf16_bind, conv_case, gemm_pack, variant
+from kcc.ops.conv import _pack, bf16_bind, conv_case, gemm_pack, polyphase_cases, variant
 from kcc.ops.core import OPS, BindContext, OpDef, define_op, expect
 
 QUAD = 4                                                       # K rows one vpdpbusd word holds
@@ -166,17 +166,10 @@ def _transposed_infer(name, ins, ws, a):
     return shape, dtype
 
 
-def _transposed_cases():
-    rng = np.random.default_rng(27)
-    return [conv_case(rng, "up6_cin33", 1, 9, 33, 16, 12, transposed=True, stride=6, padding=3),
-            conv_case(rng, "up10_outpad_leaky", 1, 7, 16, 19, 20, transposed=True, stride=10, padding=5,
-                      output_padding=1, act="leaky_relu", slope=0.1)]
-
-
 define_op(OpDef("conv_transpose1d_int8", OPS["conv_transpose1d"].inputs, OPS["conv_transpose1d"].weights,
                 OPS["conv_transpose1d"].attrs, _transposed_infer, _int8_bind(OPS["conv_transpose1d"].bind),
                 pack={"weight": ("s8_pack", _polyphase_pack)}, reference=OPS["conv_transpose1d"].reference,
-                cases=_transposed_cases, cost=OPS["conv_transpose1d"].cost))
+                cases=lambda: polyphase_cases(27), cost=OPS["conv_transpose1d"].cost))
 
 
 def _fused_infer(name, ins, ws, a):
