@@ -64,27 +64,34 @@ def _gemm_conv(g: Graph, op: Op) -> tuple[int, int, int] | None:
     return (k, c_in, c_out) if variant(c_in, c_out, op.attrs["groups"], op.attrs["dilation"], False) == "gemm" else None
 
 
-def fuse_adain_conv(g: Graph) -> Graph:
-    """adain -> conv1d (GEMM path, fits the tile) becomes one adain_conv1d at the conv's place."""
+def fuse_adain(g: Graph, fused: str, geometry) -> Graph:
+    """adain -> conv becomes one `fused` op at the conv's place, for every conv that
+    geometry(g, conv) accepts (it gives (K, c_in, ...), or None) whose adain output no one else
+    reads and whose rows fit the fused tile; the conv's other inputs (a residual) come along."""
     consumers, pinned = _consumers(g), _pinned(g)
     drop: set[int] = set()
     for i, conv in enumerate(g.ops):
-        geometry = _gemm_conv(g, conv)
-        if geometry is None:
+        found = geometry(g, conv)
+        if found is None:
             continue
         norm = g.producer(conv.inputs["x"])
         if norm is None or norm.type != "adain" or not _private(conv.inputs["x"], pinned, consumers, conv):
             continue
-        a, (k, c_in, _) = conv.attrs, geometry
+        a, (k, c_in) = conv.attrs, found[:2]
         if not fits_norm_conv(c_in, a["dilation"] * (k - 1)):
             continue
         attrs = dict(FUSED_ATTRS, eps=norm.attrs["eps"], norm_act=norm.attrs["act"], norm_slope=norm.attrs["slope"],
                      padding=a["padding"], dilation=a["dilation"], act=a["act"], slope=a["slope"])
-        g.ops[i] = Op(conv.name, "adain_conv1d", dict(norm.inputs), {**norm.weights, **conv.weights}, attrs,
-                      conv.output)
+        inputs = {**norm.inputs, **{name: t for name, t in conv.inputs.items() if name != "x"}}
+        g.ops[i] = Op(conv.name, fused, inputs, {**norm.weights, **conv.weights}, attrs, conv.output)
         drop.add(id(norm))
     g.ops = [op for op in g.ops if id(op) not in drop]
     return drop_dead_ops(g)
+
+
+def fuse_adain_conv(g: Graph) -> Graph:
+    """adain -> conv1d (GEMM path, fits the tile) becomes one adain_conv1d at the conv's place."""
+    return fuse_adain(g, "adain_conv1d", _gemm_conv)
 
 
 def spectral_convs(g: Graph) -> Graph:

@@ -151,32 +151,18 @@ def int8_convs(g: Graph) -> Graph:
 
 
 def _fuse_adain_int8(g: Graph) -> Graph:
-    """adain -> conv1d_int8 becomes one adain_conv1d_int8 at the conv's place, as
-    kcc.compiler.passes.fuse_adain_conv fuses fp32 convs: the convs the int8 pass takes from block
+    """adain -> conv1d_int8 becomes one adain_conv1d_int8 at the conv's place
+    (kcc.compiler.passes.fuse_adain, as fp32 convs fuse): the convs the int8 pass takes from block
     DFTs read a materialised adain (the fp32 DFT conv has no fused form); fused, that tensor
     never exists (bit-identical: a row's quantum depends on that row alone)."""
-    from kcc.compiler.ir import Op
-    from kcc.compiler.passes import _consumers, _pinned, _private, drop_dead_ops
-    from kcc.ops.fused import ATTRS, fits_norm_conv
-    consumers, pinned = _consumers(g), _pinned(g)
-    drop: set[int] = set()
-    for i, conv in enumerate(g.ops):
+    from kcc.compiler.passes import fuse_adain
+
+    def direct_int8(g: Graph, conv):
         if conv.type != "conv1d_int8" or conv.attrs["stride"] != 1 or conv.attrs["groups"] != 1:
-            continue
-        norm = g.producer(conv.inputs["x"])
-        if norm is None or norm.type != "adain" or not _private(conv.inputs["x"], pinned, consumers, conv):
-            continue
-        k, c_in = g.weights[conv.weights["weight"]].shape[0], g.weights[conv.weights["weight"]].shape[2]
-        a = conv.attrs
-        if not fits_norm_conv(c_in, a["dilation"] * (k - 1)):
-            continue
-        attrs = dict(ATTRS, eps=norm.attrs["eps"], norm_act=norm.attrs["act"], norm_slope=norm.attrs["slope"],
-                     padding=a["padding"], dilation=a["dilation"], act=a["act"], slope=a["slope"])
-        inputs = {**norm.inputs, **({"res": conv.inputs["res"]} if "res" in conv.inputs else {})}
-        g.ops[i] = Op(conv.name, "adain_conv1d_int8", inputs, {**norm.weights, **conv.weights}, attrs, conv.output)
-        drop.add(id(norm))
-    g.ops = [op for op in g.ops if id(op) not in drop]
-    return drop_dead_ops(g)
+            return None
+        w = g.weights[conv.weights["weight"]].shape
+        return w[0], w[2]
+    return fuse_adain(g, "adain_conv1d_int8", direct_int8)
 
 
 def passes(precision: str) -> list:
