@@ -38,6 +38,9 @@ HELPERS = {
     "weights_bytes": ("size_t", "void", ctypes.c_size_t, []),
     "set_threads": ("int", "int n", ctypes.c_int, [ctypes.c_int]),
     "op_seconds": ("size_t", "double *out, size_t n", ctypes.c_size_t, [ctypes.c_void_p, ctypes.c_size_t]),
+    # the activation offsets the run uses at these dims, in kcc.compiler.plan.placement_order
+    "place": ("size_t", "const int64_t *dims, size_t *offsets, size_t n", ctypes.c_size_t,
+              [_P(ctypes.c_int64), ctypes.c_void_p, ctypes.c_size_t]),
 }
 
 

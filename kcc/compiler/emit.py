@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 
 from kcc.compiler.abi import ABI_VERSION, run_prototype, symbol_prefix
-from kcc.compiler.ir import Graph
+from kcc.compiler.ir import DTYPE_BYTES, Graph
 from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I32, OUT_F32, OUT_I32, WEIGHT, get_kernel, with_requires
 from kcc.ops import OPS, BindContext
-from kcc.compiler.plan import MemoryPlan
+from kcc.compiler.plan import MemoryPlan, live_ranges, placement_order
 
 
 
@@ -124,6 +124,58 @@ def _bind(g: Graph, op) -> tuple[str, list[str]]:
     return kname, [args[a] for a in want]
 
 
+def _dims_in_range(g: Graph, refuse: str) -> str:
+    return "\n".join(f"    if (dims[{i}] < {lo} || dims[{i}] > {hi}) return {refuse};"
+                     for i, (lo, hi) in enumerate(g.dims.values()))
+
+
+def _placement(g: Graph, plan: MemoryPlan) -> list[str]:
+    """kcc_place(dims, off): plan.first_fit in C over the actual sizes, in plan.placement_order,
+    falling back to the planned offsets (valid at every dims) if it would end past the arena;
+    A_<name> is the activation's slot in that array."""
+    order = placement_order(g)
+    ranges = live_ranges(g)
+    n = max(1, len(order))
+    L = [f"#define KCC_N_ACT {n}u",
+         "#define KCC_ALIGN_UP(x) (((x) + KCC_ALIGN - 1u) / KCC_ALIGN * KCC_ALIGN)"]
+    for i, name in enumerate(order):
+        b = plan.activations[name]
+        L.append(f"#define A_{c_ident(name)} kcc_off[{i}] /* planned at {b.offset}: {b.nbytes} B, ops {b.first}..{b.last} */")
+    live = ", ".join(f"{{{ranges[t][0]}, {ranges[t][1]}}}" for t in order) or "{0, 0}"
+    planned = ", ".join(f"{plan.activations[t].offset}u" for t in order) or "0u"
+    sizes = ", ".join(f"KCC_ALIGN_UP({numel_expr(g.tensors[t].shape)}*{DTYPE_BYTES[g.tensors[t].dtype]}u)"
+                      for t in order) or "0u"
+    dims = "\n".join(f"    const int64_t {d} = dims[{i}];\n    (void){d};" for i, d in enumerate(g.dims))
+    L.append(f"""static const int64_t kcc_live[KCC_N_ACT][2] = {{{live}}};
+static const size_t kcc_planned_off[KCC_N_ACT] = {{{planned}}};
+static void kcc_place(const int64_t *dims, size_t *off)
+{{
+{dims}
+    (void)dims;
+    const size_t sz[KCC_N_ACT] = {{{sizes}}};
+    size_t conf[KCC_N_ACT];
+    size_t end = 0;
+    for (size_t i = 0; i < KCC_N_ACT; ++i) {{
+        size_t nc = 0, at = 0;
+        for (size_t j = 0; j < i; ++j) {{   /* earlier buffers live with i, sorted by offset (stable) */
+            if (kcc_live[j][0] > kcc_live[i][1] || kcc_live[i][0] > kcc_live[j][1]) continue;
+            size_t k = nc++;
+            for (; k > 0 && off[conf[k - 1]] > off[j]; --k) conf[k] = conf[k - 1];
+            conf[k] = j;
+        }}
+        for (size_t k = 0; k < nc; ++k) {{
+            size_t b = conf[k];
+            if (at + sz[i] <= off[b]) break;
+            if (off[b] + sz[b] > at) at = off[b] + sz[b];
+        }}
+        off[i] = at;
+        if (at + sz[i] > end) end = at + sz[i];
+    }}
+    if (end > KCC_ARENA_BYTES) memcpy(off, kcc_planned_off, sizeof kcc_planned_off);
+}}""")
+    return L
+
+
 def emit_c(g: Graph, plan: MemoryPlan) -> str:
     check_plan(g, plan)
     calls = [(op, *_bind(g, op)) for op in g.ops]
@@ -142,8 +194,7 @@ def emit_c(g: Graph, plan: MemoryPlan) -> str:
     L.append(f"#define KCC_ARENA_BYTES {plan.arena_bytes}u")
     for name, buf in plan.weights.items():
         L.append(f"#define W_{c_ident(name)} {buf.offset}u /* {g.weights[name].ref} {list(g.weights[name].shape)} */")
-    for name, buf in plan.activations.items():
-        L.append(f"#define A_{c_ident(name)} {buf.offset}u /* {buf.nbytes} B, ops {buf.first}..{buf.last} */")
+    L.extend(_placement(g, plan))
     L.append("")
     L.append(f"int {prefix}_abi_version(void) {{ return {ABI_VERSION}; }}")
     L.append(f"size_t {prefix}_arena_bytes(void) {{ return KCC_ARENA_BYTES; }}")
@@ -183,6 +234,18 @@ size_t {prefix}_op_seconds(double *out, size_t n)
 #endif
 }}
 """)
+    L.append(f"""
+/* The activation offsets at these dims (in range: the caller checked), in placement order. */
+size_t {prefix}_place(const int64_t *dims, size_t *offsets, size_t n)
+{{
+    size_t off[KCC_N_ACT];
+    if (!dims || !offsets) return 0;
+{_dims_in_range(g, "0")}
+    kcc_place(dims, off);
+    for (size_t i = 0; i < n && i < KCC_N_ACT; ++i) offsets[i] = off[i];
+    return KCC_N_ACT;
+}}
+""")
     L.append("""
 static int kcc_fail(char *err, size_t err_len, int status, const char *what)
 {
@@ -212,6 +275,8 @@ static int kcc_fail(char *err, size_t err_len, int status, const char *what)
         L.append(f"    if (!inputs[{i}]) return kcc_fail(err, err_len, KCC_ENULL, \"input '{name}' is NULL\");")
     for i, name in enumerate(g.outputs):
         L.append(f"    if (!outputs[{i}]) return kcc_fail(err, err_len, KCC_ENULL, \"output '{name}' is NULL\");")
+    L.append("    size_t kcc_off[KCC_N_ACT];")
+    L.append("    kcc_place(dims, kcc_off);")
     L.append("    const unsigned char *wb = (const unsigned char *)weights;")
     L.append("    unsigned char *ar = (unsigned char *)arena;")
     L.append("    int st;")

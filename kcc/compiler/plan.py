@@ -4,12 +4,18 @@ Every weight gets an aligned offset in the blob; every activation an aligned off
 arena, sized for the declared max of each runtime dim, so one compiled library serves every
 length up to the max with no recompile. Offsets are reused between activations whose live
 ranges do not overlap (first-fit, largest first), so the arena stays near the largest live set.
+
+The generated C places the activations again at run time with the actual dims (`offsets_at`
+is the same greedy, in the same order, which the C follows): at a short length slots sized
+for the max would keep small buffers far apart and fault in pages across the whole arena.
+Where that run-time placement would end past the planned arena (first-fit can in principle
+grow when sizes shrink), the C keeps the planned offsets, which are valid at every length.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kcc.compiler.ir import Graph
+from kcc.compiler.ir import DTYPE_BYTES, Graph
 
 ALIGNMENT = 64
 
@@ -60,20 +66,19 @@ def live_ranges(g: Graph) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in ranges.items()}
 
 
-def plan_memory(g: Graph, reuse: bool = True, alignment: int = ALIGNMENT) -> MemoryPlan:
-    plan = MemoryPlan(alignment=alignment)
-    offset = 0
-    for name, w in g.weights.items():
-        plan.weights[name] = Buffer(name, offset, w.nbytes, -1, len(g.ops))
-        offset = align_up(offset + w.nbytes, alignment)
-    plan.weights_bytes = offset
-
-    placed: list[Buffer] = []
+def placement_order(g: Graph) -> list[str]:
+    """The activations in the order the greedy places them: largest planned size first, then
+    the earlier producer. Both placements (planned and run time) use this one order."""
     ranges = live_ranges(g)
-    order = sorted(ranges, key=lambda t: (-g.tensors[t].nbytes_max(g.dims), ranges[t][0]))
-    for t in order:
-        first, last = ranges[t]
-        buf = Buffer(t, 0, align_up(g.tensors[t].nbytes_max(g.dims), alignment), first, last)
+    return sorted(ranges, key=lambda t: (-g.tensors[t].nbytes_max(g.dims), ranges[t][0]))
+
+
+def first_fit(bufs: list[Buffer], reuse: bool = True) -> int:
+    """Sets each buffer's offset, in list order, to the lowest one that shares no byte with an
+    earlier buffer live at the same time (every earlier buffer when not `reuse`); returns the
+    end of the highest. Sizes must already be aligned."""
+    placed: list[Buffer] = []
+    for buf in bufs:
         conflicts = sorted((b for b in placed if not reuse or b.live_with(buf)), key=lambda b: b.offset)
         at = 0
         for b in conflicts:
@@ -82,6 +87,31 @@ def plan_memory(g: Graph, reuse: bool = True, alignment: int = ALIGNMENT) -> Mem
             at = max(at, b.offset + b.nbytes)
         buf.offset = at
         placed.append(buf)
+    return max((b.offset + b.nbytes for b in placed), default=0)
+
+
+def plan_memory(g: Graph, reuse: bool = True, alignment: int = ALIGNMENT) -> MemoryPlan:
+    plan = MemoryPlan(alignment=alignment)
+    offset = 0
+    for name, w in g.weights.items():
+        plan.weights[name] = Buffer(name, offset, w.nbytes, -1, len(g.ops))
+        offset = align_up(offset + w.nbytes, alignment)
+    plan.weights_bytes = offset
+
+    ranges = live_ranges(g)
+    placed = [Buffer(t, 0, align_up(g.tensors[t].nbytes_max(g.dims), alignment), *ranges[t])
+              for t in placement_order(g)]
+    plan.arena_bytes = first_fit(placed, reuse) or alignment
     plan.activations = {b.name: b for b in sorted(placed, key=lambda b: b.first)}
-    plan.arena_bytes = max((b.offset + b.nbytes for b in placed), default=alignment)
     return plan
+
+
+def offsets_at(g: Graph, plan: MemoryPlan, dims: dict[str, int]) -> dict[str, int]:
+    """The activation offsets the generated C uses at these dims: the planned greedy redone with
+    the actual sizes, or the planned offsets where that would end past the planned arena."""
+    ranges = live_ranges(g)
+    bufs = [Buffer(t, 0, align_up(g.tensors[t].numel(dims) * DTYPE_BYTES[g.tensors[t].dtype], plan.alignment),
+                   *ranges[t]) for t in placement_order(g)]
+    if first_fit(bufs) > plan.arena_bytes:
+        return {name: b.offset for name, b in plan.activations.items()}
+    return {b.name: b.offset for b in bufs}
