@@ -7,7 +7,7 @@ import importlib
 
 from kcc.ops.core import OPS, BindContext, Case, LoweringError, OpDef, c_float, define_op, expect  # noqa: F401
 
-FAMILIES = ("embedding", "dense", "norm", "elementwise", "conv", "adain", "fused", "dft_conv", "conv_int8",
+FAMILIES = ("embedding", "dense", "norm", "elementwise", "conv", "adain", "fused", "dft_conv", "winograd_conv", "conv_int8",
             "attention", "recurrence", "style", "duration", "signal")
 
 
