@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,46 @@ class KccRunError(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(f"status {status}: {message}")
         self.status = status
+
+
+class WeightReleaseError(Exception):
+    """A stage's weight pages cannot be released: they are not a read-only file mapping (an
+    in-memory compile's blob would be lost, not dropped), or the platform has no madvise."""
+
+
+def is_file_mapped(a: np.ndarray) -> bool:
+    """Whether `a` is a view of a read-only np.memmap (an artifact's weight blob)."""
+    while a is not None:
+        if isinstance(a, np.memmap) and a.mode == "r":
+            return True
+        a = a.base if isinstance(a.base, np.ndarray) else None
+    return False
+
+
+def release_pages(a: np.ndarray) -> int:
+    """Drops the whole pages of a read-only file-mapped array from this process's resident set
+    (madvise MADV_DONTNEED). The file's pages stay in the page cache and fault back in on the
+    next read, with the same bytes. Returns the bytes released."""
+    if not is_file_mapped(a):
+        raise WeightReleaseError("the weights are not a read-only file mapping; releasing their pages would lose them")
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is None:
+        raise WeightReleaseError("this platform has no madvise(MADV_DONTNEED)")
+    page = mmap.PAGESIZE
+    start = -(-a.ctypes.data // page) * page
+    end = (a.ctypes.data + a.nbytes) // page * page
+    if end <= start:
+        return 0
+    if _libc().madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice) != 0:
+        raise WeightReleaseError(f"madvise failed: errno {ctypes.get_errno()}")
+    return end - start
+
+
+@functools.cache
+def _libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.restype, libc.madvise.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc
 
 
 def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarray:
@@ -78,6 +119,11 @@ class CompiledCircuit:
         if self._op_seconds(out.ctypes.data, out.size) == 0:
             raise KccRunError(-101, f"{self.library_path}: not built with profile=True (-DKCC_PROFILE)")
         return {op.name: float(t) for op, t in zip(self.graph.ops, out)}
+
+    def release_weights(self) -> int:
+        """Drop this stage's weight pages from the resident set (release_pages): for a process
+        that will not run the stage again soon. A later run faults them back in, bit for bit."""
+        return release_pages(self.weights)
 
     def set_threads(self, n: int) -> int:
         """Use n threads in kernels (OpenMP builds); returns the count in effect (1 if serial)."""

@@ -99,6 +99,7 @@ class Synthesizer:
             self.circuits[name] = compile_circuit(doc, ckpt, options, dims=dims or None)
         self._arenas = threading.local()
         self.threads = None
+        self.release_weights = False
         self.model_id, self.label = str(self.checkpoint_path), ""
 
     @classmethod
@@ -110,6 +111,7 @@ class Synthesizer:
         self.stages, self.max_frames, self.circuits = list(circuits), max_frames, dict(circuits)
         self._arenas = threading.local()
         self.threads = None
+        self.release_weights = False
         return self
 
     def arena(self) -> np.ndarray:
@@ -121,6 +123,20 @@ class Synthesizer:
             a = aligned_empty(max(p.arena_bytes for p in plans), max(p.alignment for p in plans))
             self._arenas.arena = a
         return a
+
+    def release_weights_after_use(self, on: bool = True) -> None:
+        """After each stage runs, drop its weight pages from the resident set (they stay in the
+        page cache; CompiledCircuit.release_weights): a one-shot `kcc say` then peaks with one
+        stage's weights resident, not all of them. Each later synthesis faults them back in.
+        Refused (WeightReleaseError) for weights that are not a read-only file mapping (a model
+        compiled in memory, not mapped from its artifact)."""
+        from kcc.compiler.runtime import WeightReleaseError, is_file_mapped
+        if on:
+            for name, c in self.circuits.items():
+                if c.weights.nbytes and not is_file_mapped(c.weights):
+                    raise WeightReleaseError(f"stage {name}: the weights are not a read-only file mapping "
+                                             "(a model compiled in memory); there is nothing to release them to")
+        self.release_weights = on
 
     def set_threads(self, n) -> int:
         """n kernel threads for every thread that synthesises, or a callable that gives the count
@@ -162,6 +178,8 @@ class Synthesizer:
             given = {d: v for d, v in known.items() if d in c.graph.dims}
             result = c.run({i: env[i] for i in c.graph.inputs}, arena=self.arena(),
                            with_checkpoints=with_checkpoints, dims=given or None)
+            if self.release_weights and c.weights.nbytes:
+                c.release_weights()
             seconds[name] = time.perf_counter() - t0
             env.update(result.outputs)
             checkpoints.update(result.checkpoints)
