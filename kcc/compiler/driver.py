@@ -55,8 +55,7 @@ def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpo
         doc = {**doc, "dims": {**doc["dims"], **{k: {**doc["dims"][k], "max": v} for k, v in dims.items()}}}
         validate_circuit(doc, known_ops=set(OPS), source=f"{doc['name']} (re-planned dims)")
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
-    if passes is None:
-        from kcc.compiler.passes import DEFAULT_PASSES
-        passes = DEFAULT_PASSES
+    from kcc.compiler.passes import DEFAULT_PASSES, for_precision
+    passes = for_precision(DEFAULT_PASSES if passes is None else passes, options.precision)   # fp32-only ones left out
     g, arrays = lower_circuit(doc, ckpt, [*passes, *precision_passes(options.precision)])   # precision's last: bf16 rewrites the others' ops
     return compile_graph(g, arrays, options, reuse)

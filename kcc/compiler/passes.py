@@ -3,19 +3,21 @@
 Fusion passes rewrite chains so intermediates never materialise; a tensor is fused away only
 when its one consumer is the next op of the chain and it is neither a checkpoint nor an output
 (X-Ray still sees every declared checkpoint). Fused ops compute bit-identical results.
-spectral_convs changes the arithmetic (block DFTs for long convs: fewer multiplies, same FP32
-gate), so FUSION_PASSES leaves it out and DEFAULT_PASSES puts it first.
+spectral_convs and winograd_convs change the arithmetic (block DFTs for long convs, Winograd
+F(m, 3) for K = 3 ones: fewer multiplies, same FP32 gate), so FUSION_PASSES leaves them out.
+winograd_convs runs on fp32 builds only (`for_precision`): the bf16 and int8 passes rewrite the
+direct convs it would replace into their own ops.
 """
 from __future__ import annotations
 
 from kcc.compiler.ir import Graph, Op, extent_value, max_dims
-from kcc.ops import OPS, dft_conv
+from kcc.ops import OPS, dft_conv, winograd_conv
 from kcc.ops.conv import variant
 from kcc.ops.elementwise import same_extent
 from kcc.ops.fused import ATTRS as FUSED_ATTRS
 from kcc.ops.fused import fits_norm_conv
 
-RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d")
+RES_PRODUCERS = ("conv1d", "conv_transpose1d", "adain_conv1d", "dft_conv1d", "winograd_conv1d")
 
 
 def drop_dead_ops(g: Graph) -> Graph:
@@ -125,6 +127,37 @@ def spectral_convs(g: Graph) -> Graph:
     return g
 
 
+def winograd_convs(g: Graph) -> Graph:
+    """A K = 3 conv with a bias on the GEMM pack, conv1d (stride 1, its GEMM variant) or
+    adain_conv1d (its norm comes along), for which the cost model (kcc.ops.winograd_conv.choose)
+    picks an m becomes winograd_conv1d at that m (its slot weights packed after the passes).
+    Runs after fuse_adain_conv (so the norm it fused stays fused) and before fuse_residual_add."""
+    for i, op in enumerate(g.ops):
+        if op.type == "adain_conv1d" and "bias" in op.weights:
+            w = g.weights[op.weights["weight"]].shape
+            found = (w[0], w[2], g.tensors[op.output].shape[2]) if len(w) == 4 else None
+        else:
+            found = _gemm_conv(g, op) if "bias" in op.weights else None
+        if found is None or found[0] != winograd_conv.K:
+            continue
+        _, c_in, c_out = found
+        a, norm = op.attrs, op.type == "adain_conv1d"
+        choice = winograd_conv.choose(c_in, c_out, a["dilation"], norm)
+        if choice is None:
+            continue
+        attrs = {**OPS["winograd_conv1d"].attrs, "m": choice.m, "c_out": c_out,
+                 **{k: a[k] for k in ("padding", "dilation", "act", "slope")}}
+        if norm:
+            attrs.update({k: a[k] for k in ("eps", "norm_act", "norm_slope")})
+        conv = Op(op.name, "winograd_conv1d", dict(op.inputs), dict(op.weights), attrs, op.output)
+        shapes = {role: g.tensors[t].shape for role, t in conv.inputs.items()}
+        ws = {role: g.weights[name].shape for role, name in conv.weights.items()}
+        out, _ = OPS[conv.type].infer(conv.name, shapes, ws, conv.attrs)
+        assert all(same_extent(p, q) for p, q in zip(out, g.tensors[op.output].shape)), (op.name, out)
+        g.ops[i] = conv
+    return g
+
+
 def fuse_residual_add(g: Graph) -> Graph:
     """add(a, b) (no scale, divisor or act) where one operand comes from a conv read only by
     this add, and the other exists before that conv runs, becomes the conv's `res` epilogue."""
@@ -156,4 +189,10 @@ def fuse_residual_add(g: Graph) -> Graph:
 
 
 FUSION_PASSES = [drop_dead_ops, fuse_adain_conv, fuse_residual_add]    # bit-identical to no passes
-DEFAULT_PASSES = [drop_dead_ops, spectral_convs, fuse_adain_conv, fuse_residual_add]
+DEFAULT_PASSES = [drop_dead_ops, spectral_convs, fuse_adain_conv, winograd_convs, fuse_residual_add]
+FP32_ONLY = (winograd_convs,)
+
+
+def for_precision(passes: list, precision: str) -> list:
+    """`passes` as a build of that precision runs them: without the fp32-only ones below fp32."""
+    return list(passes) if precision == "fp32" else [p for p in passes if p not in FP32_ONLY]
