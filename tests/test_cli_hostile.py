@@ -22,7 +22,7 @@ import pytest
 from kcc.speech import say as say_mod
 from kcc.speech.g2p import espeak_available
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError
-from kcc.speech.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
+from kcc.speech.say import FIRST_CHUNK_PHONEMES, JOIN_FRAMES, iter_plan, plan, random_voice, say, split_encoded
 from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
 
@@ -52,14 +52,17 @@ class FramedSynth(FakeSynth):
         d = [self.edge, *[self.per_token] * len(ids), self.edge]
         return np.maximum(1, np.round(np.array(d) / speed)).astype(np.int32)
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, trail_frames=None):
         d = self.durations(ids, speed)
         if lead_frames is not None:
             d[0] = min(d[0], lead_frames)
+        if trail_frames is not None:
+            d[-1] = min(d[-1], trail_frames)
         if d.sum() > self.max_frames:
             self.overflows += 1
             raise FrameOverflow(int(d.sum()), self.max_frames)
-        self.calls.append({"ids": list(ids), "speed": speed, "seed": seed, "frames": int(d.sum())})
+        self.calls.append({"ids": list(ids), "speed": speed, "seed": seed, "frames": int(d.sum()),
+                           "durations": d.copy(), "trail_frames": trail_frames})
         from types import SimpleNamespace
         return SimpleNamespace(audio=FakeSynth.audio(ids, d), durations=d)
 
@@ -95,7 +98,7 @@ def test_say_at_every_speed_never_overflows(speed):
             warnings.simplefilter("ignore")
             r = say(text, synth, random_voice(0), speed=speed, g2p=LetterG2P())
         assert synth.overflows == 0
-        assert r.audio.size == sum(int(synth.durations(c["ids"], speed).sum()) * 600 for c in synth.calls)
+        assert r.audio.size == sum(c["frames"] * 600 for c in synth.calls)
         assert [w["word"] for w in r.words] == [w["word"] for c in r.chunks for w in c.words]
 
 
@@ -109,7 +112,7 @@ def test_an_overflowing_chunk_is_split_and_retried(speed):
     r = say(None, synth, pack, speed=speed, g2p=LetterG2P(), chunks=chunks)
     assert synth.overflows > 0 and len(r.chunks) == len(chunks)
     assert len(synth.calls) > len(chunks)
-    expect = np.concatenate([FakeSynth.audio(c["ids"], synth.durations(c["ids"], speed)) for c in synth.calls])
+    expect = np.concatenate([FakeSynth.audio(c["ids"], c["durations"]) for c in synth.calls])
     np.testing.assert_array_equal(r.audio, expect)
     assert [w["word"] for w in r.words] == [w.text for c in chunks for w in c.words]
     ends = [w["end_s"] for w in r.words]
@@ -353,12 +356,12 @@ class Stopping(FramedSynth):
         super().__init__()
         self.directory, self.stop_at, self.sizes = directory, stop_at, []
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, trail_frames=None):
         parts = list(self.directory.glob(".*.part"))
         self.sizes.append(sum(p.stat().st_size for p in parts))
         if self.stop_at is not None and len(self.calls) == self.stop_at:
             raise say_mod.Interrupted(signal.SIGINT)
-        return super().synthesize(ids, ref_s, speed, seed, lead_frames)
+        return super().synthesize(ids, ref_s, speed, seed, lead_frames, trail_frames)
 
 
 def test_say_streams_chunks_into_the_output(tmp_path, monkeypatch, capsys):
@@ -366,11 +369,11 @@ def test_say_streams_chunks_into_the_output(tmp_path, monkeypatch, capsys):
     out = tmp_path / "long.wav"
     rc, _, err, _ = _cli(monkeypatch, capsys, ["say", PARAGRAPH * 6, "-o", str(out)], synth)
     assert rc == 0, err
-    written = np.cumsum([0] + [int(synth.durations(c["ids"]).sum()) * 600 * 2 for c in synth.calls[:-1]])
+    written = np.cumsum([0] + [c["frames"] * 600 * 2 for c in synth.calls[:-1]])
     assert len(synth.calls) > 3
     assert synth.sizes[1:] == [44 + int(n) for n in written[1:]]       # each chunk on disk before the next
     with wave.open(str(out)) as w:
-        assert w.getnframes() == int(written[-1] / 2) + int(synth.durations(synth.calls[-1]["ids"]).sum()) * 600
+        assert w.getnframes() == int(written[-1] / 2) + synth.calls[-1]["frames"] * 600
     assert not list(tmp_path.glob(".*.part"))
 
 
@@ -608,7 +611,8 @@ def test_server_speaks_slow_speech_whole_when_the_estimate_is_beaten(tmp_path, s
     expect = sum(c["frames"] * 600 for c in synth.calls)
     assert len(body) == 2 * expect
     # the stream's first chunk starts with at most the server's lead (4 frames), not the edge's 80
-    assert synth.calls[0]["frames"] == int(synth.durations(synth.calls[0]["ids"], 0.25).sum()) - 80 + 4
+    join = JOIN_FRAMES if synth.calls[0]["trail_frames"] else 80     # the first chunk ends mid-sentence or not
+    assert synth.calls[0]["frames"] == int(synth.durations(synth.calls[0]["ids"], 0.25).sum()) - 80 + 4 - 80 + join
 
 
 # -- the planning bound against the real model ---------------------------------------------------

@@ -41,10 +41,10 @@ class FakeSynth:
             parts.append(0.3 * np.sin(2 * np.pi * (100 + 10 * t) * n / 24000))
         return np.concatenate(parts).astype(np.float32)
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, trail_frames=None):
         with self._lock:
             self.calls.append({"ids": list(ids), "ref_s": np.array(ref_s), "speed": speed, "seed": seed,
-                               "lead_frames": lead_frames})
+                               "lead_frames": lead_frames, "trail_frames": trail_frames})
             self.active += 1
             self.max_active = max(self.max_active, self.active)
         try:
@@ -56,6 +56,8 @@ class FakeSynth:
             d = self.durations(ids, speed)
             if lead_frames is not None:
                 d[0] = min(d[0], lead_frames)
+            if trail_frames is not None:
+                d[-1] = min(d[-1], trail_frames)
             return SimpleNamespace(audio=self.audio(ids, d), durations=d)
         finally:
             with self._lock:

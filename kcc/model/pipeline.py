@@ -153,13 +153,15 @@ class Synthesizer:
         return min(c.set_threads(n) for c in self.circuits.values())
 
     def run(self, env: dict[str, np.ndarray], with_checkpoints: bool = False,
-            skip: tuple[str, ...] = (), lead_frames: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+            skip: tuple[str, ...] = (), lead_frames: int | None = None,
+            trail_frames: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, float]]:
         """Run every stage (but `skip`) over `env`, which each stage extends with its outputs.
 
         Returns (checkpoints, seconds per stage). Frame dims no input carries (F, N) are set
         from the durations once the front stages produced them. lead_frames: at most this many
         frames for the leading boundary token (the silence the model puts before the first
-        phoneme, ~0.3 s), cut before the back stages make them; None: as predicted."""
+        phoneme, ~0.3 s), cut before the back stages make them; trail_frames: the same for the
+        trailing boundary token (the silence after the last phoneme); None: as predicted."""
         checkpoints: dict[str, np.ndarray] = {}
         seconds: dict[str, float] = {}
         known: dict[str, int] = {}
@@ -184,9 +186,11 @@ class Synthesizer:
             env.update(result.outputs)
             checkpoints.update(result.checkpoints)
             if "durations" in result.outputs:
+                d = env["durations"].reshape(-1)
                 if lead_frames is not None:
-                    d = env["durations"].reshape(-1)
                     d[0] = min(int(d[0]), lead_frames)
+                if trail_frames is not None:
+                    d[-1] = min(int(d[-1]), trail_frames)
                 frames = int(env["durations"].sum())
                 if frames > self.max_frames:
                     raise FrameOverflow(frames, self.max_frames)
@@ -194,11 +198,13 @@ class Synthesizer:
         return checkpoints, seconds
 
     def synthesize(self, ids: list[int], ref_s: np.ndarray, speed: float = 1.0, seed: int = 0,
-                   with_checkpoints: bool = False, lead_frames: int | None = None) -> Synthesis:
+                   with_checkpoints: bool = False, lead_frames: int | None = None,
+                   trail_frames: int | None = None) -> Synthesis:
         """Phoneme ids (without the boundary 0s) + a [1, 256] style row -> 24 kHz audio.
 
         `seed` drives the C RNG that replaces upstream's torch.rand/randn in the sine source.
-        `lead_frames`: at most this many frames of leading silence (run()); None: upstream's.
+        `lead_frames` / `trail_frames`: at most this many frames of leading / trailing silence
+        (run(): the boundary tokens' durations); None: upstream's.
         """
         if not ids:
             raise SynthesisError("no phoneme ids to synthesise")
@@ -216,9 +222,10 @@ class Synthesizer:
                "style_dec": ref_s[:, kokoro.STYLE_DEC].copy(), "style_pred": ref_s[:, kokoro.STYLE_PRED].copy(),
                "speed": np.array([speed], dtype=np.float32),
                "seed": np.array([seed & 0x7FFFFFFF], dtype=np.int32)}
-        if lead_frames is not None and not (isinstance(lead_frames, int) and lead_frames >= 1):
-            raise SynthesisError(f"lead_frames must be a whole number of frames >= 1, got {lead_frames!r}")
-        checkpoints, seconds = self.run(env, with_checkpoints, lead_frames=lead_frames)
+        for name, cap in (("lead_frames", lead_frames), ("trail_frames", trail_frames)):
+            if cap is not None and not (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1):
+                raise SynthesisError(f"{name} must be a whole number of frames >= 1, got {cap!r}")
+        checkpoints, seconds = self.run(env, with_checkpoints, lead_frames=lead_frames, trail_frames=trail_frames)
         audio = env["waveform"].reshape(-1)
         if not np.isfinite(audio).all():
             # The kernels are finite for finite inputs of the model's range; a style far outside

@@ -173,13 +173,15 @@ def split_encoded(enc: Encoded, parts: int) -> list[Encoded]:
 
 
 def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, seed: int,
-                        lead_frames: int | None = None) -> list[tuple[Encoded, object]]:
+                        lead_frames: int | None = None, trail_frames: int | None = None
+                        ) -> list[tuple[Encoded, object]]:
     """[(part, synthesis)] for one chunk: itself, or, when its durations overflow the frame plan
-    (the planning estimate was beaten), its parts, each retried the same way. lead_frames caps
-    the first part's leading silence (Synthesizer.synthesize); None leaves it as predicted."""
-    lead = {} if lead_frames is None else {"lead_frames": lead_frames}
+    (the planning estimate was beaten), its parts, each retried the same way. lead_frames /
+    trail_frames cap the first part's leading and the last part's trailing silence
+    (Synthesizer.synthesize); None leaves them as predicted."""
+    caps = {k: v for k, v in (("lead_frames", lead_frames), ("trail_frames", trail_frames)) if v is not None}
     try:
-        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed, **lead))]
+        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed, **caps))]
     except FrameOverflow as exc:
         if len(enc.ids) < 2:
             raise
@@ -187,22 +189,45 @@ def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, see
         if len(parts) < 2:
             raise
         return [r for i, part in enumerate(parts)
-                for r in _synthesize_fitting(part, synth, pack, speed, seed, lead_frames if i == 0 else None)]
+                for r in _synthesize_fitting(part, synth, pack, speed, seed, lead_frames if i == 0 else None,
+                                             trail_frames if i == len(parts) - 1 else None)]
+
+
+# A chunk cut inside a sentence ends and the next one starts with the model's utterance
+# silences (~0.3 s each: it takes every chunk for a whole utterance), so the join would be a
+# ~0.65 s pause where the text has none. Across such a join each side keeps at most JOIN_FRAMES
+# frames of its boundary silence (50 ms): the pause a comma or a word gap would have is then
+# the chunk's own punctuation token's. At a sentence end both silences stay as predicted.
+JOIN_FRAMES = 2
+SENTENCE_END = ".!?…"
+
+
+def ends_sentence(enc: Encoded) -> bool:
+    """The chunk's phonemes end with a sentence's final punctuation (closing quotes aside)."""
+    return enc.phonemes.rstrip().rstrip("\"'”’»)]").endswith(tuple(SENTENCE_END))
 
 
 def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,
-                      progress: "Progress | None" = None, first_lead_frames: int | None = None) -> Iterator[Chunk]:
+                      progress: "Progress | None" = None, first_lead_frames: int | None = None,
+                      join_frames: int | None = JOIN_FRAMES) -> Iterator[Chunk]:
     """Yield each chunk's audio as soon as it is made (the server streams these). A chunk whose
     frames overflow the plan is synthesised in parts and still yields one Chunk (its durations
     the parts' one after another), so callers see one Chunk per planned chunk.
     first_lead_frames: the most leading silence of the first chunk (a stream's listener waits
-    through it; None: as the model predicts it)."""
+    through it; None: as the model predicts it). join_frames: the most boundary silence on each
+    side of a join inside a sentence (JOIN_FRAMES; None: as predicted). Whether a chunk that
+    does not end a sentence is followed by another is known by taking the next chunk first."""
     speed = check_speed(speed)
     offset = 0
-    for i, enc in enumerate(chunks):
+    ahead = iter(chunks)
+    enc, i, joined = next(ahead, None), 0, False     # joined: the previous chunk ended inside a sentence
+    while enc is not None:
+        peeked = join_frames is not None and not ends_sentence(enc)
+        following = next(ahead, None) if peeked else None
+        trail = join_frames if following is not None else None
+        lead = first_lead_frames if i == 0 else (join_frames if joined else None)
         audio_parts, durations, words, at = [], [], [], offset
-        lead = first_lead_frames if i == 0 else None
-        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i, lead):
+        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i, lead, trail):
             audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
             d = np.asarray(out.durations).reshape(-1)
             frames = int(d.sum())
@@ -219,6 +244,7 @@ def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed:
         if progress is not None:
             progress.chars += len(enc.text) + 1
             progress.update(i + 1, offset / SAMPLE_RATE)
+        enc, i, joined = following if peeked else next(ahead, None), i + 1, trail is not None
     if progress is not None:
         progress.close()
 
