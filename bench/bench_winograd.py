@@ -2,7 +2,7 @@
 the norm fused, m = 2 and 3), at the synthesis's geometries: the generator's resblock convs
 (C = 128, T = 15241; C = 256, T = 2540; dilations 1, 3, 5) and the decoder's (C = 1024, T = 127).
 Portable build (the product's: AVX-512 clones here), OpenMP, 1 and 2 threads, interleaved, best of
---reps; each line prints the cost model's direct / Winograd ratio (kcc.ops.winograd_conv.choose)
+--reps, each run gated on quiet cores; each line prints the cost model's direct / Winograd ratio (kcc.ops.winograd_conv.choose)
 next to the measured one, and both outputs' max-abs error against float64.
 
     python bench/bench_winograd.py [--reps 5] [--threads 2]
@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_short as bs  # noqa: E402  (wait_quiet: each timed run waits for quiet cores)
 
 from kcc.compiler.build import BuildOptions  # noqa: E402
 from kcc.compiler.driver import compile_circuit  # noqa: E402
@@ -52,6 +54,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = ap.parse_args()
+    print(f"load {' '.join(bs.load())} at the start", flush=True)
     opts = BuildOptions(openmp=True)
     for c, d, t in CASES:
         rng = np.random.default_rng(c + d)
@@ -75,12 +78,15 @@ def main() -> None:
                 err[name] = float(np.abs(y - ref).max())
             for _ in range(args.reps):
                 for name, cc in ccs.items():
+                    bs.wait_quiet()
                     t0 = time.perf_counter()
                     cc.run({"x": x, "s": s}, arena=arenas[name])
                     best[name] = min(best.get(name, 1e9), time.perf_counter() - t0)
             print(f"C={c:4d} d={d} T={t:5d} {threads} thr: direct {best['direct'] * 1e3:6.2f} ms (err {err['direct']:.1e})"
                   + "".join(f"  {k} {best[k] * 1e3:6.2f} ms x{best['direct'] / best[k]:.2f} (model x{model[k]:.2f}, "
                             f"err {err[k] / err['direct']:.2f}x)" for k in ("m2", "m3")), flush=True)
+
+    print(f"load {' '.join(bs.load())} at the end; {bs.quiet_note()}")
 
 
 if __name__ == "__main__":
