@@ -155,7 +155,8 @@ def main(argv=None) -> int:
              "| process | wall s | peak RSS MB | synthesis s |", "| --- | --- | --- | --- |"]
     for name, r in rows.items():
         syn = r.get("synthesis_s", med["synthesis_s"] if name == "kcc say (process)" else float("nan"))
-        lines.append(f"| {name} | {r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | {syn:.3f} |")
+        lines.append(f"| {name} | {r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
+                     f"{'-' if syn != syn else f'{syn:.3f}'} |")
     ort = rows.get("onnxruntime (process)")
     if ort:
         lines += ["", "Peak RSS / onnxruntime's: " + ", ".join(
