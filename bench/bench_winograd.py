@@ -2,7 +2,8 @@
 the norm fused, m = 2 and 3), at the synthesis's geometries: the generator's resblock convs
 (C = 128, T = 15241; C = 256, T = 2540; dilations 1, 3, 5) and the decoder's (C = 1024, T = 127).
 Portable build (the product's: AVX-512 clones here), OpenMP, 1 and 2 threads, interleaved, best of
---reps, each run gated on quiet cores; each line prints the cost model's direct / Winograd ratio (kcc.ops.winograd_conv.choose)
+--reps, each run gated on quiet cores (up to --quiet-wait s), wall time and process CPU time (at 1
+thread the CPU time is what a run costs even beside a busy neighbour); each line prints the cost model's direct / Winograd ratio (kcc.ops.winograd_conv.choose)
 next to the measured one, and both outputs' max-abs error against float64.
 
     python bench/bench_winograd.py [--reps 5] [--threads 2]
@@ -53,7 +54,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--quiet-wait", type=float, default=20.0, help="seconds to wait for quiet cores before each run")
     args = ap.parse_args()
+    bs.QUIET["max_wait_s"] = args.quiet_wait
     print(f"load {' '.join(bs.load())} at the start", flush=True)
     opts = BuildOptions(openmp=True)
     for c, d, t in CASES:
@@ -71,7 +74,7 @@ def main() -> None:
         arenas = {name: cc.new_arena() for name, cc in ccs.items()}
         model = {f"m{m}": direct_cost(c, c) / winograd_cost(m, c, c, d, True) for m in (2, 3)}
         for threads in args.threads:
-            best, err = {}, {}
+            best, err, cpu = {}, {}, {}
             for name, cc in ccs.items():
                 cc.set_threads(threads)
                 y = cc.run({"x": x, "s": s}, arena=arenas[name]).outputs["y"]
@@ -79,13 +82,15 @@ def main() -> None:
             for _ in range(args.reps):
                 for name, cc in ccs.items():
                     bs.wait_quiet()
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     cc.run({"x": x, "s": s}, arena=arenas[name])
                     best[name] = min(best.get(name, 1e9), time.perf_counter() - t0)
-            print(f"C={c:4d} d={d} T={t:5d} {threads} thr: direct {best['direct'] * 1e3:6.2f} ms (err {err['direct']:.1e})"
-                  + "".join(f"  {k} {best[k] * 1e3:6.2f} ms x{best['direct'] / best[k]:.2f} (model x{model[k]:.2f}, "
-                            f"err {err[k] / err['direct']:.2f}x)" for k in ("m2", "m3")), flush=True)
-
+                    cpu[name] = min(cpu.get(name, 1e9), time.process_time() - c0)
+            print(f"C={c:4d} d={d} T={t:5d} {threads} thr: direct {best['direct'] * 1e3:6.2f} ms wall, "
+                  f"{cpu['direct'] * 1e3:6.2f} ms cpu (err {err['direct']:.1e})"
+                  + "".join(f" | {k} {best[k] * 1e3:6.2f} / {cpu[k] * 1e3:6.2f} ms x{best['direct'] / best[k]:.2f} wall "
+                            f"x{cpu['direct'] / cpu[k]:.2f} cpu (model x{model[k]:.2f}, err {err[k] / err['direct']:.2f}x)"
+                            for k in ("m2", "m3")), flush=True)
     print(f"load {' '.join(bs.load())} at the end; {bs.quiet_note()}")
 
 

@@ -94,11 +94,17 @@ def winograd_pack(w: np.ndarray, a: dict) -> np.ndarray:
 
 
 # -- the cost model ------------------------------------------------------------------------------
-# Weights in slot-GEMM multiply-adds (as kcc.ops.dft_conv's): the transforms' multiply-adds run
-# at about half the GEMM's rate; the slot weights' bytes are re-read once per block of tiles.
-TRANSFORM_WEIGHT = 2.0
-WEIGHT_BYTE = 3.0
-MIN_GAIN = 1.15     # modelled direct / Winograd multiply-adds below this: keep the direct conv
+# Both sides per output row, in GEMM multiply-adds: the GEMMs, the weights' bytes (the direct conv
+# streams its pack once per KCC_CONV_MC rows, the Winograd kernel its slot weights once per block
+# of tiles) and the transforms. Calibrated on the EPYC (1 thread, process CPU time: the machine is
+# shared) with the AdaIN + Snake fused, bench/bench_winograd.py: measured direct / F(2, 3) x1.26
+# (C 128, T 15241), x1.35 (C 256, T 2540), x1.30 (512 -> 256, T 254), x1.16 (C 1024, T 127). The
+# transforms cost ~10x their multiply-adds (each tile's rows go through L2 twice: written by the
+# forward transform, read by the slot GEMMs; the inverse likewise); a weight byte ~1.75 of them.
+TRANSFORM_WEIGHT = 10.0
+WEIGHT_BYTE = 1.75
+DIRECT_ROWS = c_constant("conv_epilogue_f32.c", "KCC_CONV_MC")   # rows per pass over the direct conv's pack
+MIN_GAIN = 1.1      # modelled direct / Winograd below this: keep the direct conv
 SIZES = (2,)        # the m the pass tries: m = 3's error (POINTS) leaves too little of the FP32 gate
 
 
@@ -122,18 +128,19 @@ def tile_madds(m: int, c_in: int, c_out: int) -> tuple[int, int]:
     return (m + 2) * c_in * ldm, _nonzero(bt) * c_in + _nonzero(at) * ldm
 
 
-def direct_cost(c_in: int, c_out: int) -> int:
-    """The direct conv's multiply-adds per output row, as the GEMM variant runs them (padded Cout)."""
-    return K * c_in * panels(c_out) * GEMM_NR
+def direct_cost(c_in: int, c_out: int) -> float:
+    """The direct conv's weighted multiply-adds per output row, as the GEMM variant runs them
+    (padded Cout), with its share of the weight pack's re-reads."""
+    madds = K * c_in * panels(c_out) * GEMM_NR
+    return madds + WEIGHT_BYTE * 4 * madds / DIRECT_ROWS
 
 
 def winograd_cost(m: int, c_in: int, c_out: int, dilation: int, norm: bool) -> float:
     """Weighted multiply-adds per output row: the tile's GEMMs, its transforms and its share of
-    the slot weights' re-read (once per block of tiles)."""
+    the slot weights' re-reads (once per block of tiles)."""
     gemm, trans = tile_madds(m, c_in, c_out)
     tb = max(tiles_per_block(m, c_in, c_out, dilation, norm), 1)
-    weight_bytes = 4 * (m + 2) * c_in * panels(c_out) * GEMM_NR
-    return (gemm + TRANSFORM_WEIGHT * trans + WEIGHT_BYTE * weight_bytes / tb) / m
+    return (gemm + TRANSFORM_WEIGHT * trans + WEIGHT_BYTE * 4 * gemm / tb) / m
 
 
 @dataclass(frozen=True)
