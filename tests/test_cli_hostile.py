@@ -610,9 +610,10 @@ def test_server_speaks_slow_speech_whole_when_the_estimate_is_beaten(tmp_path, s
     assert synth.overflows > 0
     expect = sum(c["frames"] * 600 for c in synth.calls)
     assert len(body) == 2 * expect
-    # the stream's first chunk starts with at most the server's lead (4 frames), not the edge's 80
-    join = JOIN_FRAMES if synth.calls[0]["trail_frames"] else 80     # the first chunk ends mid-sentence or not
-    assert synth.calls[0]["frames"] == int(synth.durations(synth.calls[0]["ids"], 0.25).sum()) - 80 + 4 - 80 + join
+    # the first chunk keeps its leading edge (80 frames); its trailing one is cut to the join's
+    # frames when it ends inside a sentence
+    trail = JOIN_FRAMES if synth.calls[0]["trail_frames"] else 80
+    assert synth.calls[0]["frames"] == int(synth.durations(synth.calls[0]["ids"], 0.25).sum()) - 80 + trail
 
 
 # -- the planning bound against the real model ---------------------------------------------------

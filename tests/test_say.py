@@ -181,6 +181,29 @@ def test_cli_say_writes_wav_and_timestamps(tmp_path, monkeypatch, capsys):
     assert starts == sorted(starts)
 
 
+class ReleasingSynth(FakeSynth):
+    """Records release_weights_after_use(); `refuse` raises as a model compiled in memory does."""
+
+    def __init__(self, refuse=False):
+        super().__init__()
+        self.refuse, self.released = refuse, 0
+
+    def release_weights_after_use(self, on=True):
+        from kcc.compiler.runtime import WeightReleaseError
+        if self.refuse:
+            raise WeightReleaseError("stage x: the weights are not a read-only file mapping")
+        self.released += 1
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_cli_say_releases_weights_between_stages_where_it_can(tmp_path, monkeypatch, capsys, refuse):
+    synth = ReleasingSynth(refuse)
+    rc, _, err = _cli(monkeypatch, capsys, ["say", sentences(3), "-o", str(tmp_path / "o.wav")], synth=synth)
+    assert rc == 0, err
+    assert synth.released == (0 if refuse else 1) and synth.calls           # spoken either way
+    assert (tmp_path / "o.wav").stat().st_size > 44
+
+
 def test_cli_say_refuses_bad_input(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok \xff\xfe")

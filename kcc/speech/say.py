@@ -193,11 +193,15 @@ def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, see
                                              trail_frames if i == len(parts) - 1 else None)]
 
 
-# A chunk cut inside a sentence ends and the next one starts with the model's utterance
-# silences (~0.3 s each: it takes every chunk for a whole utterance), so the join would be a
-# ~0.65 s pause where the text has none. Across such a join each side keeps at most JOIN_FRAMES
-# frames of its boundary silence (50 ms): the pause a comma or a word gap would have is then
-# the chunk's own punctuation token's. At a sentence end both silences stay as predicted.
+# A chunk cut inside a sentence ends with the model's utterance-final silence (~0.35 s: it
+# takes every chunk for a whole utterance) and the next one starts with ~0.3 s more, so a join
+# is a ~0.65 s pause where the text has none. The ending side keeps at most JOIN_FRAMES frames
+# of its trailing silence (50 ms; a comma's pause is the comma token's own). The next chunk's
+# leading silence stays as predicted: the first phoneme's onset is made in those frames, and
+# cutting them cost it (bench/chunk_join_wer.py: Whisper WER of server-chunked sentences 8.1%
+# with the silences as predicted, 6.2% with the trailing cap, 16.2% with the first chunk's
+# leading silence cut to 4 frames, 11.5-12.7% with later chunks' cut to 6-8).
+# At a sentence end both silences stay as predicted.
 JOIN_FRAMES = 2
 SENTENCE_END = ".!?…"
 
@@ -214,18 +218,18 @@ def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed:
     frames overflow the plan is synthesised in parts and still yields one Chunk (its durations
     the parts' one after another), so callers see one Chunk per planned chunk.
     first_lead_frames: the most leading silence of the first chunk (a stream's listener waits
-    through it; None: as the model predicts it). join_frames: the most boundary silence on each
-    side of a join inside a sentence (JOIN_FRAMES; None: as predicted). Whether a chunk that
-    does not end a sentence is followed by another is known by taking the next chunk first."""
+    through it; None: as the model predicts it). join_frames: the most trailing silence of a
+    chunk that ends inside a sentence (JOIN_FRAMES; None: as predicted). Whether such a chunk
+    is followed by another is known by taking the next chunk first."""
     speed = check_speed(speed)
     offset = 0
     ahead = iter(chunks)
-    enc, i, joined = next(ahead, None), 0, False     # joined: the previous chunk ended inside a sentence
+    enc, i = next(ahead, None), 0
     while enc is not None:
         peeked = join_frames is not None and not ends_sentence(enc)
         following = next(ahead, None) if peeked else None
         trail = join_frames if following is not None else None
-        lead = first_lead_frames if i == 0 else (join_frames if joined else None)
+        lead = first_lead_frames if i == 0 else None
         audio_parts, durations, words, at = [], [], [], offset
         for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i, lead, trail):
             audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
@@ -244,7 +248,7 @@ def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed:
         if progress is not None:
             progress.chars += len(enc.text) + 1
             progress.update(i + 1, offset / SAMPLE_RATE)
-        enc, i, joined = following if peeked else next(ahead, None), i + 1, trail is not None
+        enc, i = following if peeked else next(ahead, None), i + 1
     if progress is not None:
         progress.close()
 
@@ -322,6 +326,21 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
     fixed = threads is not None or "OMP_NUM_THREADS" in os.environ
     synth.set_threads(n if fixed else FreeCores(n))
     return synth
+
+
+def release_weights_between_stages(synth) -> None:
+    """A one-shot process needs a stage's weights again only for the next chunk: dropping them
+    from the resident set after each stage (Synthesizer.release_weights_after_use; they stay in
+    the page cache) makes the peak one stage's weights, not all of them (--precision int8:
+    176 -> 104 MB, bench/results/bench_say_warm.md). A model compiled in memory on a cold start
+    is not file-mapped: it keeps them."""
+    from kcc.compiler.runtime import WeightReleaseError
+    release = getattr(synth, "release_weights_after_use", None)     # absent on test doubles
+    try:
+        if release is not None:
+            release()
+    except WeightReleaseError:
+        pass
 
 
 # The longest text `kcc say` reads: about 10 million words, ~1,000 hours of speech (speaking is
@@ -509,5 +528,6 @@ def _run(args) -> tuple[int, int, int]:
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                              native=getattr(args, "native", False), threads=getattr(args, "threads", None),
                              precision=getattr(args, "precision", None))
+    release_weights_between_stages(synth)
     return speak_to_file(chain([first], chunks), synth, pack, outs["-o"], outs.get("--timestamps"),
                          speed, args.seed, getattr(g2p, "description", ""), progress)

@@ -48,9 +48,10 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
                    help="size the first chunk from the measured synthesis cost to be made within this (at least "
                         "16 phonemes); 0: --first-chunk-phonemes, sentences under ~3x that whole: later first "
                         "audio, more natural speech ($KCC_FIRST_CHUNK_SECONDS)")
-    p.add_argument("--first-lead-ms", type=int, default=_env("FIRST_LEAD_MS", 100, int),
-                   help="the most silence before a stream's first phoneme (the model puts ~300 ms there, "
-                        "which the listener waits through); -1: the model's ($KCC_FIRST_LEAD_MS)")
+    p.add_argument("--first-lead-ms", type=int, default=_env("FIRST_LEAD_MS", -1, int),
+                   help="the most silence before a stream's first phoneme (the model puts ~300 ms there); "
+                        "-1 (default): the model's. Shorter comes sooner but costs the first word's onset "
+                        "(Whisper WER 8.1%% -> 16.2%% at 100 ms) ($KCC_FIRST_LEAD_MS)")
 
 
 def add_parsers(subparsers) -> None:
