@@ -57,8 +57,9 @@ def test_passes_fire_where_expected(small_ckpt):
     assert len(post) == 1 and post[0].attrs["n"] == 16
     assert {op.attrs["n"] for op in g.ops if op.type == "dft_conv1d" and op.attrs["k_size"] == 7} == {16}
     assert {op.attrs["n"] for op in g.ops if op.type == "dft_conv1d" and op.attrs["k_size"] == 11} == {32}
-    # and winograd_convs then takes the 12 fused K 3 convs (F(2, 3), the norm fused in)
+    # and winograd_convs then takes the 12 fused K 3 convs (F(3, 3), the norm fused in)
     assert full["winograd_conv1d"] == 12 and full["adain_conv1d"] == 0 and full["add"] == 4
+    assert {op.attrs["m"] for op in g.ops if op.type == "winograd_conv1d"} == {3}
     assert sum("res" in op.inputs for op in g.ops) == 24
 
 

@@ -223,7 +223,7 @@ def _graph(c_in, c_out, k=3, bias=True, norm=False, dilation=1) -> Graph:
     (128, 128, 3, True, True, 5, True),      # the generator's resblock convs: AdaIN + Snake fused in
     (256, 256, 3, True, True, 1, True),
     (512, 256, 3, True, False, 1, True),     # the prosody's plain conv
-    (1090, 1024, 3, True, True, 1, True),    # the decoder's (measured x1.16 at 1024 channels, T 127)
+    (1090, 1024, 3, True, True, 1, True),    # the decoder's, at m = 2 (measured x1.16 at 1024 channels, T 127)
     (64, 64, 3, True, True, 1, False),       # modelled x1.06: the transforms eat the saving
     (128, 128, 5, True, False, 1, False),    # not K 3
     (128, 128, 3, False, False, 1, False),   # no bias
@@ -234,7 +234,7 @@ def test_pass_fires_on_wide_k3_convs_with_a_bias(c_in, c_out, k, bias, norm, dil
     conv, = g.ops
     assert (conv.type == "winograd_conv1d") == fires
     if fires:
-        assert conv.attrs["m"] == choose(c_in, c_out, dilation, norm).m == 2
+        assert conv.attrs["m"] == choose(c_in, c_out, dilation, norm).m == (2 if c_in > 1000 else 3)
         assert conv.attrs["dilation"] == dilation and conv.attrs["c_out"] == c_out
         assert ("style" in conv.inputs) == norm and (conv.attrs["norm_act"] == "snake") == norm
 
