@@ -12,9 +12,9 @@ if [ -z "$levels" ]; then
   echo "isa_levels: $(uname -m) has no x86-64 dispatch levels; nothing to force"
   exit 0
 fi
-# The GEMM tiles and their fused twins, attention, the block-DFT convs, AdaIN/Snake rows, the
+# The GEMM tiles and their fused twins, attention, the block-DFT and Winograd convs, AdaIN/Snake rows, the
 # LSTM step, the generator and the whole model from phoneme ids.
-SUITES=(tests/test_ops.py tests/test_conv_variants.py tests/test_phoneme_encoder.py tests/test_attention.py tests/test_dft_conv.py tests/test_lstm.py
+SUITES=(tests/test_ops.py tests/test_conv_variants.py tests/test_phoneme_encoder.py tests/test_attention.py tests/test_dft_conv.py tests/test_winograd_conv.py tests/test_lstm.py
         tests/test_generator.py tests/test_full_model.py)
 for level in $levels; do
   echo "== KCC_ISA=$level"
