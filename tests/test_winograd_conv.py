@@ -244,3 +244,26 @@ def test_pass_runs_on_fp32_builds_only():
     assert for_precision(DEFAULT_PASSES, "fp32") == DEFAULT_PASSES
     for precision in ("bf16", "int8"):
         assert for_precision(DEFAULT_PASSES, precision) == [p for p in DEFAULT_PASSES if p is not winograd_convs]
+
+
+@pytest.mark.parametrize("precision,conv", [("fp32", "winograd_conv1d"), ("bf16", "conv1d_bf16"), ("int8", "conv1d_int8")])
+def test_reduced_precision_builds_keep_their_own_convs(precision, conv):
+    """compile_circuit leaves winograd_convs out below fp32 (kcc.compiler.passes.for_precision):
+    the bf16 / int8 passes then rewrite the direct conv into their op, as without this pass."""
+    from pathlib import Path
+
+    from kcc.compiler.driver import compile_circuit
+    from kcc.weights.checkpoint import Checkpoint
+    rng = np.random.default_rng(6)
+    w, bias = _weights(rng, 128, 128)
+    doc = {"schema": "kcc.circuit/1", "name": "one_k3_conv", "capture": "none",
+           "dims": {"B": {"min": 1, "max": 1}, "T": {"min": 1, "max": 64}},
+           "inputs": [{"name": "x", "dtype": "f32", "shape": ["B", "T", 128]}],
+           "weights": {"w": {"ref": "t.w"}, "b": {"ref": "t.b"}},
+           "blocks": [{"name": "b", "ops": [{"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "w", "bias": "b"},
+                                             "attrs": {"padding": 1}, "out": "y"}]}], "outputs": ["y"]}
+    cc = compile_circuit(doc, Checkpoint(Path("<memory>"), {"t.w": w, "t.b": bias}), BuildOptions(precision=precision))
+    assert [op.type for op in cc.graph.ops] == [conv]
+    x = rng.standard_normal((1, 64, 128)).astype(np.float32)
+    want = _truth({"x": x}, {"weight": w, "bias": bias}, 1, 1)
+    assert float(np.abs(cc.run({"x": x}).outputs["y"] - want).max()) <= (TOL if precision == "fp32" else 0.1)
