@@ -3,8 +3,8 @@ the norm fused, m = 2 and 3), at the synthesis's geometries: the generator's res
 (C = 128, T = 15241; C = 256, T = 2540; dilations 1, 3, 5) and the decoder's (C = 1024, T = 127).
 Portable build (the product's: AVX-512 clones here), OpenMP, 1 and 2 threads, interleaved, best of
 --reps, each run gated on quiet cores (up to --quiet-wait s), wall time and process CPU time (at 1
-thread the CPU time is what a run costs even beside a busy neighbour); each line prints the cost model's direct / Winograd ratio (kcc.ops.winograd_conv.choose)
-next to the measured one, and both outputs' max-abs error against float64.
+thread the CPU time is what a run costs even beside a busy neighbour); each line prints the cost
+model's direct / Winograd ratio (kcc.ops.winograd_conv.choose) next to the measured one, and both outputs' max-abs error against float64.
 
     python bench/bench_winograd.py [--reps 5] [--threads 2]
 """

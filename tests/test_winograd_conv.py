@@ -246,7 +246,8 @@ def test_pass_runs_on_fp32_builds_only():
         assert for_precision(DEFAULT_PASSES, precision) == [p for p in DEFAULT_PASSES if p is not winograd_convs]
 
 
-@pytest.mark.parametrize("precision,conv", [("fp32", "winograd_conv1d"), ("bf16", "conv1d_bf16"), ("int8", "conv1d_int8")])
+@pytest.mark.parametrize("precision,conv", [("fp32", "winograd_conv1d"), ("bf16", "conv1d_bf16"),
+                                            ("int8", "conv1d_int8")])
 def test_reduced_precision_builds_keep_their_own_convs(precision, conv):
     """compile_circuit leaves winograd_convs out below fp32 (kcc.compiler.passes.for_precision):
     the bf16 / int8 passes then rewrite the direct conv into their op, as without this pass."""

@@ -190,7 +190,8 @@ def _infer(name, ins, ws, a):
     c_in = _c_in(name, ws["weight"], c_out)
     expect(c_in == x[2], name, f"weight {list(ws['weight'])} expects {c_in} input channels, x has {x[2]}")
     for key in ("padding", "dilation"):
-        expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
+        expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name,
+               f"attr {key} must be an integer, got {a[key]!r}")
     expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")
     expect(tuple(ws["bias"]) == (c_out,), name, f"bias has shape {list(ws['bias'])}, expected [{c_out}]")
     norm = "style" in ins
@@ -249,7 +250,7 @@ def _cases():
             _case(rng, "m2_valid_short", 1, 4, 5, 3, 2),
             _case(rng, "m3_leaky_norm_residual", 2, 30, 17, 18, 3, res=True, norm_act="leaky_relu", padding=1),
             _case(rng, "m3_one_output", 1, 3, 8, 16, 3),
-            _case(rng, "m2_d5_tiles_past_the_end", 1, 41, 16, 16, 2, padding=5, dilation=5),   # residues 1-4's last tile
+            _case(rng, "m2_d5_tiles_past_the_end", 1, 41, 16, 16, 2, padding=5, dilation=5),   # residues 1-4
             _case(rng, "m2_many_blocks_d3", 1, 700, 64, 64, 2, norm_act="none", padding=3, dilation=3)]
 
 
