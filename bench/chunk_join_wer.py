@@ -1,9 +1,9 @@
 """What chunking a sentence costs a listener: each sentence spoken whole and as the server
-chunks it (the first chunk cut at 16 phonemes, then x3): the chunks' boundary silences as the
-model predicts them, the trailing silence at a join inside a sentence capped
-(kcc.speech.say.JOIN_FRAMES, the default), and the first chunk's leading silence cut to 4 frames
-(the server's --first-lead-ms 100); Whisper tiny.en's word error rate and the audio length
-against the whole sentence's.
+chunks it (the first chunk cut at 16 phonemes, then x3): every chunk as the model predicts an
+utterance, a chunk that ends inside a sentence drawn as continuing (the default:
+kcc.model.pipeline.continuing_durations), and that with the first chunk's leading silence cut
+to 4 frames (the server's --first-lead-ms 100); Whisper tiny.en's word error rate and the audio
+length against the whole sentence's.
 
     python bench/chunk_join_wer.py [--voice jf_alpha] [--precision fp32] [--seeds 2]
 """
@@ -35,22 +35,22 @@ def main(argv=None) -> int:
 
     from kcc.speech.first_chunk import chunk_plan
     from kcc.speech.g2p import G2P
-    from kcc.speech.say import JOIN_FRAMES, load_synthesizer, plan, synthesize_chunks
+    from kcc.speech.say import load_synthesizer, plan, synthesize_chunks
     from kcc.speech.voices import load_voice
     synth = load_synthesizer(None, threads=2, precision=args.precision, log=open(os.devnull, "w"))
     pack, g2p, whisper = load_voice(args.voice), G2P(), Whisper()
     ramp, min_rest = chunk_plan(args.first, 200)
-    policies = {"whole sentence": (None, None, None, None),
-                "chunked, silences as predicted": (ramp, min_rest, None, None),
-                f"chunked, join's trailing silence <= {JOIN_FRAMES} frames (default)": (ramp, min_rest, JOIN_FRAMES, None),
-                f"chunked, default + first chunk's leading silence <= 4 frames": (ramp, min_rest, JOIN_FRAMES, 4)}
+    policies = {"whole sentence": (None, None, False, None),
+                "chunked, each chunk an utterance": (ramp, min_rest, False, None),
+                "chunked, continuing joins (default)": (ramp, min_rest, True, None),
+                "chunked, default + first chunk's leading silence <= 4 frames": (ramp, min_rest, True, 4)}
     rows = {p: {"refs": [], "hyps": [], "seconds": [], "chunks": []} for p in policies}
     for text in [*SENTENCES, BENCH_SENTENCE]:
         for name, (first, rest, join, lead) in policies.items():
             chunks = plan(text, g2p, first_limit=first or 510, min_rest=rest or 0)
             for seed in range(args.seeds):
                 audio = np.concatenate([c.audio for c in synthesize_chunks(
-                    chunks, synth, pack, seed=seed, join_frames=join, first_lead_frames=lead)])
+                    chunks, synth, pack, seed=seed, joins=join, first_lead_frames=lead)])
                 r = rows[name]
                 r["refs"].append(spoken(text))
                 r["hyps"].append(spoken(whisper(audio)))

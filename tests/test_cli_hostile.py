@@ -21,8 +21,8 @@ import pytest
 
 from kcc.speech import say as say_mod
 from kcc.speech.g2p import espeak_available
-from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError
-from kcc.speech.say import FIRST_CHUNK_PHONEMES, JOIN_FRAMES, iter_plan, plan, random_voice, say, split_encoded
+from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError, continuing_durations
+from kcc.speech.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
 from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
 
@@ -52,17 +52,17 @@ class FramedSynth(FakeSynth):
         d = [self.edge, *[self.per_token] * len(ids), self.edge]
         return np.maximum(1, np.round(np.array(d) / speed)).astype(np.int32)
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, trail_frames=None):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, continues=False):
         d = self.durations(ids, speed)
         if lead_frames is not None:
             d[0] = min(d[0], lead_frames)
-        if trail_frames is not None:
-            d[-1] = min(d[-1], trail_frames)
+        if continues:
+            d = continuing_durations(d)
         if d.sum() > self.max_frames:
             self.overflows += 1
             raise FrameOverflow(int(d.sum()), self.max_frames)
         self.calls.append({"ids": list(ids), "speed": speed, "seed": seed, "frames": int(d.sum()),
-                           "durations": d.copy(), "trail_frames": trail_frames})
+                           "durations": d.copy(), "continues": continues})
         from types import SimpleNamespace
         return SimpleNamespace(audio=FakeSynth.audio(ids, d), durations=d)
 
@@ -356,12 +356,12 @@ class Stopping(FramedSynth):
         super().__init__()
         self.directory, self.stop_at, self.sizes = directory, stop_at, []
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, trail_frames=None):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, continues=False):
         parts = list(self.directory.glob(".*.part"))
         self.sizes.append(sum(p.stat().st_size for p in parts))
         if self.stop_at is not None and len(self.calls) == self.stop_at:
             raise say_mod.Interrupted(signal.SIGINT)
-        return super().synthesize(ids, ref_s, speed, seed, lead_frames, trail_frames)
+        return super().synthesize(ids, ref_s, speed, seed, lead_frames, continues)
 
 
 def test_say_streams_chunks_into_the_output(tmp_path, monkeypatch, capsys):
@@ -610,10 +610,11 @@ def test_server_speaks_slow_speech_whole_when_the_estimate_is_beaten(tmp_path, s
     assert synth.overflows > 0
     expect = sum(c["frames"] * 600 for c in synth.calls)
     assert len(body) == 2 * expect
-    # the first chunk keeps its leading edge (80 frames); its trailing one is cut to the join's
-    # frames when it ends inside a sentence
-    trail = JOIN_FRAMES if synth.calls[0]["trail_frames"] else 80
-    assert synth.calls[0]["frames"] == int(synth.durations(synth.calls[0]["ids"], 0.25).sum()) - 80 + trail
+    # the first chunk keeps its leading edge (80 frames); its end is drawn as continuing when it
+    # ends inside a sentence
+    first = synth.calls[0]
+    d = synth.durations(first["ids"], 0.25)
+    assert first["frames"] == int((continuing_durations(d) if first["continues"] else d).sum())
 
 
 # -- the planning bound against the real model ---------------------------------------------------

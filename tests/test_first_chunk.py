@@ -11,7 +11,8 @@ import pytest
 from kcc.model.pipeline import SynthesisCancelled
 from kcc.speech.first_chunk import CostModel, chunk_plan, chunk_ramp
 from kcc.speech.g2p import Word
-from kcc.speech.say import JOIN_FRAMES, ends_sentence, plan, synthesize_chunks
+from kcc.model.pipeline import CONTINUING_TRAIL_FRAMES, continuing_durations
+from kcc.speech.say import ends_sentence, plan, synthesize_chunks
 from kcc.speech.timestamps import SAMPLES_PER_FRAME
 from kcc.speech.serve.scheduler import ChunkScheduler, SchedulerClosed
 from kcc.speech.serve.service import Limits
@@ -206,11 +207,11 @@ class HoldSecond(FakeSynth):
         super().__init__()
         self.release, self.holding = threading.Event(), threading.Event()
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, trail_frames=None):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, continues=False):
         if seed == 1 and not self.holding.is_set():
             self.holding.set()
             self.release.wait(10)
-        return super().synthesize(ids, ref_s, speed, seed, lead_frames, trail_frames)
+        return super().synthesize(ids, ref_s, speed, seed, lead_frames, continues)
 
 
 def test_a_new_requests_first_chunk_goes_before_another_requests_later_chunks(tmp_path):
@@ -299,43 +300,51 @@ def test_the_first_chunk_of_a_stream_has_its_leading_silence_capped(tmp_path):
         status, _, body = post(srv.port, {"input": sentences(4), "response_format": "pcm"})
     assert status == 200 and body
     leads = [c["lead_frames"] for c in synth.calls]
-    trails = [c["trail_frames"] for c in synth.calls]
     assert len(leads) >= 2 and leads[0] == 3
     assert set(leads[1:]) == {None}                   # later chunks' onsets as predicted
-    assert JOIN_FRAMES in trails                      # the 20-phoneme first chunk is cut mid-sentence
+    assert synth.calls[0]["continues"]                # the 20-phoneme first chunk is cut mid-sentence
 
 
 # -- joins inside a sentence -----------------------------------------------------------------------
-def _spoken(text, ramp, join_frames=JOIN_FRAMES):
+def _spoken(text, ramp, joins=True):
     synth = FakeSynth()
     chunks = plan(text, LetterG2P(), limit=200, first_limit=ramp)
-    out = list(synthesize_chunks(chunks, synth, np.zeros((510, 256), np.float32), join_frames=join_frames))
+    out = list(synthesize_chunks(chunks, synth, np.zeros((510, 256), np.float32), joins=joins))
     return chunks, synth.calls, out
 
 
-def test_a_join_inside_a_sentence_caps_the_trailing_silence_and_a_sentence_end_keeps_it():
+def test_a_chunk_cut_inside_a_sentence_continues_and_a_sentence_end_does_not():
     chunks, calls, out = _spoken("Alpha bravo charlie, delta echo foxtrot. Golf hotel india juliet kilo.", [20, 20])
     assert [c.phonemes[-1] for c in chunks] == [",", ".", "."]
-    assert [(c.get("lead_frames"), c.get("trail_frames")) for c in calls] == \
-        [(None, JOIN_FRAMES), (None, None), (None, None)]
-    for c, call in zip(out, calls):                   # the audio is the capped durations' length
+    assert [(c["lead_frames"], c["continues"]) for c in calls] == [(None, True), (None, False), (None, False)]
+    for c, call in zip(out, calls):                   # the audio is the (continuing) durations' length
         free = FakeSynth.durations(call["ids"])
-        assert c.durations[0] == min(free[0], call["lead_frames"] or free[0])
-        assert c.durations[-1] == min(free[-1], call["trail_frames"] or free[-1])
+        assert np.array_equal(c.durations, continuing_durations(free) if call["continues"] else free)
         assert c.audio.size == int(c.durations.sum()) * SAMPLES_PER_FRAME
 
 
-def test_a_last_chunk_without_final_punctuation_keeps_its_trailing_silence():
+def test_a_last_chunk_without_final_punctuation_ends_as_an_utterance():
     chunks, calls, _ = _spoken("alpha bravo charlie delta echo foxtrot golf hotel", [12])
     assert len(chunks) >= 2 and not any(ends_sentence(c) for c in chunks)
-    trails = [c["trail_frames"] for c in calls]
-    assert trails == [JOIN_FRAMES] * (len(chunks) - 1) + [None]
-    assert [c["lead_frames"] for c in calls] == [None] * len(chunks)
+    assert [c["continues"] for c in calls] == [True] * (len(chunks) - 1) + [False]
 
 
-def test_join_frames_none_keeps_every_silence_as_predicted():
-    _, calls, _ = _spoken("Alpha bravo charlie, delta echo foxtrot. Golf hotel.", [20, 20], join_frames=None)
-    assert len(calls) >= 2 and all(c["lead_frames"] is None and c["trail_frames"] is None for c in calls)
+def test_joins_false_speaks_every_chunk_as_an_utterance():
+    _, calls, _ = _spoken("Alpha bravo charlie, delta echo foxtrot. Golf hotel.", [20, 20], joins=False)
+    assert len(calls) >= 2 and not any(c["continues"] for c in calls)
+
+
+@pytest.mark.parametrize("d, want", [
+    ([12, 2, 3, 2, 17, 15], [12, 2, 3, 2, 4, CONTINUING_TRAIL_FRAMES]),   # final lengthening cut to 2 x median
+    ([12, 2, 3, 2, 3, 1], [12, 2, 3, 2, 3, 1]),                           # short ends stay
+    ([5, 1, 1, 9, 7], [5, 1, 1, 2, 2]),                                   # median 1 -> at most 2
+    ([5, 9, 7], [5, 9, 2]),                                               # one token: nothing to compare it with
+])
+def test_continuing_durations(d, want):
+    given = np.array(d, np.int32)
+    got = continuing_durations(given)
+    assert got.tolist() == want and got.dtype == np.int32
+    assert given.tolist() == d                                            # a copy: the input is kept
 
 
 @pytest.mark.parametrize("phonemes, end", [("ab.", True), ("ab?", True), ("ab!", True), ("ab…", True),
@@ -362,12 +371,11 @@ def test_first_lead_ms_below_minus_one_is_refused():
         check_settings(args)
 
 
-@pytest.mark.parametrize("cap_name, at", [("lead_frames", 0), ("trail_frames", -1)])
-def test_boundary_caps_change_their_token_and_nothing_else(small_ckpt_path, cap_name, at):
-    """Synthesizer.synthesize(lead_frames=k / trail_frames=k): the leading / trailing boundary
-    token gets min(its predicted frames, k), every other duration is unchanged, the audio is that
-    many frames long; None is the upstream path bit for bit; a cap that is not a whole number
-    >= 1 is a SynthesisError."""
+def test_lead_frames_caps_the_leading_token_and_nothing_else(small_ckpt_path):
+    """Synthesizer.synthesize(lead_frames=k): the leading boundary token gets min(its predicted
+    frames, k), every other duration is unchanged, the audio is that many frames long; None is
+    the upstream path bit for bit; a cap that is not a whole number >= 1 is a SynthesisError.
+    continues=True: the durations are continuing_durations of the free ones."""
     import numpy as np
     from kcc.model.pipeline import SynthesisError, Synthesizer
     from kcc.speech.timestamps import SAMPLES_PER_FRAME
@@ -375,14 +383,17 @@ def test_boundary_caps_change_their_token_and_nothing_else(small_ckpt_path, cap_
     style = (0.1 * np.random.default_rng(4).standard_normal((1, 256))).astype(np.float32)
     ids = [50, 83, 54, 156, 57, 135, 16, 65]
     free = synth.synthesize(ids, style)
-    assert np.array_equal(synth.synthesize(ids, style, **{cap_name: None}).audio, free.audio)
-    cap = max(1, int(free.durations[at]) - 2)
-    capped = synth.synthesize(ids, style, **{cap_name: cap})
-    assert capped.durations[at] == cap < free.durations[at]
-    others = np.ones(free.durations.size, bool)
-    others[at] = False
-    assert np.array_equal(capped.durations[others], free.durations[others])
+    assert np.array_equal(synth.synthesize(ids, style, lead_frames=None).audio, free.audio)
+    cap = max(1, int(free.durations[0]) - 2)
+    capped = synth.synthesize(ids, style, lead_frames=cap)
+    assert capped.durations[0] == cap < free.durations[0]
+    assert np.array_equal(capped.durations[1:], free.durations[1:])
     assert capped.audio.size == int(capped.durations.sum()) * SAMPLES_PER_FRAME
+    going_on = synth.synthesize(ids, style, continues=True)
+    assert np.array_equal(going_on.durations, continuing_durations(free.durations))
+    assert going_on.audio.size == int(going_on.durations.sum()) * SAMPLES_PER_FRAME
+    with pytest.raises(SynthesisError, match="continues"):
+        synth.synthesize(ids, style, continues=1)
     for bad in (0, -3, 2.5, "4", True):
-        with pytest.raises(SynthesisError, match=cap_name):
-            synth.synthesize(ids, style, **{cap_name: bad})
+        with pytest.raises(SynthesisError, match="lead_frames"):
+            synth.synthesize(ids, style, lead_frames=bad)

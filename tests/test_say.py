@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from kcc.model.pipeline import continuing_durations
 from kcc.speech import say as say_mod
 from kcc.speech.g2p import PUNCTUATION, G2PError, Word, espeak_available
 from kcc.speech.say import SayError, plan, random_voice, say
@@ -41,10 +42,10 @@ class FakeSynth:
             parts.append(0.3 * np.sin(2 * np.pi * (100 + 10 * t) * n / 24000))
         return np.concatenate(parts).astype(np.float32)
 
-    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, trail_frames=None):
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, continues=False):
         with self._lock:
             self.calls.append({"ids": list(ids), "ref_s": np.array(ref_s), "speed": speed, "seed": seed,
-                               "lead_frames": lead_frames, "trail_frames": trail_frames})
+                               "lead_frames": lead_frames, "continues": continues})
             self.active += 1
             self.max_active = max(self.max_active, self.active)
         try:
@@ -56,8 +57,8 @@ class FakeSynth:
             d = self.durations(ids, speed)
             if lead_frames is not None:
                 d[0] = min(d[0], lead_frames)
-            if trail_frames is not None:
-                d[-1] = min(d[-1], trail_frames)
+            if continues:
+                d = continuing_durations(d)
             return SimpleNamespace(audio=self.audio(ids, d), durations=d)
         finally:
             with self._lock:

@@ -72,6 +72,29 @@ class Synthesis:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+# Kokoro takes every input for a whole utterance: it draws the last phoneme out (final
+# lengthening, 17 frames for the "n" of "The quick brown" against ~2-4 inside a sentence) and
+# adds ~0.35 s of trailing silence. Where the text goes on (a chunk cut inside a sentence) that
+# is a drawn-out word and a long pause mid-sentence. Whisper tiny.en on server-chunked sentences
+# (bench/chunk_join_wer.py, real model): WER 6.2% as predicted, 5.0% with the trailing silence
+# cut, 3.1% with the last phoneme also cut (whole sentences 2.3%). The next chunk's leading
+# silence stays: the model makes the first phoneme's onset in it (cut, 13-16%).
+CONTINUING_TRAIL_FRAMES = 2      # the trailing boundary token, at most (50 ms)
+CONTINUING_LAST_RATIO = 2.0      # the last token, at most this times the median of the others
+
+
+def continuing_durations(d: np.ndarray) -> np.ndarray:
+    """Durations [lead, tokens..., trail] of ids after which the text goes on: the trailing
+    silence at most CONTINUING_TRAIL_FRAMES, the last token at most CONTINUING_LAST_RATIO times
+    the median of the tokens before it (at least 1 frame; kept when it is the only one)."""
+    d = np.array(d, copy=True)
+    d[-1] = min(int(d[-1]), CONTINUING_TRAIL_FRAMES)
+    if d.size >= 4:
+        cap = max(1, int(round(CONTINUING_LAST_RATIO * float(np.median(d[1:-2])))))
+        d[-2] = min(int(d[-2]), cap)
+    return d
+
+
 class Synthesizer:
     def __init__(self, checkpoint: str | Path | Checkpoint, options: BuildOptions = BuildOptions(),
                  max_frames: int = DEFAULT_MAX_FRAMES, stages: list[str] | None = None, progress=None):
@@ -154,14 +177,14 @@ class Synthesizer:
 
     def run(self, env: dict[str, np.ndarray], with_checkpoints: bool = False,
             skip: tuple[str, ...] = (), lead_frames: int | None = None,
-            trail_frames: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+            continues: bool = False) -> tuple[dict[str, np.ndarray], dict[str, float]]:
         """Run every stage (but `skip`) over `env`, which each stage extends with its outputs.
 
         Returns (checkpoints, seconds per stage). Frame dims no input carries (F, N) are set
         from the durations once the front stages produced them. lead_frames: at most this many
         frames for the leading boundary token (the silence the model puts before the first
-        phoneme, ~0.3 s), cut before the back stages make them; trail_frames: the same for the
-        trailing boundary token (the silence after the last phoneme); None: as predicted."""
+        phoneme, ~0.3 s), cut before the back stages make them; None: as predicted. continues:
+        the text goes on after these ids (continuing_durations)."""
         checkpoints: dict[str, np.ndarray] = {}
         seconds: dict[str, float] = {}
         known: dict[str, int] = {}
@@ -189,8 +212,8 @@ class Synthesizer:
                 d = env["durations"].reshape(-1)
                 if lead_frames is not None:
                     d[0] = min(int(d[0]), lead_frames)
-                if trail_frames is not None:
-                    d[-1] = min(int(d[-1]), trail_frames)
+                if continues:
+                    d[:] = continuing_durations(d)
                 frames = int(env["durations"].sum())
                 if frames > self.max_frames:
                     raise FrameOverflow(frames, self.max_frames)
@@ -199,12 +222,13 @@ class Synthesizer:
 
     def synthesize(self, ids: list[int], ref_s: np.ndarray, speed: float = 1.0, seed: int = 0,
                    with_checkpoints: bool = False, lead_frames: int | None = None,
-                   trail_frames: int | None = None) -> Synthesis:
+                   continues: bool = False) -> Synthesis:
         """Phoneme ids (without the boundary 0s) + a [1, 256] style row -> 24 kHz audio.
 
         `seed` drives the C RNG that replaces upstream's torch.rand/randn in the sine source.
-        `lead_frames` / `trail_frames`: at most this many frames of leading / trailing silence
-        (run(): the boundary tokens' durations); None: upstream's.
+        `lead_frames`: at most this many frames of leading silence (run()); None: upstream's.
+        `continues`: the text goes on after these ids (a chunk cut inside a sentence): its end
+        is drawn as a word boundary, not an utterance's (continuing_durations).
         """
         if not ids:
             raise SynthesisError("no phoneme ids to synthesise")
@@ -222,10 +246,12 @@ class Synthesizer:
                "style_dec": ref_s[:, kokoro.STYLE_DEC].copy(), "style_pred": ref_s[:, kokoro.STYLE_PRED].copy(),
                "speed": np.array([speed], dtype=np.float32),
                "seed": np.array([seed & 0x7FFFFFFF], dtype=np.int32)}
-        for name, cap in (("lead_frames", lead_frames), ("trail_frames", trail_frames)):
-            if cap is not None and not (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1):
-                raise SynthesisError(f"{name} must be a whole number of frames >= 1, got {cap!r}")
-        checkpoints, seconds = self.run(env, with_checkpoints, lead_frames=lead_frames, trail_frames=trail_frames)
+        if lead_frames is not None and not (isinstance(lead_frames, int) and not isinstance(lead_frames, bool)
+                                            and lead_frames >= 1):
+            raise SynthesisError(f"lead_frames must be a whole number of frames >= 1, got {lead_frames!r}")
+        if not isinstance(continues, bool):
+            raise SynthesisError(f"continues must be True or False, got {continues!r}")
+        checkpoints, seconds = self.run(env, with_checkpoints, lead_frames=lead_frames, continues=continues)
         audio = env["waveform"].reshape(-1)
         if not np.isfinite(audio).all():
             # The kernels are finite for finite inputs of the model's range; a style far outside

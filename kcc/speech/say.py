@@ -173,15 +173,17 @@ def split_encoded(enc: Encoded, parts: int) -> list[Encoded]:
 
 
 def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, seed: int,
-                        lead_frames: int | None = None, trail_frames: int | None = None
-                        ) -> list[tuple[Encoded, object]]:
+                        lead_frames: int | None = None, continues: bool = False) -> list[tuple[Encoded, object]]:
     """[(part, synthesis)] for one chunk: itself, or, when its durations overflow the frame plan
-    (the planning estimate was beaten), its parts, each retried the same way. lead_frames /
-    trail_frames cap the first part's leading and the last part's trailing silence
-    (Synthesizer.synthesize); None leaves them as predicted."""
-    caps = {k: v for k, v in (("lead_frames", lead_frames), ("trail_frames", trail_frames)) if v is not None}
+    (the planning estimate was beaten), its parts, each retried the same way. lead_frames caps
+    the first part's leading silence, None leaves it as predicted; `continues` (the text goes on
+    after the chunk: Synthesizer.synthesize) holds for the last part as given, for every part
+    before it always."""
+    opts = {"lead_frames": lead_frames} if lead_frames is not None else {}
+    if continues:
+        opts["continues"] = True
     try:
-        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed, **caps))]
+        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed, **opts))]
     except FrameOverflow as exc:
         if len(enc.ids) < 2:
             raise
@@ -190,19 +192,9 @@ def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, see
             raise
         return [r for i, part in enumerate(parts)
                 for r in _synthesize_fitting(part, synth, pack, speed, seed, lead_frames if i == 0 else None,
-                                             trail_frames if i == len(parts) - 1 else None)]
+                                             continues or i < len(parts) - 1)]
 
 
-# A chunk cut inside a sentence ends with the model's utterance-final silence (~0.35 s: it
-# takes every chunk for a whole utterance) and the next one starts with ~0.3 s more, so a join
-# is a ~0.65 s pause where the text has none. The ending side keeps at most JOIN_FRAMES frames
-# of its trailing silence (50 ms; a comma's pause is the comma token's own). The next chunk's
-# leading silence stays as predicted: the first phoneme's onset is made in those frames, and
-# cutting them cost it (bench/chunk_join_wer.py: Whisper WER of server-chunked sentences 8.1%
-# with the silences as predicted, 6.2% with the trailing cap, 16.2% with the first chunk's
-# leading silence cut to 4 frames, 11.5-12.7% with later chunks' cut to 6-8).
-# At a sentence end both silences stay as predicted.
-JOIN_FRAMES = 2
 SENTENCE_END = ".!?…"
 
 
@@ -213,25 +205,25 @@ def ends_sentence(enc: Encoded) -> bool:
 
 def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,
                       progress: "Progress | None" = None, first_lead_frames: int | None = None,
-                      join_frames: int | None = JOIN_FRAMES) -> Iterator[Chunk]:
+                      joins: bool = True) -> Iterator[Chunk]:
     """Yield each chunk's audio as soon as it is made (the server streams these). A chunk whose
     frames overflow the plan is synthesised in parts and still yields one Chunk (its durations
     the parts' one after another), so callers see one Chunk per planned chunk.
     first_lead_frames: the most leading silence of the first chunk (a stream's listener waits
-    through it; None: as the model predicts it). join_frames: the most trailing silence of a
-    chunk that ends inside a sentence (JOIN_FRAMES; None: as predicted). Whether such a chunk
-    is followed by another is known by taking the next chunk first."""
+    through it; None: as the model predicts it). joins: a chunk that ends inside a sentence,
+    with another after it, is synthesised as continuing (Synthesizer.synthesize `continues`:
+    no utterance-final lengthening and pause at the join); False: every chunk as an utterance.
+    Whether such a chunk is followed by another is known by taking the next chunk first."""
     speed = check_speed(speed)
     offset = 0
     ahead = iter(chunks)
     enc, i = next(ahead, None), 0
     while enc is not None:
-        peeked = join_frames is not None and not ends_sentence(enc)
+        peeked = joins and not ends_sentence(enc)
         following = next(ahead, None) if peeked else None
-        trail = join_frames if following is not None else None
-        lead = first_lead_frames if i == 0 else None
         audio_parts, durations, words, at = [], [], [], offset
-        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i, lead, trail):
+        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i,
+                                             first_lead_frames if i == 0 else None, following is not None):
             audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
             d = np.asarray(out.durations).reshape(-1)
             frames = int(d.sum())
