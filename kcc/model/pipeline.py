@@ -76,9 +76,9 @@ class Synthesis:
 # lengthening, 17 frames for the "n" of "The quick brown" against ~2-4 inside a sentence) and
 # adds ~0.35 s of trailing silence. Where the text goes on (a chunk cut inside a sentence) that
 # is a drawn-out word and a long pause mid-sentence. Whisper tiny.en on server-chunked sentences
-# (bench/chunk_join_wer.py, real model): WER 6.2% as predicted, 5.0% with the trailing silence
-# cut, 3.1% with the last phoneme also cut (whole sentences 2.3%). The next chunk's leading
-# silence stays: the model makes the first phoneme's onset in it (cut, 13-16%).
+# (bench/results/chunk_join_wer.md, real model, fp32 / int8): WER 6.9 / 6.9% as predicted,
+# 3.8 / 4.6% continuing (whole sentences 2.3%). The next chunk's leading silence stays: the
+# model makes the first phoneme's onset in it (cutting the first chunk's to 4 frames: 16-17%).
 CONTINUING_TRAIL_FRAMES = 2      # the trailing boundary token, at most (50 ms)
 CONTINUING_LAST_RATIO = 2.0      # the last token, at most this times the median of the others
 

@@ -59,8 +59,8 @@ class Limits:
     chunk_growth: float = 3.0           # each next chunk's limit, until chunk_phonemes
     # The first chunk's leading silence, at most (frames of 25 ms; None: the model's ~0.3 s).
     # Cutting it makes the first audio ~8% sooner but the model makes the first phoneme's
-    # onset in those frames: Whisper WER of chunked sentences 8.1% -> 16.2% at 4 frames
-    # (bench/chunk_join_wer.py), so it is off unless asked for.
+    # onset in those frames: Whisper WER of chunked sentences 3.8% -> 16.2% at 4 frames
+    # (bench/results/chunk_join_wer.md), so it is off unless asked for.
     first_lead_frames: int | None = None
     cores: int = 0                      # kernel threads shared among running syntheses (0: fixed)
 
