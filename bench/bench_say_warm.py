@@ -7,10 +7,9 @@ Usage: python bench/bench_say_warm.py [--runs 5] [--text "..."] [--out bench/res
 1. `kcc say TEXT -o x.wav` as a fresh process, `runs` times after one warm-up run (the compiled
    model's artifact is then in the cache and its pages in the page cache): wall and peak RSS;
    the same with `--precision int8`.
-2. The same steps timed inside one fresh process: Python imports, model load (artifact mapped),
-   G2P (backend start + this text), synthesis, WAV write; and with `--precision int8` and each
-   stage's weight pages released once it ran (Synthesizer.release_weights_after_use: they stay
-   in the page cache, which no process's RSS counts).
+2. The same steps timed inside one fresh process: Python imports, model load (artifact mapped,
+   each stage's weight pages released once it ran, as `kcc say` does: they stay in the page
+   cache, which no process's RSS counts), G2P (backend start + this text), synthesis, WAV write.
 3. Peak RSS and wall of a fresh process that speaks the same phoneme ids with the same voice row:
    onnxruntime on the int8 ONNX export (2 threads) and torch (upstream KModel on the imported .pth).
 Each engine is its own process (os.wait4 gives each one's own peak RSS). The CPU is named.
@@ -38,8 +37,7 @@ from kcc.speech.g2p import G2P
 from kcc.speech.wav import write_wav
 t1 = time.perf_counter()
 synth = load_synthesizer(None, log=None, precision=sys.argv[3])
-if sys.argv[4] == "release":
-    synth.release_weights_after_use()
+synth.release_weights_after_use()
 t2 = time.perf_counter()
 g2p = G2P("en-us", "auto"); chunks = plan(sys.argv[1], g2p); pack = resolve_voice(None)
 t3 = time.perf_counter()
@@ -122,12 +120,7 @@ def main(argv=None) -> int:
             says = [run_rss([*kcc, "say", args.text, "-o", wav, *extra]) for _ in range(args.runs)]
             rows[label] = {"wall_s": sorted(w for w, _, _ in says)[len(says) // 2],
                            "peak_rss_mb": max(r for _, r, _ in says)}
-        phases = [json.loads(run_rss([py, "-c", _PHASES, args.text, wav, "fp32", "keep"])[2]) for _ in range(args.runs)]
-        released = [run_rss([py, "-c", _PHASES, args.text, wav, "int8", "release"]) for _ in range(args.runs)]
-        rows["kcc say steps, int8, weights released (process)"] = {
-            "wall_s": sorted(w for w, _, _ in released)[len(released) // 2],
-            "peak_rss_mb": max(r for _, r, _ in released),
-            "synthesis_s": sorted(json.loads(o)["synthesis_s"] for _, _, o in released)[len(released) // 2]}
+        phases = [json.loads(run_rss([py, "-c", _PHASES, args.text, wav, "fp32"])[2]) for _ in range(args.runs)]
         ids = phases[0]["ids"]
         if not args.no_peers:
             import numpy as np
@@ -162,8 +155,8 @@ def main(argv=None) -> int:
         lines += ["", "Peak RSS / onnxruntime's: " + ", ".join(
             f"{name.removesuffix(' (process)')} {r['peak_rss_mb'] / ort['peak_rss_mb']:.2f}x"
             for name, r in rows.items() if name.startswith("kcc")) + ". RSS counts the mapped weight pages a "
-            "process touched (file-backed) and its own memory (anonymous); released weight pages stay in the "
-            "page cache, shared and counted by no process."]
+            "process holds (file-backed) and its own memory (anonymous); `kcc say` releases each stage's "
+            "weight pages once the stage ran: they stay in the page cache, shared and counted by no process."]
     lines += ["", "Inside one `kcc say`-like process (median s):", "",
               "| Python imports | model load (artifact) | G2P (start + text) | synthesis | WAV write |",
               "| --- | --- | --- | --- | --- |",
