@@ -93,8 +93,8 @@ def bench_section() -> str:
         lines += ["", f"Warm `kcc say` of one sentence (`bench/bench_say_warm.py`, {w['cpu']}; the kcc process "
                   "includes English G2P, the onnxruntime (int8 ONNX export) and torch processes get the same "
                   "phoneme ids): "
-                  + ", ".join(f"{k} {v['wall_s']:.2f} s wall / {v['peak_rss_mb']:.0f} MB peak RSS"
-                              for k, v in w["rows"].items())
+                  + ", ".join(f"{k.removesuffix(' (process)')} {v['wall_s']:.2f} s wall / {v['peak_rss_mb']:.0f} MB "
+                              "peak RSS" for k, v in w["rows"].items())
                   + f"; inside kcc: imports {ph['imports_s']:.2f} s, model load {ph['model_load_s']:.2f} s, "
                     f"G2P {ph['g2p_s']:.2f} s, synthesis {ph['synthesis_s']:.2f} s."]
     lines += ["", "More: `bench/results/` (per-stage rooflines, dispatch levels, the server, batch)."]
