@@ -14,14 +14,7 @@ from kcc.compiler.runtime import WeightReleaseError, release_pages
 from kcc.model import model_store
 from kcc.model.pipeline import Synthesizer
 
-STAGES = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
-IDS = [50, 83, 54, 156, 57, 135, 16, 65, 156, 87]
-
-
-@pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+from test_model_store import IDS, STAGES, cache  # noqa: F401  (the artifact cache fixture, the same stages)
 
 
 @pytest.fixture()
