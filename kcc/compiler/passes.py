@@ -5,8 +5,8 @@ when its one consumer is the next op of the chain and it is neither a checkpoint
 (X-Ray still sees every declared checkpoint). Fused ops compute bit-identical results.
 spectral_convs and winograd_convs change the arithmetic (block DFTs for long convs, Winograd
 F(m, 3) for K = 3 ones: fewer multiplies, same FP32 gate), so FUSION_PASSES leaves them out.
-winograd_convs and fuse_adain_dft run on fp32 builds only (`for_precision`): the bf16 and int8
-passes rewrite the convs they make into their own ops, which have no such forms.
+winograd_convs runs on fp32 builds only (`for_precision`): the bf16 and int8 passes rewrite the
+direct convs it would replace into their own ops.
 """
 from __future__ import annotations
 
@@ -66,11 +66,10 @@ def _gemm_conv(g: Graph, op: Op) -> tuple[int, int, int] | None:
     return (k, c_in, c_out) if variant(c_in, c_out, op.attrs["groups"], op.attrs["dilation"], False) == "gemm" else None
 
 
-def fuse_adain(g: Graph, fused: str, geometry, carry: tuple[str, ...] = ()) -> Graph:
+def fuse_adain(g: Graph, fused: str, geometry) -> Graph:
     """adain -> conv becomes one `fused` op at the conv's place, for every conv that
     geometry(g, conv) accepts (it gives (K, c_in, ...), or None) whose adain output no one else
-    reads and whose rows fit the fused tile; the conv's other inputs (a residual) come along, and
-    its attrs named in `carry` besides the conv1d epilogue's."""
+    reads and whose rows fit the fused tile; the conv's other inputs (a residual) come along."""
     consumers, pinned = _consumers(g), _pinned(g)
     drop: set[int] = set()
     for i, conv in enumerate(g.ops):
@@ -84,8 +83,7 @@ def fuse_adain(g: Graph, fused: str, geometry, carry: tuple[str, ...] = ()) -> G
         if not fits_norm_conv(c_in, a["dilation"] * (k - 1)):
             continue
         attrs = dict(FUSED_ATTRS, eps=norm.attrs["eps"], norm_act=norm.attrs["act"], norm_slope=norm.attrs["slope"],
-                     padding=a["padding"], dilation=a["dilation"], act=a["act"], slope=a["slope"],
-                     **{key: a[key] for key in carry})
+                     padding=a["padding"], dilation=a["dilation"], act=a["act"], slope=a["slope"])
         inputs = {**norm.inputs, **{name: t for name, t in conv.inputs.items() if name != "x"}}
         g.ops[i] = Op(conv.name, fused, inputs, {**norm.weights, **conv.weights}, attrs, conv.output)
         drop.add(id(norm))
@@ -98,29 +96,13 @@ def fuse_adain_conv(g: Graph) -> Graph:
     return fuse_adain(g, "adain_conv1d", _gemm_conv)
 
 
-def _dft_conv(g: Graph, op: Op) -> tuple[int, int] | None:
-    """(K, c_in) of a dft_conv1d that reads only x (no norm fused yet)."""
-    if op.type != "dft_conv1d" or set(op.inputs) != {"x"}:
-        return None
-    return op.attrs["k_size"], g.tensors[op.inputs["x"]].shape[2]
-
-
-def fuse_adain_dft(g: Graph) -> Graph:
-    """adain -> dft_conv1d becomes one dft_conv1d with the norm (its `style` input) at the conv's
-    place: the normalised tensor (7.8 MB per generator conv at 128 channels, past L2) is never
-    written and read back. Bit-identical to the pair; below min_rows the kernel runs the fused
-    direct conv, hence fuse_adain's fits_norm_conv condition. fp32 only: the bf16 and int8
-    passes rewrite dft_conv1d into ops without the norm."""
-    return fuse_adain(g, "dft_conv1d", _dft_conv, carry=("n", "k_size", "c_out", "min_rows"))
-
-
 def spectral_convs(g: Graph) -> Graph:
     """A stride-1 conv1d with a bias for which the cost model (kcc.ops.dft_conv.choose) picks a
     DFT length (long kernels: K = 7, 11 at 128+ channels) becomes dft_conv1d at that length (its
     spectrum is packed once after the passes); below min_rows input rows the kernel runs the
     direct conv, and a conv whose planned dims never reach min_rows stays direct.
-    Runs before fuse_adain_conv: the direct fusion would hide the conv from it; fuse_adain_dft
-    then fuses the adain into the DFT conv."""
+    Runs before fuse_adain_conv: such convs read a materialised adain (its traffic is small
+    next to the conv's multiplies)."""
     ops: list[Op] = []
     top = max_dims(g.dims)
     for op in g.ops:
@@ -207,8 +189,8 @@ def fuse_residual_add(g: Graph) -> Graph:
 
 
 FUSION_PASSES = [drop_dead_ops, fuse_adain_conv, fuse_residual_add]    # bit-identical to no passes
-DEFAULT_PASSES = [drop_dead_ops, spectral_convs, fuse_adain_conv, fuse_adain_dft, winograd_convs, fuse_residual_add]
-FP32_ONLY = (fuse_adain_dft, winograd_convs)
+DEFAULT_PASSES = [drop_dead_ops, spectral_convs, fuse_adain_conv, winograd_convs, fuse_residual_add]
+FP32_ONLY = (winograd_convs,)
 
 
 def for_precision(passes: list, precision: str) -> list:

@@ -1,14 +1,10 @@
 """Long stride-1 convolutions as block DFTs (dft_conv1d_f32.c), made by kcc.compiler.passes.spectral_convs.
 
-`dft_conv1d`: x [B, T, Cin], optional style [B, S] (then the style instance norm of `adain` with
-its act runs on x first, fused into the kernel's input read, as winograd_conv1d fuses it: weights
-norm_w, norm_b, fc_w, fc_b, alpha? and attrs eps, norm_act, norm_slope as adain_conv1d's) and res;
-weights `weight`, `spectrum` (both name the conv's
+`dft_conv1d`: x [B, T, Cin], optional res; weights `weight`, `spectrum` (both name the conv's
 one weight: packed at lowering, `weight` into the GEMM pack [K, panels, Cin, 16] and `spectrum`
 into its n-point spectrum [n/2, 3, panels, Cin, 16], made once in f64 and rounded to f32) and
 `bias`; attrs n (DFT length, a power of two > K-1), k_size, c_out, min_rows, padding, dilation,
-act (none | leaky_relu), slope: the conv1d (or adain -> conv1d) it replaces, same output and
-epilogue. Below min_rows
+act (none | leaky_relu), slope: the conv1d it replaces, same output and epilogue. Below min_rows
 input rows (B * T) it runs the direct conv on the GEMM pack: there reading the spectrum (~48/K
 times the weight's bytes at n = 32) costs more than the multiplies it saves.
 
@@ -26,13 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kcc.kernels.registry import Contract, F32, I64, IN_F32, KERNELS, Kernel, OUT_F32, WEIGHT, c_constant, register
-from kcc.ops.adain import ACTS as NORM_ACTS
-from kcc.ops.adain import _infer as adain_infer
-from kcc.ops.adain import adain_reference, adain_weights
 from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, bf16_pairs, conv_case, conv_reference, gemm_pack, stride1_out
 from kcc.ops.core import OPS, BindContext, Case, OpDef, c_float, define_op, expect
-from kcc.ops.cost_terms import ACT_FLOPS, epilogue
-from kcc.ops.fused import fits_norm_conv
+from kcc.ops.cost_terms import epilogue
 
 MAX_N = c_constant("dft_conv1d_f32.c", "KCC_DFT_MAX_N")
 WORK = c_constant("dft_conv1d_f32.c", "KCC_DFT_WORK")     # floats of one thread's work area
@@ -40,22 +32,19 @@ WORK = c_constant("dft_conv1d_f32.c", "KCC_DFT_WORK")     # floats of one thread
 register(Kernel(
     name="kcc_dft_conv1d_f32",
     source="dft_conv1d_f32.c",
-    args=(("x", IN_F32), ("style", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("n_style", I64),
-          ("norm_w", WEIGHT), ("norm_b", WEIGHT), ("fc_w", WEIGHT), ("fc_b", WEIGHT), ("alpha", WEIGHT),
-          ("act", I64), ("slope", F32), ("eps", F32), ("has_norm", I64), ("wp", WEIGHT), ("spec", WEIGHT),
+    args=(("x", IN_F32), ("n_batch", I64), ("t_in", I64), ("c_in", I64), ("wp", WEIGHT), ("spec", WEIGHT),
           ("n", I64), ("min_rows", I64), ("bias", WEIGHT), ("c_out", I64), ("k_size", I64), ("pad", I64),
           ("dilation", I64), ("neg_slope", F32), ("res", IN_F32), ("has_res", I64), ("out", OUT_F32)),
     contract=Contract(
         accumulation="f32: input real FFT (radix 2 over n/2 complex points), three real GEMMs per "
                      "spectrum slot (Gauss's complex product; 128-term chunks from zero, FMA where the "
                      "target has it), the "
-                     "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_gemm_f32. "
-                     "The fused norm is kcc_instance_norm_style_f32's rows, bit for bit",
+                     "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_gemm_f32",
         tolerance=2e-5,
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
               "1.1-2.3x the direct conv's own f32 error vs float64. Identical for any thread count. Below "
-              "min_rows input rows it is kcc_conv1d_gemm_f32 (with the norm kcc_norm_conv1d_f32) exactly"),
-    requires=("kcc_conv1d_gemm_f32", "kcc_norm_conv1d_f32", "kcc_instance_norm_style_f32"),
+              "min_rows input rows it is kcc_conv1d_gemm_f32 exactly"),
+    requires=("kcc_conv1d_gemm_f32",),
 ))
 
 
@@ -89,20 +78,17 @@ MADDS_PER_BYTE = 1.5
 VW = c_constant("dft_conv1d_f32.c", "KCC_DFT_VW")   # the padding lane block of each work-area row
 
 
-def tiles_per_block(c_in: int, c_out: int, n: int, dilation: int | None = None) -> int:
+def tiles_per_block(c_in: int, c_out: int, n: int) -> int:
     """Tiles one block of the kernel holds: its work area over a tile's n/2 + 1 regions of three
-    GEMM rows (as wide as the wider side) less the rows' padding, in whole 8-row GEMM tiles.
-    dilation: a fused norm's, whose ring of normalised input rows (kcc_dft_ring_rows: d * n rows
-    of Cin) takes its share of the area; None without the norm."""
+    GEMM rows (as wide as the wider side) less the rows' padding, in whole 8-row GEMM tiles."""
     regions = n // 2 + 1
-    area = WORK - regions * 3 * VW - (dilation * n * c_in if dilation else 0)
-    fit = max(area, 0) // (regions * 3 * max(c_in, panels(c_out) * GEMM_NR))
+    fit = (WORK - regions * 3 * VW) // (regions * 3 * max(c_in, panels(c_out) * GEMM_NR))
     return fit // 8 * 8 if fit >= 8 else fit
 
 
-def fits_work(c_in: int, c_out: int, n: int, dilation: int | None = None) -> bool:
-    """One tile's work rows (and a fused norm's ring, dilation given) fit the kernel's per-thread work area."""
-    return tiles_per_block(c_in, c_out, n, dilation) >= 1
+def fits_work(c_in: int, c_out: int, n: int) -> bool:
+    """One tile's work rows fit the kernel's per-thread work area."""
+    return tiles_per_block(c_in, c_out, n) >= 1
 
 
 def tile_madds(c_in: int, c_out: int, k: int, n: int) -> tuple[int, float]:
@@ -223,19 +209,7 @@ def _conv_infer(name, ins, ws, a):
     expect(tuple(ws["spectrum"]) == tuple(ws["weight"]), name,
            f"weight roles 'spectrum' {list(ws['spectrum'])} and 'weight' {list(ws['weight'])} must name "
            "the same conv weight (the spectrum is packed from it)")
-    norm = "style" in ins
-    given = [r for r in NORM_ROLES if r in ws]
-    if norm:
-        missing = [r for r in NORM_ROLES[:4] if r not in ws]
-        expect(not missing, name, f"the input 'style' needs norm weights {missing}")
-        adain_infer(name, {"x": x, "style": ins["style"]}, {r: ws[r] for r in given},
-                    {"eps": a["eps"], "act": a["norm_act"], "slope": a["norm_slope"]})
-        expect(fits_norm_conv(x[2], a["dilation"] * (k - 1)), name,
-               f"Cin {x[2]} with a span of {a['dilation'] * (k - 1)} rows exceeds the fused direct conv's tile")
-    else:
-        expect(not given, name, f"norm weights {given} need the input 'style'")
-    expect(fits_work(x[2], c_out, a["n"], a["dilation"] if norm else None), name,
-           f"Cin {x[2]} and Cout {c_out} at n = {a['n']} exceed the kernel's work area")
+    expect(fits_work(x[2], c_out, a["n"]), name, f"Cin {x[2]} and Cout {c_out} at n = {a['n']} exceed the kernel's work area")
     for key in ("padding", "dilation"):
         expect(isinstance(a[key], int) and a[key] >= (key == "dilation"), name, f"attr {key} must be an integer, got {a[key]!r}")
     expect(a["act"] in ("none", "leaky_relu"), name, f"act {a['act']!r} is not 'none' or 'leaky_relu'")
@@ -244,14 +218,9 @@ def _conv_infer(name, ins, ws, a):
 
 
 def _conv_bind(ctx: BindContext):
-    a, w, norm = ctx.attrs, ctx.w_ptr, "style" in ctx.in_ptr
+    a, w = ctx.attrs, ctx.w_ptr
     return "kcc_dft_conv1d_f32", {
-        "x": ctx.in_ptr["x"], "style": ctx.in_ptr.get("style", ctx.in_ptr["x"]), "n_batch": ctx.dim("x", 0),
-        "t_in": ctx.dim("x", 1), "c_in": ctx.dim("x", 2), "n_style": ctx.dim("style", 1) if norm else "1",
-        "norm_w": w.get("norm_w", w["bias"]), "norm_b": w.get("norm_b", w["bias"]), "fc_w": w.get("fc_w", w["bias"]),
-        "fc_b": w.get("fc_b", w["bias"]), "alpha": w.get("alpha", w["bias"]),
-        "act": str(NORM_ACTS[a["norm_act"]]), "slope": c_float(a["norm_slope"]), "eps": c_float(a["eps"]),
-        "has_norm": "1" if norm else "0",
+        "x": ctx.in_ptr["x"], "n_batch": ctx.dim("x", 0), "t_in": ctx.dim("x", 1), "c_in": ctx.dim("x", 2),
         "wp": w["weight"], "spec": w["spectrum"], "n": str(a["n"]), "min_rows": str(a["min_rows"]),
         "bias": w["bias"],
         "c_out": str(a["c_out"]), "k_size": str(a["k_size"]), "pad": str(a["padding"]),
@@ -262,23 +231,15 @@ def _conv_bind(ctx: BindContext):
 
 
 def _reference(ins, ws, a):
-    """The conv (after the adain, when style is given) it replaces (same output and epilogue): a
-    DFT is a change of basis, not of result."""
-    x = ins["x"]
-    if "style" in ins:
-        x = adain_reference(x, ins["style"], ws, a["eps"], a["norm_act"], a["norm_slope"])
-    return conv_reference(x, ws["weight"], ws["bias"], a, res=ins.get("res"))
+    """The conv it replaces (same output and epilogue): a DFT is a change of basis, not of result."""
+    return conv_reference(ins["x"], ws["weight"], ws["bias"], a, res=ins.get("res"))
 
 
-def _case(rng, name, b, t, c_in, c_out, k, n, min_rows=0, res=False, norm_act=None, **attrs) -> Case:
+def _case(rng, name, b, t, c_in, c_out, k, n, min_rows=0, res=False, **attrs) -> Case:
     t_out = t + 2 * attrs.get("padding", 0) - attrs.get("dilation", 1) * (k - 1)
     conv = conv_case(rng, name, b, t, c_in, c_out, k, res_t=t_out if res else None, **attrs)
-    ins, ws, extra = dict(conv.inputs), {**conv.weights, "spectrum": conv.weights["weight"]}, {}
-    if norm_act is not None:
-        ins["style"] = rng.standard_normal((b, 8)).astype(np.float32)
-        ws.update(adain_weights(rng, c_in, 8, norm_act == "snake"))
-        extra = {"norm_act": norm_act, "norm_slope": 0.2}
-    return Case(name, ins, ws, {**conv.attrs, **extra, "n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows})
+    return Case(name, conv.inputs, {**conv.weights, "spectrum": conv.weights["weight"]},
+                {**conv.attrs, "n": n, "k_size": k, "c_out": c_out, "min_rows": min_rows})
 
 
 def _cases():
@@ -288,13 +249,7 @@ def _cases():
                   act="leaky_relu", slope=0.1),
             _case(rng, "k3_n4_odd", 1, 10, 5, 3, 3, 4),
             _case(rng, "below_min_rows_direct", 1, 30, 8, 16, 7, 16, min_rows=1000, padding=3),
-            _case(rng, "resblock_k11_d5_many_blocks", 1, 500, 64, 64, 11, 32, padding=25, dilation=5),
-            _case(rng, "snake_norm_k7_d3_odd_batch2", 2, 67, 24, 20, 7, 16, norm_act="snake", padding=9, dilation=3),
-            _case(rng, "snake_norm_k11_d5_residual_many_blocks", 1, 601, 64, 64, 11, 32, res=True,
-                  norm_act="snake", padding=25, dilation=5, act="leaky_relu", slope=0.1),
-            _case(rng, "leaky_norm_k7_d1_tail_lanes", 1, 45, 17, 18, 7, 16, norm_act="leaky_relu", padding=3),
-            _case(rng, "norm_below_min_rows_direct", 2, 31, 16, 16, 7, 16, min_rows=1000, norm_act="snake",
-                  res=True, padding=3)]
+            _case(rng, "resblock_k11_d5_many_blocks", 1, 500, 64, 64, 11, 32, padding=25, dilation=5)]
 
 
 def reads_spectrum(v) -> bool:
@@ -309,23 +264,14 @@ def _cost(v) -> int:
     b, t_out, c_out = v.out
     c_in, k, n, d = v.ins["x"][2], v.attrs["k_size"], v.attrs["n"], v.attrs["dilation"]
     if not reads_spectrum(v):
-        return 2 * b * t_out * c_out * c_in * k + _norm_cost(v) + epilogue(v, v.n_out)
+        return 2 * b * t_out * c_out * c_in * k + epilogue(v, v.n_out)
     tiles = b * d * math.ceil(math.ceil(t_out / d) / (n - k + 1))   # per residue, from residue 0's outputs
-    return round(2 * tiles * sum(tile_madds(c_in, c_out, k, n))) + _norm_cost(v) + epilogue(v, v.n_out)
+    return round(2 * tiles * sum(tile_madds(c_in, c_out, k, n))) + epilogue(v, v.n_out)
 
 
-def _norm_cost(v) -> int:
-    """The fused norm's FLOPs (adain_conv1d's formula), 0 without style."""
-    if "style" not in v.ins:
-        return 0
-    b, s, c_in = v.ins["style"][0], v.ins["style"][1], v.ins["x"][2]
-    return 2 * b * s * 2 * c_in + b * 2 * c_in + (8 + ACT_FLOPS[v.attrs["norm_act"]]) * v.n(v.ins["x"])
-
-
-NORM_ROLES = ("norm_w", "norm_b", "fc_w", "fc_b", "alpha")
-define_op(OpDef("dft_conv1d", ("x", "style?", "res?"), ("weight", "spectrum", "bias", *(f"{r}?" for r in NORM_ROLES)),
+define_op(OpDef("dft_conv1d", ("x", "res?"), ("weight", "spectrum", "bias"),
                 {"n": None, "k_size": None, "c_out": None, "min_rows": 0, "padding": 0, "dilation": 1,
-                 "act": "none", "slope": 0.01, "eps": 1e-5, "norm_act": "none", "norm_slope": 0.01},
+                 "act": "none", "slope": 0.01},
                 _conv_infer, _conv_bind,
                 pack={"weight": ("conv_pack", gemm_pack("dft_conv1d")), "spectrum": ("dft{n}", spectrum_pack)},
                 reference=_reference, cases=_cases, cost=_cost))
@@ -351,13 +297,8 @@ def _spectrum_bf16(w, a):
     return bf16_pairs(w if w.ndim == 5 else spectrum_pack(w, a))
 
 
-def _cases_bf16():
-    """The unfused cases: the bf16 op has no fused norm (the fusion pass is fp32-only)."""
-    return [c for c in _cases() if "style" not in c.inputs]
-
-
-define_op(OpDef("dft_conv1d_bf16", ("x", "res?"), ("weight", "spectrum", "bias"), OPS["dft_conv1d"].attrs,
+define_op(OpDef("dft_conv1d_bf16", OPS["dft_conv1d"].inputs, OPS["dft_conv1d"].weights, OPS["dft_conv1d"].attrs,
                 _conv_infer, bf16_bind(_conv_bind, "kcc_dft_conv1d_bf16"),
                 pack={"weight": ("bf16_pack", bf16_gemm_pack("dft_conv1d_bf16")),
                       "spectrum": ("dft{n}_bf16", _spectrum_bf16)},
-                reference=_reference, cases=_cases_bf16, cost=_cost))
+                reference=_reference, cases=_cases, cost=_cost))

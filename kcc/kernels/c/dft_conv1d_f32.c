@@ -20,13 +20,6 @@
  * (kcc/ops/dft_conv.py, spectrum_pack) from the conv's weight.
  * Short inputs: when n_batch * t_in < min_rows the kernel runs the direct conv on the GEMM pack
  * wp (reading the spectrum would cost more than it saves); the caller picks min_rows.
- * Fused norm (has_norm): the style instance norm (+ act) of kcc_instance_norm_style_f32 runs on x
- * first, as winograd_conv1d_f32.c fuses it: statistics over all of x, then each block normalises
- * the input rows its tiles read (kcc_in_style_row: the unfused adain's bits), once each and in
- * order, into a ring of d * n rows after its work rows (a tile reads d * (n - 1) + 1 consecutive
- * rows, and tiles start in row order), and transforms from there: the normalised tensor is never
- * written out, and the ring costs a block no tiles' room a per-block buffer would. Below min_rows
- * it is kcc_norm_conv1d_f32 (the fused direct conv, the same bits as adain + conv1d).
  * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input FFT
  * (twiddles rounded from f64), the GEMM (128-term chunks from zero, FMA where the target has
  * it) and the inverse sum run in f32 in a fixed order. The DFT basis is unitary, so rounding
@@ -232,8 +225,7 @@ static inline int64_t kcc_dft_tile_t0(int64_t g, int64_t d, int64_t h)
 }
 
 /* One block: tiles g in [g0, g1) (tile j = g / d of residue r = g % d: the residues interleave,
- * so a block's input and output rows are contiguous), epilogue included. With the norm
- * (nm->has_norm) the tiles read x's rows normalised into the ring after the work rows.
+ * so a block's input and output rows are contiguous), epilogue included.
  * Each tile is transformed whole (the FFT makes every bin at once; the inverse sums every slot
  * into its h output rows while they sit in L1), so every slot's GEMM rows are held at once: work
  * holds n/2 + 1 regions of three rows per tile (width w), slot f's bins in region f + 1 and its
@@ -246,29 +238,10 @@ typedef struct {
     void (*slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t, int64_t, float *, int64_t, int64_t);
     int (*direct)(const float *, int64_t, int64_t, int64_t, const float *, const float *, int64_t, int64_t, int64_t,
                   int64_t, int64_t, int64_t, float, const float *, int64_t, float *);
-    /* the fused norm's direct conv below min_rows (kcc_norm_conv1d_f32; NULL: no fused norm) */
-    int (*norm_direct)(const float *, const float *, int64_t, int64_t, int64_t, int64_t, const float *, const float *,
-                       const float *, const float *, const float *, int64_t, float, float, const float *,
-                       const float *, int64_t, int64_t, int64_t, int64_t, int64_t, float, const float *, int64_t,
-                       float *);
     int64_t pairs;
 } kcc_dft_format;
 
-/* The fused norm's arguments (has_norm 0: none) and its per-batch constants. */
-typedef struct {
-    const float *style, *norm_w, *norm_b, *fc_w, *fc_b, *alpha;
-    int64_t n_style, act, has_norm;
-    float slope, eps;
-} kcc_dft_norm;
-
-/* Ring rows of a fused block: a tile's span of input rows, d * (n - 1) + 1, rounded up. */
-static inline int64_t kcc_dft_ring_rows(int64_t d, int64_t n)
-{
-    return d * n;
-}
-
-static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_RESTRICT xb, int64_t t_in,
-                                   const kcc_dft_norm *nm, const kcc_in_style_params *p, int64_t c_in,
+static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
                                    const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
                                    int64_t pad, int64_t d, int64_t t_out, int64_t g0, int64_t g1,
                                    const kcc_dft_plan *pl, const float (*cr)[KCC_DFT_MAX_N],
@@ -284,33 +257,23 @@ static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_R
     const int64_t rs = tiles * w + KCC_DFT_VW;
 #define KCC_DFT_ROW(r, g, tt) (work + ((r) * 3 + (g)) * rs + (tt) * w)
     int64_t off[KCC_DFT_MAX_N], t_of[KCC_DFT_MAX_N];
-    const int64_t ring_rows = kcc_dft_ring_rows(d, n);
-    float *ring = nm->has_norm ? work + (n / 2 + 1) * 3 * rs : NULL;
-    const float *src = ring ? ring : xb;
-    int64_t done = 0;                                             /* rows normalised so far: [.., done) */
     for (int64_t tt = 0; tt < tiles; ++tt) {                      /* every slot's bins of each tile */
         const int64_t first = kcc_dft_tile_t0(g0 + tt, d, h) - pad;          /* input row of u = 0 */
-        if (ring) {    /* this tile's rows not yet normalised: they evict rows before `first` only */
-            const int64_t need = first + d * (n - 1) + 1 < t_in ? first + d * (n - 1) + 1 : t_in;
-            for (int64_t ti = done > first ? done : (first > 0 ? first : 0); ti < need; ++ti)
-                kcc_in_style_row(xb + ti * c_in, c_in, p, nm->act, nm->slope, ring + ti % ring_rows * c_in);
-            done = need > done ? need : done;
-        }
         for (int64_t u = 0; u < n; ++u) {
             const int64_t row = first + d * u;
-            off[u] = row >= 0 && row < t_in ? (ring ? row % ring_rows : row) * c_in : -1;
+            off[u] = row >= 0 && row < t_in ? row * c_in : -1;
         }
         const int64_t next = kcc_dft_tile_t0(g0 + tt + 1, d, h) - pad;       /* the next tile's */
         for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
             float *v = KCC_DFT_ROW(1, 0, tt) + c0;
-            for (int64_t u = 0; u < n && tt + 1 < tiles && !ring; ++u) {   /* the next tile's lane block, ahead */
+            for (int64_t u = 0; u < n && tt + 1 < tiles; ++u) {   /* the next tile's lane block, ahead */
                 const int64_t row = next + d * u;
                 if (row >= 0 && row < t_in) KCC_DFT_PREFETCH(xb + row * c_in + c0);
             }
             if (c_in - c0 >= KCC_DFT_VW)
-                kcc_dft_forward16_f32(src + c0, off, pl, 3 * rs, rs, v);
+                kcc_dft_forward16_f32(xb + c0, off, pl, 3 * rs, rs, v);
             else
-                kcc_dft_forward_tail_f32(src + c0, off, pl, 3 * rs, rs, v, c_in - c0);
+                kcc_dft_forward_tail_f32(xb + c0, off, pl, 3 * rs, rs, v, c_in - c0);
         }
     }
     for (int64_t f = 0; f < n / 2; ++f)                           /* slot 0 has no third product */
@@ -345,33 +308,21 @@ static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_R
 }
 
 static int kcc_dft_conv1d_on(const kcc_dft_format *fmt, const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in,
-                             int64_t c_in, const kcc_dft_norm *nm, const float *KCC_RESTRICT wp,
-                             const float *KCC_RESTRICT spec, int64_t n, int64_t min_rows,
-                             const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size, int64_t pad,
-                             int64_t dilation, float neg_slope, const float *KCC_RESTRICT res, int64_t has_res,
-                             float *KCC_RESTRICT out)
+                             int64_t c_in, const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
+                             int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
+                             int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
+                             int64_t has_res, float *KCC_RESTRICT out)
 {
     if (n_batch < 1 || t_in < 1 || c_in < 1 || c_out < 1 || pad < 0 || dilation < 1 || !kcc_dft_sizes_ok(n, k_size))
         return KCC_EDIMS;
-    const int64_t has_norm = nm->has_norm;
-    if (has_norm && (nm->n_style < 1 || nm->act < 0 || nm->act > 2 || !(nm->eps > 0.0f) || !fmt->norm_direct))
-        return KCC_EBADINPUT;
-    if (has_norm && c_in > KCC_IN_MAX_C) return KCC_EDIMS;
-    if (n_batch * t_in < min_rows) {     /* short input: run direct, the spectrum is not read */
-        if (has_norm)
-            return fmt->norm_direct(x, nm->style, n_batch, t_in, c_in, nm->n_style, nm->norm_w, nm->norm_b, nm->fc_w,
-                                    nm->fc_b, nm->alpha, nm->act, nm->slope, nm->eps, wp, bias, 1, c_out, k_size, pad,
-                                    dilation, neg_slope, res, has_res, out);
+    if (n_batch * t_in < min_rows)       /* short input: run direct, the spectrum is not read */
         return fmt->direct(x, n_batch, t_in, c_in, wp, bias, 1, c_out, k_size, 1, pad, dilation, neg_slope, res,
                            has_res, out);
-    }
     const int64_t t_out = t_in + 2 * pad - dilation * (k_size - 1);
-    const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR, h = n - k_size + 1;
+    const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR;
     const int64_t per_tile = kcc_dft_tile_work(n, c_in, ldm);
-    /* less the rows' padding and, with the norm, its ring */
-    const int64_t area = KCC_DFT_WORK - (n / 2 + 1) * 3 * KCC_DFT_VW
-                         - (has_norm ? kcc_dft_ring_rows(dilation, n) * c_in : 0);
-    if (t_out < 1 || area < per_tile) return KCC_EDIMS;
+    const int64_t area = KCC_DFT_WORK - (n / 2 + 1) * 3 * KCC_DFT_VW;   /* less the rows' padding */
+    if (t_out < 1 || per_tile > area) return KCC_EDIMS;
     /* The inverse's basis in f32 at i < h: Yr cos(2 pi f i/n) - Yi sin(2 pi f i/n); slot 0:
      * Y_0 + (-1)^i Y_n/2. */
     float cr[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N], cm[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N];
@@ -385,6 +336,7 @@ static int kcc_dft_conv1d_on(const kcc_dft_format *fmt, const float *KCC_RESTRIC
     }
     kcc_dft_plan plan;
     kcc_dft_plan_make(n, &plan);
+    const int64_t h = n - k_size + 1;
     const int64_t q_max = (t_out + dilation - 1) / dilation;          /* outputs of residue 0 */
     const int64_t tiles = (q_max + h - 1) / h, all = dilation * tiles;  /* every residue: tiles */
     /* Blocks of tiles: as many whole 8-row GEMM tiles as the work area holds (the spectrum is
@@ -393,37 +345,28 @@ static int kcc_dft_conv1d_on(const kcc_dft_format *fmt, const float *KCC_RESTRIC
      * (kcc/ops/dft_conv.py, tiles_per_block, mirrors this for the cost model). */
     const int64_t fit = area / per_tile, fit8 = fit >= KCC_GEMM_MR ? fit / KCC_GEMM_MR * KCC_GEMM_MR : fit;
     const int64_t tb = kcc_split_even(all, fit8), blocks = (all + tb - 1) / tb;
-    kcc_in_style_params p;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;
-        if (has_norm)
-            kcc_in_style_stats(xb, nm->style + b * nm->n_style, t_in, c_in, nm->n_style, nm->norm_w, nm->norm_b,
-                               nm->fc_w, nm->fc_b, nm->alpha, nm->act, nm->eps, &p);
         KCC_PARALLEL_FOR   /* a block writes the rows of its tiles only */
         for (int64_t blk = 0; blk < blocks; ++blk) {
             float work[KCC_DFT_WORK];
             const int64_t g0 = blk * tb, g1 = g0 + tb < all ? g0 + tb : all;
-            kcc_dft_conv_block_f32(fmt, xb, t_in, nm, &p, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1,
-                                   &plan, (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm,
-                                   bias, neg_slope, rb, has_res, work, ob);
+            kcc_dft_conv_block_f32(fmt, xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1, &plan,
+                                   (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm, bias,
+                                   neg_slope, rb, has_res, work, ob);
         }
     }
     return KCC_OK;
 }
 
-static int kcc_dft_conv1d_f32(
-    const float *KCC_RESTRICT x, const float *KCC_RESTRICT style, int64_t n_batch, int64_t t_in, int64_t c_in,
-    int64_t n_style, const float *KCC_RESTRICT norm_w, const float *KCC_RESTRICT norm_b,
-    const float *KCC_RESTRICT fc_w, const float *KCC_RESTRICT fc_b, const float *KCC_RESTRICT alpha,
-    int64_t act, float slope, float eps, int64_t has_norm, const float *KCC_RESTRICT wp,
-    const float *KCC_RESTRICT spec, int64_t n, int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out,
-    int64_t k_size, int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res, int64_t has_res,
-    float *KCC_RESTRICT out)
+static int kcc_dft_conv1d_f32(const float *KCC_RESTRICT x, int64_t n_batch, int64_t t_in, int64_t c_in,
+                              const float *KCC_RESTRICT wp, const float *KCC_RESTRICT spec, int64_t n,
+                              int64_t min_rows, const float *KCC_RESTRICT bias, int64_t c_out, int64_t k_size,
+                              int64_t pad, int64_t dilation, float neg_slope, const float *KCC_RESTRICT res,
+                              int64_t has_res, float *KCC_RESTRICT out)
 {
-    (void)kcc_instance_norm_style_f32;   /* pasted with the adain helpers it shares */
-    const kcc_dft_format fmt = {kcc_dft_slot_gemm, kcc_conv1d_gemm_f32, kcc_norm_conv1d_f32, 0};
-    const kcc_dft_norm nm = {style, norm_w, norm_b, fc_w, fc_b, alpha, n_style, act, has_norm, slope, eps};
-    return kcc_dft_conv1d_on(&fmt, x, n_batch, t_in, c_in, &nm, wp, spec, n, min_rows, bias, c_out, k_size, pad,
-                             dilation, neg_slope, res, has_res, out);
+    const kcc_dft_format fmt = {kcc_dft_slot_gemm, kcc_conv1d_gemm_f32, 0};
+    return kcc_dft_conv1d_on(&fmt, x, n_batch, t_in, c_in, wp, spec, n, min_rows, bias, c_out, k_size, pad, dilation,
+                             neg_slope, res, has_res, out);
 }
