@@ -33,22 +33,25 @@
  * m = 2, points 0, 1, -1, inf: BT = [-1 0 1 0; 0 1 1 0; 0 -1 1 0; 0 -1 0 1], AT = [1 1 1 0; 0 1 -1 1].
  * m = 3, points 0, 1, -1, 2, inf: BT = [2 -1 -2 1 0; 0 -2 -1 1 0; 0 2 -3 1 0; 0 -1 0 1 0; 0 2 -1 -2 1],
  * AT = [1 1 1 1 0; 0 1 -1 2 0; 0 1 1 4 1].
- * Forward: the tile's input rows x[u] -> slot s's GEMM row v + s*vs. */
+ * Forward: the tile's input rows x_u -> slot s's GEMM row v_s. Every row is its own restrict
+ * parameter: GCC's -O2 (portable builds) vectorises only loops that need no runtime alias check,
+ * and rows at run-time offsets from one pointer would (the portable AVX-512 clone ran scalar). */
 KCC_VECTOR_CLONES
-static void kcc_wg_forward2_f32(const float *const *x, int64_t c_in, int64_t vs, float *KCC_RESTRICT v)
+static void kcc_wg_forward2_f32(const float *KCC_RESTRICT x0, const float *KCC_RESTRICT x1,
+                                const float *KCC_RESTRICT x2, const float *KCC_RESTRICT x3, int64_t c_in,
+                                float *KCC_RESTRICT v0, float *KCC_RESTRICT v1, float *KCC_RESTRICT v2,
+                                float *KCC_RESTRICT v3)
 {
-    const float *KCC_RESTRICT x0 = x[0], *KCC_RESTRICT x1 = x[1], *KCC_RESTRICT x2 = x[2], *KCC_RESTRICT x3 = x[3];
-    float *KCC_RESTRICT v0 = v, *KCC_RESTRICT v1 = v + vs, *KCC_RESTRICT v2 = v + 2 * vs, *KCC_RESTRICT v3 = v + 3 * vs;
     KCC_FOR16(c_in, v0[j] = x2[j] - x0[j]; v1[j] = x1[j] + x2[j]; v2[j] = x2[j] - x1[j]; v3[j] = x3[j] - x1[j];);
 }
 
 KCC_VECTOR_CLONES
-static void kcc_wg_forward3_f32(const float *const *x, int64_t c_in, int64_t vs, float *KCC_RESTRICT v)
+static void kcc_wg_forward3_f32(const float *KCC_RESTRICT x0, const float *KCC_RESTRICT x1,
+                                const float *KCC_RESTRICT x2, const float *KCC_RESTRICT x3,
+                                const float *KCC_RESTRICT x4, int64_t c_in, float *KCC_RESTRICT v0,
+                                float *KCC_RESTRICT v1, float *KCC_RESTRICT v2, float *KCC_RESTRICT v3,
+                                float *KCC_RESTRICT v4)
 {
-    const float *KCC_RESTRICT x0 = x[0], *KCC_RESTRICT x1 = x[1], *KCC_RESTRICT x2 = x[2], *KCC_RESTRICT x3 = x[3];
-    const float *KCC_RESTRICT x4 = x[4];
-    float *KCC_RESTRICT v0 = v, *KCC_RESTRICT v1 = v + vs, *KCC_RESTRICT v2 = v + 2 * vs, *KCC_RESTRICT v3 = v + 3 * vs;
-    float *KCC_RESTRICT v4 = v + 4 * vs;
     KCC_FOR16(c_in, const float a = x1[j]; const float b = x2[j]; const float c = x3[j];
               v0[j] = 2.0f * x0[j] - a - 2.0f * b + c; v1[j] = -2.0f * a - b + c; v2[j] = 2.0f * a - 3.0f * b + c;
               v3[j] = c - a; v4[j] = 2.0f * a - b - 2.0f * c + x4[j];);
@@ -151,8 +154,9 @@ static void kcc_wg_block_f32(const kcc_wg_conv *cv, const float *KCC_RESTRICT sr
             const int64_t row = first + d * u;
             x[u] = row >= r0 && row < r1 ? src + (row - r0) * c_in : zero;
         }
-        if (m == 2) kcc_wg_forward2_f32(x, c_in, rs, KCC_WG_ROW(1, tt));
-        else kcc_wg_forward3_f32(x, c_in, rs, KCC_WG_ROW(1, tt));
+        float *v = KCC_WG_ROW(1, tt);
+        if (m == 2) kcc_wg_forward2_f32(x[0], x[1], x[2], x[3], c_in, v, v + rs, v + 2 * rs, v + 3 * rs);
+        else kcc_wg_forward3_f32(x[0], x[1], x[2], x[3], x[4], c_in, v, v + rs, v + 2 * rs, v + 3 * rs, v + 4 * rs);
     }
     for (int64_t s = 0; s < alpha; ++s)
         kcc_wg_slot_gemm(KCC_WG_ROW(s + 1, 0), w, tiles, cv->u + s * part, c_in, cv->ldm, KCC_WG_ROW(s, 0), w, 1);
