@@ -268,3 +268,8 @@ def test_reduced_precision_builds_keep_their_own_convs(precision, conv):
     x = rng.standard_normal((1, 64, 128)).astype(np.float32)
     want = _truth({"x": x}, {"weight": w, "bias": bias}, 1, 1)
     assert float(np.abs(cc.run({"x": x}).outputs["y"] - want).max()) <= (TOL if precision == "fp32" else 0.1)
+
+
+def test_rejects_a_style_input_without_norm_weights():
+    with pytest.raises(LoweringError, match=r"the input 'style' needs norm weights \['norm_w', 'norm_b', 'fc_w', 'fc_b'\]"):
+        _bad({}, norm=True)

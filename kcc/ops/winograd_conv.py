@@ -197,6 +197,8 @@ def _infer(name, ins, ws, a):
     norm = "style" in ins
     given = [r for r in NORM_ROLES if r in ws]
     if norm:
+        missing = [r for r in NORM_ROLES[:4] if r not in ws]     # alpha is optional (act none)
+        expect(not missing, name, f"the input 'style' needs norm weights {missing}")
         adain_infer(name, {"x": x, "style": ins["style"]}, {r: ws[r] for r in given},
                     {"eps": a["eps"], "act": a["norm_act"], "slope": a["norm_slope"]})
     else:
