@@ -19,6 +19,8 @@ kcc_conv1d_<variant>_f32 in conv1d_<variant>_f32.c) and its weight layout.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kcc.kernels.registry import Contract, F32, I64, IN_F32, KERNELS, Kernel, OUT_F32, WEIGHT, c_constant, register
@@ -28,6 +30,17 @@ from kcc.ops.elementwise import paren_extent, same_extent
 
 NR = c_constant("conv1d_grouped_f32.c", "KCC_CONV_NR")  # the grouped layout's column panels, zero-padded
 GEMM_NR = c_constant("gemm_tile_f32.c", "KCC_GEMM_NR")   # the GEMM and polyphase layouts' panel width
+
+
+def panels(c_out: int) -> int:
+    """GEMM_NR-wide column panels of c_out output channels (the last zero-padded)."""
+    return -(-c_out // GEMM_NR)
+
+
+def residue_tiles(t_out: int, dilation: int, length: int) -> int:
+    """Tiles of `length` outputs the block-transform convs (block DFT, Winograd) cut t_out rows
+    into, per residue of the dilation as many as residue 0's (kcc_conv_tiles, conv_geometry.c)."""
+    return dilation * math.ceil(math.ceil(t_out / dilation) / length)
 ACTS = ("none", "leaky_relu")
 
 # (variant, rule(c_in, c_out, groups, dilation, transposed)): the first match wins.
@@ -128,16 +141,14 @@ def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: i
     kind = variant(*_torch_channels(w, transposed, groups), groups, dilation, transposed)
     if kind == "gemm":
         c_out, c_in = w.shape[0], w.shape[1]
-        panels = -(-c_out // GEMM_NR)
-        out = np.zeros((k, c_in, panels * GEMM_NR), dtype=np.float32)
+        out = np.zeros((k, c_in, panels(c_out) * GEMM_NR), dtype=np.float32)
         out[..., :c_out] = w.transpose(2, 1, 0)                             # [K, Cin, Cout]
-        return np.ascontiguousarray(out.reshape(k, c_in, panels, GEMM_NR).transpose(0, 2, 1, 3))
+        return np.ascontiguousarray(out.reshape(k, c_in, panels(c_out), GEMM_NR).transpose(0, 2, 1, 3))
     if kind == "polyphase":
         c_in, c_out = w.shape[0], w.shape[1]
-        panels = -(-c_out // GEMM_NR)
-        out = np.zeros((k, c_in, panels * GEMM_NR), dtype=np.float32)
+        out = np.zeros((k, c_in, panels(c_out) * GEMM_NR), dtype=np.float32)
         out[..., :c_out] = w.transpose(2, 0, 1)                             # [K, Cin, Cout]
-        return np.ascontiguousarray(out.reshape(k, c_in, panels, GEMM_NR).transpose(0, 2, 1, 3))
+        return np.ascontiguousarray(out.reshape(k, c_in, panels(c_out), GEMM_NR).transpose(0, 2, 1, 3))
     if transposed:
         c_in, cog = w.shape[0], w.shape[1]
         c_out, cig = cog * groups, c_in // groups
@@ -148,10 +159,10 @@ def _pack(w: np.ndarray, transposed: bool, groups: int, stride: int, dilation: i
         gk = w.reshape(groups, cog, cig, k).transpose(0, 3, 2, 1)          # [G, K, cig, cog]
     if kind == "depthwise":
         return np.ascontiguousarray(gk[:, :, 0, 0].T)                       # [K, C]
-    panels = -(-cog // NR)
-    out = np.zeros((groups, k, cig, panels * NR), dtype=np.float32)
+    n_panels = -(-cog // NR)                                                # NR-wide: the grouped kernel's own
+    out = np.zeros((groups, k, cig, n_panels * NR), dtype=np.float32)
     out[..., :cog] = gk
-    return np.ascontiguousarray(out.reshape(groups, k, cig, panels, NR).transpose(0, 3, 1, 2, 4))
+    return np.ascontiguousarray(out.reshape(groups, k, cig, n_panels, NR).transpose(0, 3, 1, 2, 4))
 
 
 def gemm_pack(op_name: str):

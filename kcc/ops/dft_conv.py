@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kcc.kernels.registry import Contract, F32, I64, IN_F32, KERNELS, Kernel, OUT_F32, WEIGHT, c_constant, register
-from kcc.ops.conv import GEMM_NR, bf16_bind, bf16_gemm_pack, bf16_pairs, conv_case, conv_reference, gemm_pack, stride1_out
+from kcc.ops.conv import (GEMM_NR, bf16_bind, bf16_gemm_pack, bf16_pairs, conv_case, conv_reference, gemm_pack, panels,
+                          residue_tiles, stride1_out)
 from kcc.ops.core import OPS, BindContext, Case, OpDef, c_float, define_op, expect
 from kcc.ops.cost_terms import epilogue
 
@@ -44,12 +45,8 @@ register(Kernel(
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
               "1.1-2.3x the direct conv's own f32 error vs float64. Identical for any thread count. Below "
               "min_rows input rows it is kcc_conv1d_gemm_f32 exactly"),
-    requires=("kcc_conv1d_gemm_f32",),
+    requires=("kcc_conv_out_rows", "kcc_conv1d_gemm_f32"),
 ))
-
-
-def panels(c_out: int) -> int:
-    return -(-c_out // GEMM_NR)
 
 
 # -- the cost model ------------------------------------------------------------------------------
@@ -265,7 +262,7 @@ def _cost(v) -> int:
     c_in, k, n, d = v.ins["x"][2], v.attrs["k_size"], v.attrs["n"], v.attrs["dilation"]
     if not reads_spectrum(v):
         return 2 * b * t_out * c_out * c_in * k + epilogue(v, v.n_out)
-    tiles = b * d * math.ceil(math.ceil(t_out / d) / (n - k + 1))   # per residue, from residue 0's outputs
+    tiles = b * residue_tiles(t_out, d, n - k + 1)
     return round(2 * tiles * sum(tile_madds(c_in, c_out, k, n))) + epilogue(v, v.n_out)
 
 

@@ -26,7 +26,7 @@ from kcc.ops.adain import ACTS as NORM_ACTS
 from kcc.ops.adain import MAX_CHANNELS
 from kcc.ops.adain import _infer as adain_infer
 from kcc.ops.adain import adain_reference, adain_weights
-from kcc.ops.conv import GEMM_NR, conv_case, conv_reference, gemm_pack, stride1_out
+from kcc.ops.conv import GEMM_NR, conv_case, conv_reference, gemm_pack, panels, residue_tiles, stride1_out
 from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
 from kcc.ops.cost_terms import ACT_FLOPS, epilogue
 
@@ -57,7 +57,7 @@ register(Kernel(
         notes="not bit-identical to the direct conv (a different basis): measured max-abs vs float64 "
               "0.9-1.4x the direct conv's own f32 error at m = 2, 2.1-4.2x at m = 3; identical for any "
               "thread count"),
-    requires=("kcc_instance_norm_style_f32", "kcc_gemm_tile_f32"),
+    requires=("kcc_conv_out_rows", "kcc_instance_norm_style_f32", "kcc_gemm_tile_f32"),
 ))
 
 
@@ -80,10 +80,6 @@ def transforms(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     g.append([Fraction(0)] * (K - 1) + [Fraction(1)])
     at = [[pj ** i for pj in p] + [Fraction(int(i == m - 1))] for i in range(m)]
     return tuple(np.array([[float(v) for v in row] for row in t]) for t in (at, g, bt))
-
-
-def panels(c_out: int) -> int:
-    return -(-c_out // GEMM_NR)
 
 
 def winograd_pack(w: np.ndarray, a: dict) -> np.ndarray:
@@ -261,7 +257,7 @@ def _cost(v) -> int:
     formula (adain_conv1d's) and the epilogue."""
     b, t_out, c_out = v.out
     c_in, m, d = v.ins["x"][2], v.attrs["m"], v.attrs["dilation"]
-    tiles = b * d * math.ceil(math.ceil(t_out / d) / m)
+    tiles = b * residue_tiles(t_out, d, m)
     norm = 0
     if "style" in v.ins:
         s = v.ins["style"][1]

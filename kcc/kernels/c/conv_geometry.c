@@ -1,6 +1,7 @@
 /* The geometry every conv variant shares: how many output rows a conv / transposed conv has
  * (with the dimension checks each variant makes before its first write), which input row an
- * output row's tap reads, and which rows a tap (direct) or a stride phase (transposed) covers.
+ * output row's tap reads, which rows a tap (direct) or a stride phase (transposed) covers, and
+ * how the block-transform convs (block DFT, Winograd) cut their outputs into tiles.
  * Integer arithmetic only; the variants' own files hold their sums. */
 
 /* t_out of a conv1d (transposed = 0) or a conv_transpose1d over t_in rows, or -1 where the
@@ -67,4 +68,21 @@ static inline void kcc_conv_phase_rows(int64_t phi, int64_t stride, int64_t pad,
     while (b > a && (b - 1) * stride + phi - pad >= t_out) --b;
     *qa = a;
     *qb = b;
+}
+
+/* The block-transform convs' tiles (dft_conv1d_f32.c, winograd_conv1d_f32.c): output rows
+ * t = r + d*q (residue r < d) are a dilation-1 correlation per residue, cut into tiles of `len`
+ * outputs q = j*len + i anchored at q = 0, so each output's arithmetic depends only on t. Tile
+ * g is tile j = g / d of residue r = g % d: the residues interleave, so a run of tiles covers
+ * contiguous rows. kcc_conv_tile_t0: tile g's first output row; kcc_conv_tiles: the tiles over
+ * every residue of t_out rows (each residue as many as residue 0, the longest). */
+static inline int64_t kcc_conv_tile_t0(int64_t g, int64_t d, int64_t len)
+{
+    return g % d + d * (g / d * len);
+}
+
+static inline int64_t kcc_conv_tiles(int64_t t_out, int64_t d, int64_t len)
+{
+    const int64_t q_max = (t_out + d - 1) / d;          /* outputs of residue 0 */
+    return d * ((q_max + len - 1) / len);
 }

@@ -6,8 +6,8 @@
  * input rows r + d*q' - pad. Per residue, tile j holds h = n - K + 1 outputs q = j*h + i and
  * reads the n inputs q' = j*h + u (u < n; rows outside [0, t_in) are zero padding); the
  * n-point circular correlation y = IDFT(DFT(x) . conj(DFT(w))) equals the linear one for i < h.
- * Tiles are anchored at q = 0, so each output's arithmetic depends only on t: results are
- * identical for any blocking and thread count.
+ * Tiles are anchored at q = 0 (kcc_conv_tile_t0, conv_geometry.c), so each output's arithmetic
+ * depends only on t: results are identical for any blocking and thread count.
  * Spectrum slots (n/2): slot 0 carries the two real bins 0 and n/2, slot f < n/2 bin f. With
  * X = a + ib the tile's bin and conj(DFT_n(w))_f = c + id (scaled by 2/n; slot 0 by 1/n, powers
  * of two: exact), the product takes three real GEMMs (Gauss), k1 = (a+b).c, k2 = a.(d-c),
@@ -217,13 +217,6 @@ static int64_t kcc_dft_tile_work(int64_t n, int64_t c_in, int64_t ldm)
     return (n / 2 + 1) * 3 * (c_in > ldm ? c_in : ldm);
 }
 
-/* Tile g's first output row (i = 0): tile j = g / d of residue r = g % d; its first input row
- * (u = 0) lies pad rows earlier. */
-static inline int64_t kcc_dft_tile_t0(int64_t g, int64_t d, int64_t h)
-{
-    return g % d + d * (g / d * h);
-}
-
 /* One block: tiles g in [g0, g1) (tile j = g / d of residue r = g % d: the residues interleave,
  * so a block's input and output rows are contiguous), epilogue included.
  * Each tile is transformed whole (the FFT makes every bin at once; the inverse sums every slot
@@ -258,12 +251,12 @@ static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_R
 #define KCC_DFT_ROW(r, g, tt) (work + ((r) * 3 + (g)) * rs + (tt) * w)
     int64_t off[KCC_DFT_MAX_N], t_of[KCC_DFT_MAX_N];
     for (int64_t tt = 0; tt < tiles; ++tt) {                      /* every slot's bins of each tile */
-        const int64_t first = kcc_dft_tile_t0(g0 + tt, d, h) - pad;          /* input row of u = 0 */
+        const int64_t first = kcc_conv_tile_t0(g0 + tt, d, h) - pad;          /* input row of u = 0 */
         for (int64_t u = 0; u < n; ++u) {
             const int64_t row = first + d * u;
             off[u] = row >= 0 && row < t_in ? row * c_in : -1;
         }
-        const int64_t next = kcc_dft_tile_t0(g0 + tt + 1, d, h) - pad;       /* the next tile's */
+        const int64_t next = kcc_conv_tile_t0(g0 + tt + 1, d, h) - pad;       /* the next tile's */
         for (int64_t c0 = 0; c0 < c_in; c0 += KCC_DFT_VW) {
             float *v = KCC_DFT_ROW(1, 0, tt) + c0;
             for (int64_t u = 0; u < n && tt + 1 < tiles; ++u) {   /* the next tile's lane block, ahead */
@@ -281,7 +274,7 @@ static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_R
             fmt->slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, spec + f * 3 * part + g * part, c_in, ldm,
                               KCC_DFT_ROW(f, g, 0), w, 1);
     for (int64_t tt = 0; tt < tiles; ++tt) {                      /* inverse: every slot's share of each output */
-        const int64_t t0 = kcc_dft_tile_t0(g0 + tt, d, h);
+        const int64_t t0 = kcc_conv_tile_t0(g0 + tt, d, h);
         int64_t rows = 0;
         while (rows < h && t0 + d * rows < t_out) {
             t_of[rows] = (t0 + d * rows) * c_out;
@@ -337,8 +330,7 @@ static int kcc_dft_conv1d_on(const kcc_dft_format *fmt, const float *KCC_RESTRIC
     kcc_dft_plan plan;
     kcc_dft_plan_make(n, &plan);
     const int64_t h = n - k_size + 1;
-    const int64_t q_max = (t_out + dilation - 1) / dilation;          /* outputs of residue 0 */
-    const int64_t tiles = (q_max + h - 1) / h, all = dilation * tiles;  /* every residue: tiles */
+    const int64_t all = kcc_conv_tiles(t_out, dilation, h);         /* every residue's tiles */
     /* Blocks of tiles: as many whole 8-row GEMM tiles as the work area holds (the spectrum is
      * re-read once per block, and a remainder row block costs a full tile call), cut evenly for
      * the threads so they finish together (kcc_split_even). Results do not depend on it

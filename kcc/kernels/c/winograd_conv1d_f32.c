@@ -3,11 +3,11 @@
  * kcc_instance_norm_style_f32 fused into its input read, with the conv1d epilogue (+ bias, leaky
  * slope, + res). x [n_batch, t_in, c_in] -> out [n_batch, t_out, c_out], t_out = t_in + 2*pad - 2*dilation.
  *
- * Tiles, as the block-DFT conv cuts them (dft_conv1d_f32.c): output rows t = r + d*q (residue
- * r < d) are a dilation-1 correlation over the input rows r + d*q' - pad; per residue, tile j
- * holds the m outputs q = j*m + i and reads the alpha inputs q' = j*m + u (rows outside
- * [0, t_in) are zero padding). Tiles are anchored at q = 0, so each output's arithmetic depends
- * only on t: results are identical for any blocking and thread count.
+ * Tiles, as the block-DFT conv cuts them (kcc_conv_tile_t0, conv_geometry.c): output rows
+ * t = r + d*q (residue r < d) are a dilation-1 correlation over the input rows r + d*q' - pad;
+ * per residue, tile j holds the m outputs q = j*m + i and reads the alpha inputs q' = j*m + u
+ * (rows outside [0, t_in) are zero padding). Tiles are anchored at q = 0, so each output's
+ * arithmetic depends only on t: results are identical for any blocking and thread count.
  * Per tile: v_s = sum_u BT[s][u] x_u (forward), M_s = v_s . U_s ([tiles, c_in] x [c_in, c_out] on
  * kcc_gemm_packed_f32, U_s = sum_k G[s][k] w_k made in f64 at lowering and rounded once:
  * kcc/ops/winograd_conv.py), y_i = sum_s AT[i][s] M_s (inverse) with the epilogue, while the
@@ -98,12 +98,6 @@ static void kcc_wg_inverse3_f32(const float *KCC_RESTRICT mr, int64_t ms, int64_
 static void (*const volatile kcc_wg_slot_gemm)(const float *, int64_t, int64_t, const float *, int64_t, int64_t,
                                                float *, int64_t, int64_t) = kcc_gemm_packed_f32;
 
-/* Tile g's first output row: tile j = g / d of residue r = g % d (kcc_dft_tile_t0's cut). */
-static inline int64_t kcc_wg_tile_t0(int64_t g, int64_t d, int64_t m)
-{
-    return g % d + d * (g / d * m);
-}
-
 /* Input rows a block of `tiles` tiles reads at most (the normalised rows of a fused block):
  * its tiles span at most (tiles + d) * m rows of their residues' outputs, plus the taps. */
 static inline int64_t kcc_wg_src_rows(int64_t tiles, int64_t d, int64_t m)
@@ -149,7 +143,7 @@ static void kcc_wg_block_f32(const kcc_wg_conv *cv, const float *KCC_RESTRICT sr
     float *y[KCC_WG_MAX_M];
     const float *r[KCC_WG_MAX_M];
     for (int64_t tt = 0; tt < tiles; ++tt) {                  /* every slot's transformed rows */
-        const int64_t first = kcc_wg_tile_t0(g0 + tt, d, m) - cv->pad;
+        const int64_t first = kcc_conv_tile_t0(g0 + tt, d, m) - cv->pad;
         for (int64_t u = 0; u < alpha; ++u) {
             const int64_t row = first + d * u;
             x[u] = row >= r0 && row < r1 ? src + (row - r0) * c_in : zero;
@@ -161,7 +155,7 @@ static void kcc_wg_block_f32(const kcc_wg_conv *cv, const float *KCC_RESTRICT sr
     for (int64_t s = 0; s < alpha; ++s)
         kcc_wg_slot_gemm(KCC_WG_ROW(s + 1, 0), w, tiles, cv->u + s * part, c_in, cv->ldm, KCC_WG_ROW(s, 0), w, 1);
     for (int64_t tt = 0; tt < tiles; ++tt) {                  /* inverse and epilogue, in L1 */
-        const int64_t t0 = kcc_wg_tile_t0(g0 + tt, d, m);
+        const int64_t t0 = kcc_conv_tile_t0(g0 + tt, d, m);
         int64_t rows = 0;
         for (; rows < m && t0 + d * rows < cv->t_out; ++rows) {
             y[rows] = ob + (t0 + d * rows) * c_out;
@@ -192,8 +186,7 @@ static int kcc_winograd_conv1d_f32(
     if (t_out < 1 || tb_max < 1) return KCC_EDIMS;
     const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR, w = c_in > ldm ? c_in : ldm;
     const kcc_wg_conv cv = {m, c_in, c_out, ldm, pad, dilation, t_in, t_out, u, bias, neg_slope, has_res};
-    const int64_t q_max = (t_out + dilation - 1) / dilation;           /* outputs of residue 0 */
-    const int64_t all = dilation * ((q_max + m - 1) / m);              /* every residue's tiles */
+    const int64_t all = kcc_conv_tiles(t_out, dilation, m);           /* every residue's tiles */
     const int64_t tb = kcc_split_even(all, tb_max), blocks = (all + tb - 1) / tb;
     kcc_in_style_params p;
     for (int64_t b = 0; b < n_batch; ++b) {
@@ -211,8 +204,8 @@ static int kcc_winograd_conv1d_f32(
                 continue;
             }
             /* the rows this block's tiles read (t0 grows with g), normalised after the zero row */
-            const int64_t lo0 = kcc_wg_tile_t0(g0, dilation, m) - pad;
-            const int64_t hi0 = kcc_wg_tile_t0(g1 - 1, dilation, m) - pad + dilation * (m + 1) + 1;
+            const int64_t lo0 = kcc_conv_tile_t0(g0, dilation, m) - pad;
+            const int64_t hi0 = kcc_conv_tile_t0(g1 - 1, dilation, m) - pad + dilation * (m + 1) + 1;
             const int64_t lo = lo0 > 0 ? lo0 : 0, hi = hi0 < t_in ? hi0 : t_in;
             float *src = work + (m + 3) * ((g1 - g0) * w + KCC_WG_VW) + c_in;
             for (int64_t ti = lo; ti < hi; ++ti)
