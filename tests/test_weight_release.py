@@ -14,22 +14,12 @@ from kcc.compiler.runtime import WeightReleaseError, release_pages
 from kcc.model import model_store
 from kcc.model.pipeline import Synthesizer
 
-from test_model_store import IDS, STAGES, cache  # noqa: F401  (the artifact cache fixture, the same stages)
+from test_model_store import STAGES, _front, _style, cache  # noqa: F401  (the artifact cache fixture, the same front stages)
 
 
 @pytest.fixture()
 def mapped(cache, small_ckpt_path):
     return model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES, log=None)
-
-
-def _front(synth) -> dict[str, np.ndarray]:
-    style = (0.1 * np.random.default_rng(5).standard_normal((1, 256))).astype(np.float32)
-    tokens = np.array([[0, *IDS, 0]], np.int32)
-    env = {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
-           "lengths": np.array([tokens.shape[1]], np.int32), "speed": np.array([1.0], np.float32),
-           "style_dec": style[:, :128].copy(), "style_pred": style[:, 128:].copy()}
-    synth.run(env)
-    return env
 
 
 def resident_kb(path_part: str) -> int:
@@ -46,21 +36,21 @@ def resident_kb(path_part: str) -> int:
 
 
 def test_released_weights_leave_the_resident_set_and_come_back_bit_for_bit(mapped):
-    kept = _front(mapped)
+    kept = _front(mapped, _style())
     assert resident_kb("weights.bin") > 0
     mapped.release_weights_after_use()
-    first, second = _front(mapped), _front(mapped)      # the second faults them back in
+    first, second = _front(mapped, _style()), _front(mapped, _style())      # the second faults them back in
     assert resident_kb("weights.bin") <= 4 * len(STAGES)  # at most a partial page each
     for key in ("durations", "d", "t_en", "d_en"):
         if key in kept:
             assert np.array_equal(kept[key], first[key]) and np.array_equal(kept[key], second[key]), key
     mapped.release_weights_after_use(False)
-    _front(mapped)
+    _front(mapped, _style())
     assert resident_kb("weights.bin") > 0
 
 
 def test_a_stage_releases_its_whole_pages_only(mapped):
-    _front(mapped)
+    _front(mapped, _style())
     c = mapped.circuits[STAGES[0]]
     before = resident_kb("weights.bin")
     got = c.release_weights()
