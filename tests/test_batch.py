@@ -419,18 +419,22 @@ def test_pool_matches_in_process_and_survives_a_killed_worker(tmp_path):
                             synth=FakeFactory(marks=str(marks), kill_seed=12))
     assert job.ok and sorted(o.id for o in pooled) == [r["id"] for r in PHONEME_ITEMS]
     assert (marks / "killed-12").exists()
-    assert 3 <= len(list(marks.glob("load-*"))) <= 2 * 2 + 2      # per worker (and its replacement), not per item
+    assert 2 <= len(list(marks.glob("load-*"))) <= 2 * 2 + 2      # per worker (and its replacements), not per item
     assert outputs(tmp_path / "pool") == outputs(tmp_path / "serial")
 
 
 def test_pool_gives_up_on_an_item_that_always_kills_its_worker(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
+    # p2 is queued behind p1 and each innocent item takes 0.4 s: every death of a grouped run
+    # happens with an innocent item in flight, which must not be blamed for it
     job, got = run_batch(PHONEME_ITEMS[:3], tmp_path / "out", workers=2, processes=True,
-                         synth=FakeFactory(marks=str(marks), kill_seed=11, always=True))
+                         synth=FakeFactory(marks=str(marks), kill_seed=11, always=True, delay=0.4))
     status = {o.id: o for o in got}
-    assert status["p1"].status == "error" and f"died {MAX_ATTEMPTS} times" in status["p1"].reason
-    assert status["p0"].status == status["p2"].status == "done" and not job.ok
+    assert status["p1"].status == "error", status["p1"]
+    assert f"died {MAX_ATTEMPTS} times with this item alone in flight" in status["p1"].reason
+    assert status["p0"].status == status["p2"].status == "done", (status["p0"], status["p2"])
+    assert not job.ok and sorted(status) == ["p0", "p1", "p2"]
 
 
 # -- audio formats ----------------------------------------------------------------------------

@@ -6,8 +6,9 @@
   (bench/bench_batch.py): no worker start-up, one copy of everything.
 - processes: N spawned worker processes, each holding one synthesizer from the same artifact.
   Slower to start, but a worker that dies (a crash in an item, the OOM killer) costs only its
-  items: the pool is rebuilt and the items in flight are retried; an item in flight at
-  MAX_ATTEMPTS deaths becomes an error record, so a poison item cannot stall the batch.
+  items: the pool is rebuilt and the items in flight are retried, each alone, so the death is
+  pinned on the item that causes it; an item that kills MAX_ATTEMPTS workers alone becomes an
+  error record, so a poison item cannot stall the batch and its neighbours are never blamed.
   Workers are spawned, not forked (a forked child of a process that already ran OpenMP kernels
   can deadlock in libgomp), the artifact is built once in the parent before any worker starts,
   and a worker whose parent dies exits (kill -9 of the batch leaves no orphans behind).
@@ -115,22 +116,36 @@ def run_threads(items: Iterable[Item], options: JobOptions, synth, workers: int)
 
 
 def run_processes(items: Iterable[Item], options: JobOptions, factory: Callable, workers: int) -> Iterator[Outcome]:
-    """Outcomes in completion order from `workers` spawned processes."""
+    """Outcomes in completion order from `workers` spawned processes.
+
+    A worker's death breaks the whole pool, and every item in flight sees it: the one that killed
+    the worker and the innocent ones queued beside it. So a death with several items in flight
+    blames none of them; they become suspects, and each suspect then runs alone in the rebuilt
+    pool until it completes or has died MAX_ATTEMPTS times alone."""
     if isinstance(factory, SynthSpec):
         load(factory)                          # builds the artifact here, once, if it is not built yet
     pending = list(items)[::-1]                # popped from the end: manifest order
-    attempts: dict[int, int] = {}
+    suspects: list[Item] = []
+    deaths: dict[int, int] = {}
     ctx = get_context("spawn")
-    while pending:
+    while pending or suspects:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with_parent,
                                    initargs=(os.getpid(),))
         inflight: dict[Future, Item] = {}
-        broken = False
+        alone = broken = False
         try:
-            while pending or inflight:
-                while pending and len(inflight) < 2 * workers and not broken:
-                    item = pending.pop()
+            while True:
+                if not broken and not inflight and suspects:
+                    item = suspects.pop()
                     inflight[pool.submit(_run_in_worker, factory, options, item)] = item
+                    alone = True
+                elif not broken and not suspects:
+                    alone = False
+                    while pending and len(inflight) < 2 * workers:
+                        item = pending.pop()
+                        inflight[pool.submit(_run_in_worker, factory, options, item)] = item
+                if not inflight:
+                    break
                 done, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for fut in done:
                     item = inflight.pop(fut)
@@ -138,13 +153,13 @@ def run_processes(items: Iterable[Item], options: JobOptions, factory: Callable,
                         yield fut.result()
                     except BrokenProcessPool:
                         broken = True
-                        n = attempts[id(item)] = attempts.get(id(item), 0) + 1
-                        if n >= MAX_ATTEMPTS:
-                            yield Outcome(item.id, item.line, "error",
-                                          f"a worker died {n} times with this item in flight (killed or crashed)")
-                        else:
-                            pending.append(item)
-                if broken and not inflight:
-                    break
+                        if alone:
+                            n = deaths[id(item)] = deaths.get(id(item), 0) + 1
+                            if n >= MAX_ATTEMPTS:
+                                yield Outcome(item.id, item.line, "error",
+                                              f"a worker died {n} times with this item alone in flight "
+                                              "(killed or crashed)")
+                                continue
+                        suspects.insert(0, item)       # popped from the end: in the order they broke
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
