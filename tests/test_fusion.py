@@ -54,9 +54,11 @@ def test_passes_fire_where_expected(small_ckpt):
     full, g = _counts(doc, small_ckpt, DEFAULT_PASSES)
     assert full["dft_conv1d"] == 37 and full["adain"] == 36
     post = [op for op in g.ops if op.type == "dft_conv1d" and op.attrs["c_out"] == 22]
-    assert len(post) == 1 and post[0].attrs["n"] == 16
-    assert {op.attrs["n"] for op in g.ops if op.type == "dft_conv1d" and op.attrs["k_size"] == 7} == {16}
-    assert {op.attrs["n"] for op in g.ops if op.type == "dft_conv1d" and op.attrs["k_size"] == 11} == {32}
+    assert len(post) == 1 and post[0].attrs["n"] == 32
+    # by channels (kcc.ops.dft_conv.choose): 256 keeps the short transforms (a longer one's spectrum
+    # would pass LONGER_MAX_SPECTRUM), 128 takes the longer ones
+    n_of = {(op.attrs["c_out"], op.attrs["k_size"]): op.attrs["n"] for op in g.ops if op.type == "dft_conv1d"}
+    assert n_of == {(256, 7): 16, (256, 11): 32, (128, 7): 32, (128, 11): 64, (22, 7): 32}
     # and winograd_convs then takes the 12 fused K 3 convs (F(3, 3), the norm fused in)
     assert full["winograd_conv1d"] == 12 and full["adain_conv1d"] == 0 and full["add"] == 4
     assert {op.attrs["m"] for op in g.ops if op.type == "winograd_conv1d"} == {3}

@@ -61,13 +61,23 @@ MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole spect
                           # 260 MiB on a Xeon); the text encoder's 512-channel K 5 convs (50 MB each)
                           # stay direct
 # Weights in slot-GEMM multiply-adds (calibrated on the EPYC at the generator's four geometries,
-# bench/bench_dft_conv.py, bench_resblock.py): the transforms run at about half the tiles' rate;
-# the spectrum's bytes are re-read from L3 once per block of tiles (a core streams ~30 GB/s from
-# L3 against ~90 G multiply-adds/s). Measured with this kernel: K 11 at n = 32 (n = 64: 1.07-1.15x
-# slower, 8 tiles a block; n = 16 1.4x at 128 channels), K 7 at n = 16 (n = 32: 0.93-0.95x at 128
-# channels, 1.3-1.7x at 256, where a block holds 8 tiles); the model picks those.
-TRANSFORM_WEIGHT = 2.0
-SPECTRUM_WEIGHT = 3.0
+# bench/bench_dft_conv.py, portable build, 2 threads): the transforms (a real FFT each way) at
+# about a third of the tiles' rate (the modelled gains land within 5% of the measured ones); the spectrum's bytes, re-read once per block of tiles, mostly from
+# L3 (a block's GEMMs stream it while computing). Measured with this kernel, ms per conv (the
+# model's pick first): C 128 K 11 n = 64 14.5 (n = 32 15.9), K 7 n = 32 14.1 (n = 16 16.3,
+# n = 64 13.9); C 256 K 11 n = 32 18.3, K 7 n = 32 15.9 (n = 16 18.4, n = 64 27: 5 tiles a
+# block, the GEMM's row tiles part empty: tile_madds counts whole 8-row tiles).
+TRANSFORM_WEIGHT = 3.0
+SPECTRUM_WEIGHT = 0.25
+# The shortest transform the pass tries has tiles at least as long as the kernel (h = n - K + 1
+# >= K; shorter ones spend most of each transform on the overlap). A longer one doubles the
+# spectrum, the bulk of the generator's weight bytes (and of RSS), and it is re-read per block of
+# tiles by both threads while the activations stream through the same L3: it is taken only where
+# the model gains LONGER_MIN_GAIN and the spectrum stays within LONGER_MAX_SPECTRUM. Measured in
+# the whole synthesis (bench/bench_short.py profile, 2 threads): C 256 K 7 at n = 32 (12.6 MB)
+# ran 1.09x slower than at n = 16, though 0.87x alone (bench_dft_conv.py, the spectrum hot).
+LONGER_MIN_GAIN = 1.05
+LONGER_MAX_SPECTRUM = 8 << 20
 # Multiply-adds one byte of weight traffic is worth: half the ridge point kcc report measured
 # on the 2-core EPYC benchmarked here (~150 GFLOP/s over ~48 GB/s). Prices reading the
 # spectrum instead of the weight (min_rows).
@@ -91,10 +101,9 @@ def fits_work(c_in: int, c_out: int, n: int) -> bool:
 def tile_madds(c_in: int, c_out: int, k: int, n: int) -> tuple[int, float]:
     """(slot GEMMs, transforms): the kernel's multiply-adds for one tile of h = n-K+1 outputs. The
     GEMMs: three real products of Cin x padded Cout per slot (Gauss's complex product); the
-    transforms: the input's real FFT (~2.5 n log2 n per channel) and the direct inverse sum
-    (n per output and channel)."""
+    transforms: the input's real FFT and the outputs' inverse one (~2.5 n log2 n per channel each)."""
     gemm = n // 2 * 3 * c_in * panels(c_out) * GEMM_NR
-    return gemm, c_in * 2.5 * n * math.log2(n) + c_out * n * (n - k + 1)
+    return gemm, (c_in + c_out) * 2.5 * n * math.log2(n)
 
 
 def spectrum_bytes(c_in: int, c_out: int, n: int) -> int:
@@ -107,11 +116,13 @@ def direct_cost(c_in: int, c_out: int, k: int) -> int:
 
 
 def dft_cost(c_in: int, c_out: int, k: int, n: int) -> float:
-    """Weighted multiply-adds per output row: the tile's GEMMs, its transforms at TRANSFORM_WEIGHT
-    and its share of the spectrum's re-reads (once per block of tiles) at SPECTRUM_WEIGHT."""
+    """Weighted multiply-adds per output row: the tile's GEMMs (a block's rows in whole 8-row
+    register tiles), its transforms at TRANSFORM_WEIGHT and its share of the spectrum's re-reads
+    (once per block of tiles) at SPECTRUM_WEIGHT."""
     h, tb = n - k + 1, max(tiles_per_block(c_in, c_out, n), 1)
     gemm, transforms = tile_madds(c_in, c_out, k, n)
-    return (gemm + TRANSFORM_WEIGHT * transforms + SPECTRUM_WEIGHT * spectrum_bytes(c_in, c_out, n) / tb) / h
+    row_tiles = math.ceil(tb / 8) * 8 / tb
+    return (gemm * row_tiles + TRANSFORM_WEIGHT * transforms + SPECTRUM_WEIGHT * spectrum_bytes(c_in, c_out, n) / tb) / h
 
 
 def spectrum_cost(c_in: int, c_out: int, k: int, n: int) -> float:
@@ -128,12 +139,19 @@ class Choice:
 
 
 def choose(c_in: int, c_out: int, k: int) -> Choice | None:
-    """The DFT length that models cheapest for a stride-1, groups-1 conv of K taps, and min_rows;
-    None where no length gains MIN_GAIN (or K < MIN_TAPS, or the spectrum exceeds MAX_SPECTRUM)."""
+    """The DFT length for a stride-1, groups-1 conv of K taps: the shortest with tiles as long as
+    the kernel, or a longer one where it pays (LONGER_MIN_GAIN, LONGER_MAX_SPECTRUM); and
+    min_rows. None where it gains less than MIN_GAIN over the direct conv (or K < MIN_TAPS, or the
+    spectrum exceeds MAX_SPECTRUM)."""
     if k < MIN_TAPS:
         return None
-    n = min((n for n in SIZES if n > k and fits_work(c_in, c_out, n)),
-            key=lambda n: dft_cost(c_in, c_out, k, n), default=None)
+    n = None
+    for m in SIZES:                     # the shortest with h >= K, then longer ones as they pay
+        if m < 2 * k - 1 or not fits_work(c_in, c_out, m):
+            continue
+        if n is None or (spectrum_bytes(c_in, c_out, m) <= LONGER_MAX_SPECTRUM
+                         and dft_cost(c_in, c_out, k, n) >= LONGER_MIN_GAIN * dft_cost(c_in, c_out, k, m)):
+            n = m
     direct = direct_cost(c_in, c_out, k)
     if n is None or direct < MIN_GAIN * dft_cost(c_in, c_out, k, n) or spectrum_bytes(c_in, c_out, n) > MAX_SPECTRUM:
         return None
@@ -143,8 +161,8 @@ def choose(c_in: int, c_out: int, k: int) -> Choice | None:
 
 
 def dft_basis(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """[n/2, n] (cos, sin) of 2 pi f u / n in f64, as kcc_dft_basis in dft_conv1d_f32.c: slot 0
-    holds the real bins 0 and n/2 as (1, (-1)^u); exact zeros where cos / sin have them."""
+    """[n/2, n] (cos, sin) of 2 pi f u / n in f64, the slots of dft_conv1d_f32.c: slot 0 holds the
+    real bins 0 and n/2 as (1, (-1)^u); exact zeros where cos / sin have them."""
     f, u = np.arange(n // 2)[:, None], np.arange(n)[None, :]
     j = (f * u) & (n - 1)
     cs = np.where((4 * j == n) | (4 * j == 3 * n), 0.0, np.cos(2 * np.pi * j / n))

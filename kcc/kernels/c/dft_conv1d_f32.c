@@ -13,16 +13,16 @@
  * of two: exact), the product takes three real GEMMs (Gauss), k1 = (a+b).c, k2 = a.(d-c),
  * k3 = b.(c+d): Re = k1 - k3, Im = k1 + k2 (slot 0: X_0.c_0 and X_n/2.c_n/2, two GEMMs), each
  * [tiles, c_in] x [c_in, c_out] on kcc_gemm_tile_f32: 3/4 of a plain complex product's
- * multiplies. The input's bins come from a real FFT (kcc_dft_plan); the inverse is a plain
- * cos/sin sum over slots (only h of the n outputs are kept, so it is cheaper than an FFT).
+ * multiplies. The input's bins come from a real FFT (kcc_dft_plan) and the outputs from the same
+ * plan run backwards (a real inverse FFT; h of its n outputs are kept).
  * Layout: spec[f][g][p][ci][j] = S_fg[ci][p*NR + j], S_f = (c, d-c, c+d) (slot 0: c_0, c_n/2, 0),
  * the GEMM pack of kcc_conv1d_gemm_f32 (zeros past c_out): a read-only weight made once at lowering
  * (kcc/ops/dft_conv.py, spectrum_pack) from the conv's weight.
  * Short inputs: when n_batch * t_in < min_rows the kernel runs the direct conv on the GEMM pack
  * wp (reading the spectrum would cost more than it saves); the caller picks min_rows.
  * Numerics: the spectrum is made in f64 from the f32 weights and rounded once; the input FFT
- * (twiddles rounded from f64), the GEMM (128-term chunks from zero, FMA where the target has
- * it) and the inverse sum run in f32 in a fixed order. The DFT basis is unitary, so rounding
+ * and the inverse FFT (twiddles rounded from f64), the GEMM (128-term chunks from zero, FMA where
+ * the target has it) run in f32 in a fixed order. The DFT basis is unitary, so rounding
  * does not grow with n the way a Winograd transform's does: measured 1.1-2.3x the direct conv's
  * own f32 error (Gauss's sums a + b, c + d and k1 - k3 round once more; tests/test_dft_conv.py). */
 #define KCC_DFT_MAX_N 64
@@ -31,8 +31,8 @@
 /* The 16-wide transform steps carry KCC_VECTOR_CLONES (kcc_common.h): portable builds run them
  * on AVX-512 / AVX2 clones picked at load time, with the same results.
  * Prefetches: the next tile's input rows, a lane block at a time while this tile transforms;
- * in the inverse, this lane block's residual rows and the next one's output rows (the epilogue's
- * and the first pass's misses, perf). Hints only: no effect on results. */
+ * in the inverse, this lane block's residual rows (the epilogue's misses, perf). Hints only: no
+ * effect on results. */
 #if defined(__GNUC__)
 #define KCC_DFT_PREFETCH(p) __builtin_prefetch(p)
 #else
@@ -42,22 +42,6 @@
 static int kcc_dft_sizes_ok(int64_t n, int64_t k_size)
 {
     return n >= 4 && n <= KCC_DFT_MAX_N && (n & (n - 1)) == 0 && k_size >= 1 && k_size < n;
-}
-
-/* Slot f's basis at u < n in f64: (cos, sin) of 2 pi f u / n; slot 0: (1, (-1)^u), the real
- * bins 0 and n/2. Exact zeros and ones where cos/sin have them. */
-static void kcc_dft_basis(int64_t f, int64_t n, double *cs, double *sn)
-{
-    for (int64_t u = 0; u < n; ++u) {
-        const int64_t j = (f * u) & (n - 1);
-        if (f == 0) {
-            cs[u] = 1.0;
-            sn[u] = (u & 1) ? -1.0 : 1.0;
-            continue;
-        }
-        cs[u] = 4 * j == n || 4 * j == 3 * n ? 0.0 : cos(6.283185307179586476925 * (double)j / (double)n);
-        sn[u] = 2 * j == n || j == 0 ? 0.0 : sin(6.283185307179586476925 * (double)j / (double)n);
-    }
 }
 
 /* The forward transform's plan: a real n-point DFT as an N = n/2-point complex FFT of
@@ -168,40 +152,68 @@ static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t 
     KCC_DFT_FORWARD_BODY(nl)
 }
 
-/* Inverse step over one lane block: rows y_i = ob + t_of[i] (i < rows) get (=, or += when acc)
- * cr0[i]*Re0 + cm0[i]*Im0 + cr1[i]*Re1 + cm1[i]*Im1, added in that order, where a slot's GEMM
- * rows k_g at m + g*ms give Re = k1 - k3, Im = k1 + k2 (slot 0, when real0: Y_0 = k1, Y_n/2 = k2);
- * KCC_MADD is one fused multiply-add where the target has FMA (kcc_common.h). */
+/* Inverse transform of one tile over one lane block (lanes [0, NL)): every slot's GEMM rows
+ * (slot f's row k_g at m + f*fs + g*ms: Y_f = (k1 - k3) + i(k1 + k2); slot 0: the real Y_0 = k1,
+ * Y_n/2 = k2) -> the tile's output rows y_i = ob + t_of[i] (i < rows), stored, where
+ * y_i = Y_0 + (-1)^i Y_n/2 + sum_f Re(Y_f e^(2 pi i f i/n)) (the spectrum's 2/n is in the weights).
+ * As the forward's plan backwards: the N = n/2-point complex inverse FFT of
+ * Z_0 = (Y_0 + Y_n/2) + i(Y_0 - Y_n/2), Z_k = A + i e^(2 pi i k/n) B with A = (Y_k + conj Y_N-k)/2,
+ * B = (Y_k - conj Y_N-k)/2 (k and N - k from the same four rows; Z_N/2 = conj Y_N/2), gives
+ * z_m = y_2m + i y_2m+1. Lanes past NL carry zeros and are not stored. */
 #define KCC_DFT_INVERSE_BODY(NL)                                                                  \
-    float ar[KCC_DFT_VW] = {0}, ai[KCC_DFT_VW] = {0}, br[KCC_DFT_VW] = {0}, bi[KCC_DFT_VW] = {0}; \
+    const int64_t nh = pl->half;                                                                  \
+    float zr[KCC_DFT_MAX_N / 2][KCC_DFT_VW], zi[KCC_DFT_MAX_N / 2][KCC_DFT_VW];                   \
+    for (int64_t k = 0; k < nh; ++k)                                                              \
+        for (int64_t j = (NL); j < KCC_DFT_VW; ++j) zr[k][j] = zi[k][j] = 0.0f;                   \
     for (int64_t j = 0; j < (NL); ++j) {                                                          \
-        ar[j] = real0 ? m0[j] : m0[j] - m0[2 * ms + j];                                           \
-        ai[j] = real0 ? m0[ms + j] : m0[j] + m0[ms + j];                                          \
-        br[j] = m1[j] - m1[2 * ms + j];                                                           \
-        bi[j] = m1[j] + m1[ms + j];                                                               \
+        zr[0][j] = m[j] + m[ms + j];                                                              \
+        zi[0][j] = m[j] - m[ms + j];                                                              \
     }                                                                                             \
+    for (int64_t k = 1; 2 * k < nh; ++k) {                                                        \
+        const float *KCC_RESTRICT p = m + k * fs, *KCC_RESTRICT q = m + (nh - k) * fs;            \
+        float *KCC_RESTRICT kr = zr[pl->rev[k]], *KCC_RESTRICT ki = zi[pl->rev[k]];               \
+        float *KCC_RESTRICT lr = zr[pl->rev[nh - k]], *KCC_RESTRICT li = zi[pl->rev[nh - k]];     \
+        const float c = pl->pw_r[k], sn = pl->pw_i[k];                                            \
+        for (int64_t j = 0; j < (NL); ++j) {                                                      \
+            const float ykr = p[j] - p[2 * ms + j], yki = p[j] + p[ms + j];                       \
+            const float ylr = q[j] - q[2 * ms + j], yli = q[j] + q[ms + j];                       \
+            const float ar = 0.5f * (ykr + ylr), ai = 0.5f * (yki - yli);                         \
+            const float br = 0.5f * (ykr - ylr), bi = 0.5f * (yki + yli);                         \
+            const float er = c * br - sn * bi, ei = c * bi + sn * br;          /* e^(2 pi i k/n) B */ \
+            kr[j] = ar - ei;                                                                      \
+            ki[j] = ai + er;                                                                      \
+            lr[j] = ar + ei;                                                                      \
+            li[j] = er - ai;                                                                      \
+        }                                                                                         \
+    }                                                                                             \
+    if (nh >= 2) {                                                                                \
+        const float *KCC_RESTRICT p = m + nh / 2 * fs;                                            \
+        float *KCC_RESTRICT kr = zr[pl->rev[nh / 2]], *KCC_RESTRICT ki = zi[pl->rev[nh / 2]];     \
+        for (int64_t j = 0; j < (NL); ++j) {                                                      \
+            kr[j] = p[j] - p[2 * ms + j];                                                         \
+            ki[j] = -(p[j] + p[ms + j]);                                                          \
+        }                                                                                         \
+    }                                                                                             \
+    for (int64_t len = 2; len <= nh; len *= 2)                                                    \
+        for (int64_t s0 = 0; s0 < nh; s0 += len)                                                  \
+            for (int64_t k = 0; k < len / 2; ++k)                                                 \
+                kcc_dft_butterfly(zr[s0 + k], zi[s0 + k], zr[s0 + k + len / 2], zi[s0 + k + len / 2], \
+                                  pl->tw_r[k * (nh / len)], -pl->tw_i[k * (nh / len)]);           \
     for (int64_t i = 0; i < rows; ++i) {                                                          \
         float *KCC_RESTRICT y = ob + t_of[i];                                                     \
-        const float p = cr0[i], q = cm0[i], r = cr1[i], s = cm1[i];                               \
-        KCC_DFT_PREFETCH(y + KCC_DFT_VW);                                                         \
-        for (int64_t j = 0; j < (NL); ++j) {                                                      \
-            const float y0 = acc ? y[j] : 0.0f;                                                   \
-            y[j] = KCC_MADD(s, bi[j], KCC_MADD(r, br[j], KCC_MADD(q, ai[j], KCC_MADD(p, ar[j], y0)))); \
-        }                                                                                         \
+        const float *KCC_RESTRICT z = (i & 1) ? zi[i / 2] : zr[i / 2];                            \
+        for (int64_t j = 0; j < (NL); ++j) y[j] = z[j];                                           \
     }
 
 KCC_VECTOR_CLONES
-static void kcc_dft_inverse16_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const float *cr0,
-                                  const float *cm0, const float *cr1, const float *cm1, int64_t ms, int real0,
-                                  const float *KCC_RESTRICT m0, const float *KCC_RESTRICT m1, int acc)
+static void kcc_dft_inverse16_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const kcc_dft_plan *pl,
+                                  int64_t fs, int64_t ms, const float *KCC_RESTRICT m)
 {
     KCC_DFT_INVERSE_BODY(KCC_DFT_VW)
 }
 
-static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const float *cr0,
-                                     const float *cm0, const float *cr1, const float *cm1, int64_t ms, int real0,
-                                     const float *KCC_RESTRICT m0, const float *KCC_RESTRICT m1, int acc,
-                                     int64_t nl)
+static void kcc_dft_inverse_tail_f32(float *KCC_RESTRICT ob, const int64_t *t_of, int64_t rows, const kcc_dft_plan *pl,
+                                     int64_t fs, int64_t ms, const float *KCC_RESTRICT m, int64_t nl)
 {
     KCC_DFT_INVERSE_BODY(nl)
 }
@@ -237,8 +249,7 @@ typedef struct {
 static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
                                    const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
                                    int64_t pad, int64_t d, int64_t t_out, int64_t g0, int64_t g1,
-                                   const kcc_dft_plan *pl, const float (*cr)[KCC_DFT_MAX_N],
-                                   const float (*cm)[KCC_DFT_MAX_N], const float *KCC_RESTRICT bias,
+                                   const kcc_dft_plan *pl, const float *KCC_RESTRICT bias,
                                    float neg_slope, const float *KCC_RESTRICT rb, int64_t has_res,
                                    float *KCC_RESTRICT work, float *KCC_RESTRICT ob)
 {
@@ -273,7 +284,7 @@ static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_R
         for (int g = 0; g < (f > 0 ? 3 : 2); ++g)
             fmt->slot_gemm(KCC_DFT_ROW(f + 1, g, 0), w, tiles, spec + f * 3 * part + g * part, c_in, ldm,
                               KCC_DFT_ROW(f, g, 0), w, 1);
-    for (int64_t tt = 0; tt < tiles; ++tt) {                      /* inverse: every slot's share of each output */
+    for (int64_t tt = 0; tt < tiles; ++tt) {                      /* inverse: each tile's output rows */
         const int64_t t0 = kcc_conv_tile_t0(g0 + tt, d, h);
         int64_t rows = 0;
         while (rows < h && t0 + d * rows < t_out) {
@@ -281,18 +292,13 @@ static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_R
             ++rows;
         }
         for (int64_t c0 = 0; c0 < c_out; c0 += KCC_DFT_VW) {
-            for (int64_t i = 0; i < rows; ++i) {      /* this lane block's residual, next one's output rows */
-                if (has_res) KCC_DFT_PREFETCH(rb + t_of[i] + c0);
-                if (c0 + KCC_DFT_VW < c_out) KCC_DFT_PREFETCH(ob + t_of[i] + c0 + KCC_DFT_VW);
-            }
-            for (int64_t f = 0; f < n / 2; f += 2) {
-                const float *a = KCC_DFT_ROW(f, 0, tt) + c0, *b = KCC_DFT_ROW(f + 1, 0, tt) + c0;
-                if (c_out - c0 >= KCC_DFT_VW)
-                    kcc_dft_inverse16_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], rs, f == 0, a, b, f > 0);
-                else
-                    kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, cr[f], cm[f], cr[f + 1], cm[f + 1], rs, f == 0, a, b,
-                                             f > 0, c_out - c0);
-            }
+            for (int64_t i = 0; has_res && i < rows; ++i)   /* this lane block's residual rows */
+                KCC_DFT_PREFETCH(rb + t_of[i] + c0);
+            const float *mr = KCC_DFT_ROW(0, 0, tt) + c0;
+            if (c_out - c0 >= KCC_DFT_VW)
+                kcc_dft_inverse16_f32(ob + c0, t_of, rows, pl, 3 * rs, rs, mr);
+            else
+                kcc_dft_inverse_tail_f32(ob + c0, t_of, rows, pl, 3 * rs, rs, mr, c_out - c0);
         }
         for (int64_t i = 0; i < rows; ++i)                        /* the epilogue while the rows are in L1 */
             kcc_conv_epilogue_f32(ob, c_out, t0 + d * i, t0 + d * i + 1, bias, 1, neg_slope, rb, has_res);
@@ -316,37 +322,27 @@ static int kcc_dft_conv1d_on(const kcc_dft_format *fmt, const float *KCC_RESTRIC
     const int64_t per_tile = kcc_dft_tile_work(n, c_in, ldm);
     const int64_t area = KCC_DFT_WORK - (n / 2 + 1) * 3 * KCC_DFT_VW;   /* less the rows' padding */
     if (t_out < 1 || per_tile > area) return KCC_EDIMS;
-    /* The inverse's basis in f32 at i < h: Yr cos(2 pi f i/n) - Yi sin(2 pi f i/n); slot 0:
-     * Y_0 + (-1)^i Y_n/2. */
-    float cr[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N], cm[KCC_DFT_MAX_N / 2][KCC_DFT_MAX_N];
-    for (int64_t f = 0; f < n / 2; ++f) {
-        double cs[KCC_DFT_MAX_N], sn[KCC_DFT_MAX_N];
-        kcc_dft_basis(f, n, cs, sn);
-        for (int64_t u = 0; u < n; ++u) {
-            cr[f][u] = (float)cs[u];
-            cm[f][u] = f == 0 ? (float)sn[u] : (float)-sn[u];
-        }
-    }
     kcc_dft_plan plan;
     kcc_dft_plan_make(n, &plan);
     const int64_t h = n - k_size + 1;
     const int64_t all = kcc_conv_tiles(t_out, dilation, h);         /* every residue's tiles */
-    /* Blocks of tiles: as many whole 8-row GEMM tiles as the work area holds (the spectrum is
-     * re-read once per block, and a remainder row block costs a full tile call), cut evenly for
-     * the threads so they finish together (kcc_split_even). Results do not depend on it
-     * (kcc/ops/dft_conv.py, tiles_per_block, mirrors this for the cost model). */
+    /* Blocks of tiles: at most as many whole 8-row GEMM tiles as the work area holds (the
+     * spectrum is re-read once per block, and a remainder row block costs a full tile call), the
+     * same number per thread and the tiles shared evenly (kcc_share_blocks), so the threads
+     * finish together. Results do not depend on it (kcc/ops/dft_conv.py, tiles_per_block,
+     * mirrors the block size for the cost model). */
     const int64_t fit = area / per_tile, fit8 = fit >= KCC_GEMM_MR ? fit / KCC_GEMM_MR * KCC_GEMM_MR : fit;
-    const int64_t tb = kcc_split_even(all, fit8), blocks = (all + tb - 1) / tb;
+    const int64_t blocks = kcc_share_blocks(all, fit8);
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
         float *ob = out + b * t_out * c_out;
         KCC_PARALLEL_FOR   /* a block writes the rows of its tiles only */
         for (int64_t blk = 0; blk < blocks; ++blk) {
             float work[KCC_DFT_WORK];
-            const int64_t g0 = blk * tb, g1 = g0 + tb < all ? g0 + tb : all;
+            const int64_t g0 = kcc_block_start(blk, all, blocks), g1 = kcc_block_start(blk + 1, all, blocks);
+            if (g1 == g0) continue;        /* fewer tiles than threads * blocks: an empty block */
             kcc_dft_conv_block_f32(fmt, xb, t_in, c_in, spec, n, c_out, k_size, pad, dilation, t_out, g0, g1, &plan,
-                                   (const float (*)[KCC_DFT_MAX_N])cr, (const float (*)[KCC_DFT_MAX_N])cm, bias,
-                                   neg_slope, rb, has_res, work, ob);
+                                   bias, neg_slope, rb, has_res, work, ob);
         }
     }
     return KCC_OK;

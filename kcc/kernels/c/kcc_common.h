@@ -40,6 +40,29 @@ static inline int64_t kcc_split_even(int64_t n, int64_t max_per)
     return (n + blocks - 1) / blocks;
 }
 
+/* Blocks for n items of uneven cost per block (a block of tiles re-reads a whole weight set): a
+ * whole number bpt of blocks per thread, each at most max_per items, sizes differing by at most
+ * one, block b covering [kcc_block_start(b), kcc_block_start(b + 1)). With KCC_PARALLEL_FOR's
+ * static schedule thread t runs blocks [t*bpt, (t+1)*bpt): n/threads items each, +-1, and bpt
+ * weight passes each (kcc_split_even's equal blocks gave 99 tiles, at most 8 a block, on 2
+ * threads as 13 blocks: 56 tiles + 43). Kernels use it only where results do not depend on the cut. */
+static inline int64_t kcc_share_blocks(int64_t n, int64_t max_per)
+{
+    if (n < 1 || max_per < 1) return 1;
+    int64_t threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    if (threads > n) threads = n;
+    const int64_t share = (n + threads - 1) / threads;
+    return threads * ((share + max_per - 1) / max_per);
+}
+
+static inline int64_t kcc_block_start(int64_t b, int64_t n, int64_t blocks)
+{
+    return b * n / blocks;
+}
+
 /* Mean and 1/sqrt(biased variance + eps) of n floats, both accumulated in double (two passes):
  * the statistics contract every row normalisation (LayerNorm and its variants) shares. */
 static inline void kcc_mean_rstd_f64(const float *x, int64_t n, float eps, double *mean, double *rstd)

@@ -187,7 +187,7 @@ static int kcc_winograd_conv1d_f32(
     const int64_t ldm = (c_out + KCC_GEMM_NR - 1) / KCC_GEMM_NR * KCC_GEMM_NR, w = c_in > ldm ? c_in : ldm;
     const kcc_wg_conv cv = {m, c_in, c_out, ldm, pad, dilation, t_in, t_out, u, bias, neg_slope, has_res};
     const int64_t all = kcc_conv_tiles(t_out, dilation, m);           /* every residue's tiles */
-    const int64_t tb = kcc_split_even(all, tb_max), blocks = (all + tb - 1) / tb;
+    const int64_t blocks = kcc_share_blocks(all, tb_max);   /* the slot weights are re-read per block */
     kcc_in_style_params p;
     for (int64_t b = 0; b < n_batch; ++b) {
         const float *xb = x + b * t_in * c_in, *rb = has_res ? res + b * t_out * c_out : res;
@@ -198,7 +198,8 @@ static int kcc_winograd_conv1d_f32(
         KCC_PARALLEL_FOR   /* a block writes the rows of its tiles only */
         for (int64_t blk = 0; blk < blocks; ++blk) {
             float work[KCC_WG_WORK];
-            const int64_t g0 = blk * tb, g1 = g0 + tb < all ? g0 + tb : all;
+            const int64_t g0 = kcc_block_start(blk, all, blocks), g1 = kcc_block_start(blk + 1, all, blocks);
+            if (g1 == g0) continue;        /* fewer tiles than threads * blocks: an empty block */
             if (!has_norm) {
                 kcc_wg_block_f32(&cv, xb, 0, t_in, g0, g1, work, rb, ob);
                 continue;
