@@ -39,8 +39,8 @@ register(Kernel(
     contract=Contract(
         accumulation="f32: input real FFT (radix 2 over n/2 complex points), three real GEMMs per "
                      "spectrum slot (Gauss's complex product; 128-term chunks from zero, FMA where the "
-                     "target has it), the "
-                     "inverse summed slot by slot; then + bias, leaky slope, + res as kcc_conv1d_gemm_f32",
+                     "target has it), the real inverse FFT (the same plan backwards); then + bias, "
+                     "leaky slope, + res as kcc_conv1d_gemm_f32",
         tolerance=2e-5,
         notes="not bit-identical to the direct conv: a different (unitary) basis; measured max-abs "
               "1.1-2.3x the direct conv's own f32 error vs float64. Identical for any thread count. Below "
@@ -61,12 +61,13 @@ MAX_SPECTRUM = 16 << 20   # bytes: every block of tiles re-reads the whole spect
                           # 260 MiB on a Xeon); the text encoder's 512-channel K 5 convs (50 MB each)
                           # stay direct
 # Weights in slot-GEMM multiply-adds (calibrated on the EPYC at the generator's four geometries,
-# bench/bench_dft_conv.py, portable build, 2 threads): the transforms (a real FFT each way) at
-# about a third of the tiles' rate (the modelled gains land within 5% of the measured ones); the spectrum's bytes, re-read once per block of tiles, mostly from
-# L3 (a block's GEMMs stream it while computing). Measured with this kernel, ms per conv (the
-# model's pick first): C 128 K 11 n = 64 14.5 (n = 32 15.9), K 7 n = 32 14.1 (n = 16 16.3,
-# n = 64 13.9); C 256 K 11 n = 32 18.3, K 7 n = 32 15.9 (n = 16 18.4, n = 64 27: 5 tiles a
-# block, the GEMM's row tiles part empty: tile_madds counts whole 8-row tiles).
+# bench/bench_dft_conv.py, portable build, 2 threads, each conv alone): the transforms (a real
+# FFT each way) at about a third of the tiles' rate, the spectrum's bytes (re-read once per block
+# of tiles, mostly from L3) at a quarter; the modelled gains land within 5% of the measured ones.
+# Measured ms per conv: C 128 K 11 n = 64 14.5 (n = 32 15.9); K 7 n = 32 14.1 (n = 16 16.3,
+# n = 64 13.9); C 256 K 11 n = 32 18.3; K 7 n = 16 18.4 (n = 32 15.9 alone, but see
+# LONGER_MAX_SPECTRUM; n = 64 27: 5 tiles a block, the GEMM's row tiles part empty, which
+# dft_cost counts as whole 8-row tiles).
 TRANSFORM_WEIGHT = 3.0
 SPECTRUM_WEIGHT = 0.25
 # The shortest transform the pass tries has tiles at least as long as the kernel (h = n - K + 1
