@@ -28,8 +28,10 @@
 #define KCC_DFT_MAX_N 64
 #define KCC_DFT_WORK 131072  /* floats per thread (512 KiB of stack): one block's bin and GEMM rows */
 #define KCC_DFT_VW 16        /* lane block of the transforms */
-/* The 16-wide transform steps carry KCC_VECTOR_CLONES (kcc_common.h): portable builds run them
- * on AVX-512 / AVX2 clones picked at load time, with the same results.
+/* The 16-wide transform steps and the block driver carry KCC_VECTOR_CLONES (kcc_common.h):
+ * portable builds run them on AVX-512 / AVX2 clones picked at load time, with the same results
+ * (the driver's clone calls its level's transform clones directly: x1.03 whole synthesis at the
+ * AVX-512 level, bit-identical).
  * Prefetches: the next tile's input rows, a lane block at a time while this tile transforms;
  * in the inverse, this lane block's residual rows (the epilogue's misses, perf). Hints only: no
  * effect on results. */
@@ -246,6 +248,7 @@ typedef struct {
     int64_t pairs;
 } kcc_dft_format;
 
+KCC_VECTOR_CLONES
 static void kcc_dft_conv_block_f32(const kcc_dft_format *fmt, const float *KCC_RESTRICT xb, int64_t t_in, int64_t c_in,
                                    const float *KCC_RESTRICT spec, int64_t n, int64_t c_out, int64_t k_size,
                                    int64_t pad, int64_t d, int64_t t_out, int64_t g0, int64_t g1,

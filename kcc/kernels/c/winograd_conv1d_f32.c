@@ -128,7 +128,9 @@ typedef struct {
 } kcc_wg_conv;
 
 /* One block: tiles g in [g0, g1), epilogue included. src holds input rows [r0, r1) (row ti at
- * src + (ti - r0) * c_in); work holds the slot regions, then a zero row. */
+ * src + (ti - r0) * c_in); work holds the slot regions, then a zero row. Cloned like the
+ * transforms it calls (as dft_conv1d_f32.c's block driver). */
+KCC_VECTOR_CLONES
 static void kcc_wg_block_f32(const kcc_wg_conv *cv, const float *KCC_RESTRICT src, int64_t r0, int64_t r1,
                              int64_t g0, int64_t g1, float *KCC_RESTRICT work, const float *KCC_RESTRICT rb,
                              float *KCC_RESTRICT ob)
