@@ -25,16 +25,23 @@
 #define KCC_PARALLEL_FOR_COLLAPSE2
 #endif
 
+/* The threads a KCC_PARALLEL_FOR here would run on (1 in serial builds). */
+static inline int64_t kcc_max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 /* Items per block when n items are cut for a KCC_PARALLEL_FOR: at most max_per, the blocks of
  * equal size and their count a whole number of rounds for the threads (66 rows, at most 64, on
  * 2 threads: 33 + 33, not 64 + 2). Kernels use it only where results do not depend on the cut. */
 static inline int64_t kcc_split_even(int64_t n, int64_t max_per)
 {
     if (n < 1 || max_per < 1) return 1;
-    int64_t threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
+    const int64_t threads = kcc_max_threads();
     int64_t blocks = (n + max_per - 1) / max_per;
     blocks = (blocks + threads - 1) / threads * threads;
     return (n + blocks - 1) / blocks;
@@ -49,11 +56,7 @@ static inline int64_t kcc_split_even(int64_t n, int64_t max_per)
 static inline int64_t kcc_share_blocks(int64_t n, int64_t max_per)
 {
     if (n < 1 || max_per < 1) return 1;
-    int64_t threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
-    if (threads > n) threads = n;
+    const int64_t threads = kcc_max_threads() < n ? kcc_max_threads() : n;
     const int64_t share = (n + threads - 1) / threads;
     return threads * ((share + max_per - 1) / max_per);
 }
