@@ -41,6 +41,8 @@ def residue_tiles(t_out: int, dilation: int, length: int) -> int:
     """Tiles of `length` outputs the block-transform convs (block DFT, Winograd) cut t_out rows
     into, per residue of the dilation as many as residue 0's (kcc_conv_tiles, conv_geometry.c)."""
     return dilation * math.ceil(math.ceil(t_out / dilation) / length)
+
+
 ACTS = ("none", "leaky_relu")
 
 # (variant, rule(c_in, c_out, groups, dilation, transposed)): the first match wins.

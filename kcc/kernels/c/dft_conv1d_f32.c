@@ -94,6 +94,19 @@ static inline void kcc_dft_butterfly(float *KCC_RESTRICT ar, float *KCC_RESTRICT
     }
 }
 
+/* The N = n/2-point complex FFT's radix-2 stages over whole 16-lane rows (bit-reversed in,
+ * natural order out), twiddles e^(-2 pi i k/N) with their sine times `sign`: 1 forward, -1 the
+ * inverse (an exact negation). */
+static inline void kcc_dft_stages(float (*zr)[KCC_DFT_VW], float (*zi)[KCC_DFT_VW], const kcc_dft_plan *pl, float sign)
+{
+    const int64_t nh = pl->half;
+    for (int64_t len = 2; len <= nh; len *= 2)
+        for (int64_t s0 = 0; s0 < nh; s0 += len)
+            for (int64_t k = 0; k < len / 2; ++k)
+                kcc_dft_butterfly(zr[s0 + k], zi[s0 + k], zr[s0 + k + len / 2], zi[s0 + k + len / 2],
+                                  pl->tw_r[k * (nh / len)], sign * pl->tw_i[k * (nh / len)]);
+}
+
 /* Bin f from Z_f = (pr, pi) and Z_N-f = (qr, qi): X_f = a + ib. */
 static inline void kcc_dft_unpack(const float *KCC_RESTRICT pr, const float *KCC_RESTRICT pi,
                                   const float *KCC_RESTRICT qr, const float *KCC_RESTRICT qi, float c, float sn,
@@ -125,11 +138,7 @@ static inline void kcc_dft_unpack(const float *KCC_RESTRICT pr, const float *KCC
         for (int64_t j = 0; j < (NL); ++j) di[j] = xo[j];                                         \
         for (int64_t j = (NL); j < KCC_DFT_VW; ++j) dr[j] = di[j] = 0.0f;                         \
     }                                                                                             \
-    for (int64_t len = 2; len <= nh; len *= 2)                                                    \
-        for (int64_t s0 = 0; s0 < nh; s0 += len)                                                  \
-            for (int64_t k = 0; k < len / 2; ++k)                                                 \
-                kcc_dft_butterfly(zr[s0 + k], zi[s0 + k], zr[s0 + k + len / 2], zi[s0 + k + len / 2], \
-                                  pl->tw_r[k * (nh / len)], pl->tw_i[k * (nh / len)]);            \
+    kcc_dft_stages(zr, zi, pl, 1.0f);                                                             \
     for (int64_t j = 0; j < (NL); ++j) v[j] = zr[0][j] + zi[0][j];                                \
     for (int64_t j = 0; j < (NL); ++j) v[vs + j] = zr[0][j] - zi[0][j];                           \
     for (int64_t j = 0; j < (NL); ++j) v[2 * vs + j] = 0.0f;                                      \
@@ -188,7 +197,7 @@ static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t 
             li[j] = er - ai;                                                                      \
         }                                                                                         \
     }                                                                                             \
-    if (nh >= 2) {                                                                                \
+    {                                                   /* Z_N/2 (n >= 4: kcc_dft_sizes_ok) */    \
         const float *KCC_RESTRICT p = m + nh / 2 * fs;                                            \
         float *KCC_RESTRICT kr = zr[pl->rev[nh / 2]], *KCC_RESTRICT ki = zi[pl->rev[nh / 2]];     \
         for (int64_t j = 0; j < (NL); ++j) {                                                      \
@@ -196,11 +205,7 @@ static void kcc_dft_forward_tail_f32(const float *KCC_RESTRICT x, const int64_t 
             ki[j] = -(p[j] + p[ms + j]);                                                          \
         }                                                                                         \
     }                                                                                             \
-    for (int64_t len = 2; len <= nh; len *= 2)                                                    \
-        for (int64_t s0 = 0; s0 < nh; s0 += len)                                                  \
-            for (int64_t k = 0; k < len / 2; ++k)                                                 \
-                kcc_dft_butterfly(zr[s0 + k], zi[s0 + k], zr[s0 + k + len / 2], zi[s0 + k + len / 2], \
-                                  pl->tw_r[k * (nh / len)], -pl->tw_i[k * (nh / len)]);           \
+    kcc_dft_stages(zr, zi, pl, -1.0f);                                                            \
     for (int64_t i = 0; i < rows; ++i) {                                                          \
         float *KCC_RESTRICT y = ob + t_of[i];                                                     \
         const float *KCC_RESTRICT z = (i & 1) ? zi[i / 2] : zr[i / 2];                            \
@@ -233,8 +238,9 @@ static int64_t kcc_dft_tile_work(int64_t n, int64_t c_in, int64_t ldm)
 
 /* One block: tiles g in [g0, g1) (tile j = g / d of residue r = g % d: the residues interleave,
  * so a block's input and output rows are contiguous), epilogue included.
- * Each tile is transformed whole (the FFT makes every bin at once; the inverse sums every slot
- * into its h output rows while they sit in L1), so every slot's GEMM rows are held at once: work
+ * Each tile is transformed whole (the FFT makes every bin at once; the inverse FFT needs every
+ * slot's products and writes its h output rows while they sit in L1), so every slot's GEMM rows
+ * are held at once: work
  * holds n/2 + 1 regions of three rows per tile (width w), slot f's bins in region f + 1 and its
  * GEMM products in region f, where slot f - 1's bins were (already consumed). A block is as many
  * whole 8-row GEMM tiles as fit: each block re-reads the whole spectrum. */

@@ -56,7 +56,7 @@ static inline int64_t kcc_split_even(int64_t n, int64_t max_per)
 static inline int64_t kcc_share_blocks(int64_t n, int64_t max_per)
 {
     if (n < 1 || max_per < 1) return 1;
-    const int64_t threads = kcc_max_threads() < n ? kcc_max_threads() : n;
+    const int64_t most = kcc_max_threads(), threads = most < n ? most : n;
     const int64_t share = (n + threads - 1) / threads;
     return threads * ((share + max_per - 1) / max_per);
 }
