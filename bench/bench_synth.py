@@ -345,11 +345,14 @@ CHILDREN = {"torch": child_torch, "ort": child_ort, "kcc": child_kcc, "ttfa": ch
 # -- parent -----------------------------------------------------------------------------------
 
 def machine() -> dict:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
-    flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+    info = Path("/proc/cpuinfo").read_text().splitlines()
+    field = lambda key: next((ln.split(":", 1)[1].strip() for ln in info if ln.split(":")[0].strip() == key), "")  # noqa: E731
+    cpu = field("model name") or platform.processor()
+    flags = " " + field("flags") + " "
     git = lambda *c: subprocess.run(["git", *c], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
-    return {"cpu": cpu, "cores": os.cpu_count(), "avx512f": " avx512f" in flags,
+    # family / model name the core (the model name of a cloud guest is often only "AMD EPYC")
+    return {"cpu": cpu, "cpu_family": field("cpu family"), "cpu_model": field("model"), "cores": os.cpu_count(),
+            "avx512f": " avx512f " in flags, "avx2": " avx2 " in flags, "fma": " fma " in flags,
             "loadavg_start": Path("/proc/loadavg").read_text().split()[:3], "python": platform.python_version(),
             "git_commit": git("rev-parse", "HEAD"), "git_dirty_files": len(git("status", "--porcelain").splitlines()),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
@@ -592,6 +595,16 @@ def parent(a) -> int:
     return 0
 
 
+def cpu_core(m: dict) -> str:
+    """", family F model M" (and the AMD core it is), or "" for a result recorded without them."""
+    if not m.get("cpu_family"):
+        return ""
+    fam, mod = int(m["cpu_family"]), int(m["cpu_model"])
+    zen4 = 0x10 <= mod < 0x20 or 0x60 <= mod < 0x80 or 0xA0 <= mod < 0xB0    # Genoa, Raphael / Phoenix, Bergamo
+    core = {25: "Zen 4" if zen4 else "Zen 3", 26: "Zen 5"}.get(fam) if "AMD" in m["cpu"] else None
+    return f" ({core + ', ' if core else ''}family {fam} model {mod})"
+
+
 def _get(run: dict, n) -> dict:
     return (run.get("lengths") or {}).get(str(n)) or (run.get("lengths") or {}).get(n) or {}
 
@@ -621,7 +634,7 @@ def render_round_robin(rr: dict) -> list[str]:
 def render_md(r: dict) -> str:
     m, runs = r["machine"], r["runs"]
     L = ["# Full synthesis benchmark (bench/bench_synth.py)", "",
-         f"- machine: {m['cpu']}, {m['cores']} cores (AVX-512: {m['avx512f']}); load average at start "
+         f"- machine: {m['cpu']}{cpu_core(m)}, {m['cores']} cores (AVX-512: {m['avx512f']}); load average at start "
          f"{' '.join(m['loadavg_start'])}, at end {' '.join(r['loadavg_end'])} (other jobs shared the cores)",
          f"- commit {m['git_commit'][:12]} with {m['git_dirty_files']} uncommitted files; {m['date']}; "
          f"whole bench {r['bench_wall_s']:.0f} s",

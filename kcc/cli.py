@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     p.add_argument("circuit")
     p.add_argument("--checkpoint")
     p.add_argument("--max", nargs="*", metavar="DIM=N", help="raise a runtime dim's planned max")
-    p.add_argument("--native", action="store_true", help="build with -O3 -march=native")
+    p.add_argument("--native", action="store_true", help="build with -O3 -march=native -mtune=generic")
     p.set_defaults(fn=cmd_compile)
     p = sub.add_parser("xray", help="compare a compiled circuit with its pinned upstream capture")
     p.add_argument("circuit")

@@ -54,7 +54,11 @@ class BuildOptions:
         f = [x if x != "-O2" else self.opt for x in STRICT_FLAGS]
         f += ["-fPIC", "-shared", "-fno-math-errno"]
         if self.native:
-            f.append("-march=native")
+            # The CPU's instruction set with the schedule the kernels are tuned under (the portable
+            # build's): GCC's znver3 tuning folds the GEMM tile's panel loads into every FMA as a
+            # memory operand (12 loads per 8 FMAs, load-port bound: 55 vs 74 GFLOP/s on one Zen 3
+            # core; the whole synthesis 2876 vs 2279 ms at 64 ids, bench/results/native_tuning.md).
+            f += ["-march=native", "-mtune=generic"]
         f += level_flags(requested(self.isa, self.native))
         if self.openmp:
             f.append("-fopenmp")

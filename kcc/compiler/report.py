@@ -83,7 +83,7 @@ def measure_roofline(threads: int = 1, triad_floats: int = 1 << 24, gemm_n: int 
             best[kind[name]] = min(best[kind[name]], t)
     return Roofline(12.0 * triad_floats / best["add"], 2.0 * gemm_n ** 3 / best["linear"], got,
                     f"measured: triad 3 x {triad_floats * 4 >> 20} MiB, kcc_linear_f32 {gemm_n}^3 "
-                    f"({' '.join(f for f in options.flags() if f.startswith(('-O', '-march', '-DKCC_ISA')))}, "
+                    f"({' '.join(f for f in options.flags() if f.startswith(('-O', '-march', '-mtune', '-DKCC_ISA')))}, "
                     f"{library_level(cc.lib)}, {got} thread{'s' if got != 1 else ''})")
 
 
