@@ -1,7 +1,7 @@
-"""Full synthesis, one run: kcc (portable -O2 and -O3 -march=native, OpenMP) vs torch eager vs onnxruntime.
+"""Full synthesis, one run: kcc (portable and -march=native, both -O3 as shipped, OpenMP) vs torch eager vs onnxruntime.
 
 Usage: python bench/bench_synth.py [--lengths 16,64,160] [--threads 2] [--budget-s 150] [--no-ttfa]
-                                  [--isa avx2fma,avx512] [--engines torch,ort,kcc-O2,kcc-native,kcc-native-1t]
+                                  [--isa avx2fma,avx512] [--engines torch,ort,kcc-portable,kcc-native,kcc-native-1t]
                                   [--precision fp32,bf16]
 
 --isa runs the portable build once per forced x86-64 dispatch level (kcc/compiler/isa.py: what a CPU of
@@ -179,8 +179,9 @@ def _kcc_synth(a, max_frames: int, checkpoint=None):
     from kcc.compiler.build import BuildOptions
     from kcc.model.pipeline import Synthesizer
     from oracle.checkpoints import test_checkpoint
-    opts = (BuildOptions(opt="-O3", native=True, openmp=True, precision=a.precision) if a.build == "native"
-            else BuildOptions(openmp=True, isa=a.isa or None, precision=a.precision))
+    from kcc.compiler.build import release_options
+    opts = (release_options(native=True, precision=a.precision) if a.build == "native"
+            else release_options(isa=a.isa or None, precision=a.precision))
     synth = Synthesizer(checkpoint or test_checkpoint("full", 0), opts, max_frames=max_frames)
     return synth, synth.set_threads(a.threads)
 
@@ -455,10 +456,10 @@ def stage_roofline(lengths_frames: dict, threads: int, levels: list[str] = ()) -
             r = build_report(stage, ck, d, roofline=rf)
             per[stage] = {"flops": r.flops, "bytes": r.bytes, "bound_s": r.bound_s(), "arena_bytes": r.arena_bytes_at}
         out["stages"][n] = per
-    from kcc.compiler.build import BuildOptions
+    from kcc.compiler.build import release_options
     out["levels"] = {}
     for lv in levels:
-        peak = max(measure_roofline(threads, triad_floats=1 << 10, reps=3, options=BuildOptions(openmp=True, isa=lv)).peak
+        peak = max(measure_roofline(threads, triad_floats=1 << 10, reps=3, options=release_options(isa=lv)).peak
                    for _ in range(3))
         out["levels"][lv] = {"peak_GFLOPs": peak / 1e9, "bound_s": {
             n: sum(max(c["bytes"] / rf.bandwidth, (c["flops"] or 0) / peak) for c in per.values())
@@ -497,11 +498,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rerender", action="store_true", help="only re-measure the roofline of an existing result")
     ap.add_argument("--isa", default="", help="forced dispatch levels for the portable build, e.g. avx2fma,avx512 "
                     "(default: none, the CPU dispatches); in a child: the one level")
-    ap.add_argument("--engines", default="torch,ort,kcc-O2,kcc-native,kcc-native-1t",
-                    help="sequential runs (kcc-O2 runs once per --isa level)")
+    ap.add_argument("--engines", default="torch,ort,kcc-portable,kcc-native,kcc-native-1t",
+                    help="sequential runs (kcc-portable runs once per --isa level)")
     # child-only
     ap.add_argument("--precision", default="fp32",
-                    help="compute precisions of the kcc-O2 / kcc-native runs, e.g. fp32,bf16 (kcc/compiler/precision.py)")
+                    help="compute precisions of the kcc-portable / kcc-native runs, e.g. fp32,bf16 (kcc/compiler/precision.py)")
     ap.add_argument("--child", choices=sorted(CHILDREN))
     ap.add_argument("--work")
     ap.add_argument("--result")
@@ -554,11 +555,11 @@ def parent(a) -> int:
             runs["ort"] = spawn("ort", a, work, ["--onnx", str(onnx)], a.threads)
         precisions = [p for p in a.precision.split(",") if p]
         tag = lambda p: "" if p == "fp32" else f"-{p}"                   # noqa: E731
-        if "kcc-O2" in engines:
+        if "kcc-portable" in engines:
             for lv in levels or [""]:
                 for p in precisions:
-                    runs["kcc-O2" + (f"-{lv}" if lv else "") + tag(p)] = spawn(
-                        "kcc", a, work, ["--build", "O2", "--isa", lv, "--precision", p, *mf, *par], a.threads)
+                    runs["kcc-portable" + (f"-{lv}" if lv else "") + tag(p)] = spawn(
+                        "kcc", a, work, ["--build", "portable", "--isa", lv, "--precision", p, *mf, *par], a.threads)
         if "kcc-native" in engines:
             for p in precisions:
                 runs["kcc-native" + tag(p)] = spawn("kcc", a, work, ["--build", "native", "--precision", p, *mf, *par],
@@ -569,7 +570,7 @@ def parent(a) -> int:
         rr = None
         if a.rr_rounds > 0:
             rr_engines = {"torch": [], "ort": ["--onnx", str(onnx)], "kcc-native": ["--build", "native", *mf]}
-            rr_engines.update({f"kcc-{lv}": ["--build", "O2", "--isa", lv, *mf] for lv in levels})
+            rr_engines.update({f"kcc-{lv}": ["--build", "portable", "--isa", lv, *mf] for lv in levels})
             rr = round_robin(a, work, rr_engines, [n for n in a.rr_lengths if n in a.lengths], a.rr_rounds)
         ttfa = None
         if not a.no_ttfa:
@@ -719,7 +720,7 @@ def render_md(r: dict) -> str:
         L.append("")
         rr = r.get("round_robin") or {}
         for lv, x in (roof.get("levels") or {}).items():
-            run, rr_ms = runs.get(f"kcc-O2-{lv}", {}), (rr.get("ms") or {}).get(f"kcc-{lv}", {})
+            run, rr_ms = runs.get(f"kcc-portable-{lv}") or runs.get(f"kcc-O2-{lv}", {}), (rr.get("ms") or {}).get(f"kcc-{lv}", {})
             cells = []
             for n, b in x["bound_s"].items():
                 got = _get(run, n).get("median_ms")

@@ -17,10 +17,10 @@ def _checkpoint_arg(args) -> str:
 
 
 def cmd_compile(args) -> int:
-    from kcc.compiler.build import BuildOptions
+    from kcc.compiler.build import release_options
     from kcc.compiler.driver import compile_circuit
     dims = _dim_values(args.max or [])
-    c = compile_circuit(args.circuit, _checkpoint_arg(args), BuildOptions(opt="-O3" if args.native else "-O2", native=args.native), dims=dims)
+    c = compile_circuit(args.circuit, _checkpoint_arg(args), release_options(args.native), dims=dims)
     print(f"circuit {c.graph.name}: {len(c.graph.ops)} ops, {len(c.graph.checkpoints)} checkpoints")
     print(f"plan: {c.plan.summary()}")
     print(f"library: {c.library_path} sha256 {c.built.sha256} ({'cached' if c.built.cached else 'built'})")
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     p.add_argument("circuit")
     p.add_argument("--checkpoint")
     p.add_argument("--max", nargs="*", metavar="DIM=N", help="raise a runtime dim's planned max")
-    p.add_argument("--native", action="store_true", help="build with -O3 -march=native -mtune=generic")
+    p.add_argument("--native", action="store_true", help="build for this CPU: -O3 -march=native -mtune=generic (default: portable -O3)")
     p.set_defaults(fn=cmd_compile)
     p = sub.add_parser("xray", help="compare a compiled circuit with its pinned upstream capture")
     p.add_argument("circuit")

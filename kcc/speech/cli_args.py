@@ -18,6 +18,6 @@ def add_speech_args(p) -> None:
     p.add_argument("--max-frames", type=int, help="frames planned per chunk (default 2048, 51 s of audio)")
     p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
                    "use, or $OMP_NUM_THREADS)")
-    p.add_argument("--native", action="store_true", help="build with -O3 -march=native -mtune=generic (default: portable -O2)")
+    p.add_argument("--native", action="store_true", help="build for this CPU: -O3 -march=native -mtune=generic (default: portable -O3)")
     from kcc.compiler.precision import add_precision_argument
     add_precision_argument(p)

@@ -305,13 +305,13 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
     threads: kernel threads (default: every core this process may use, less those other
     processes keep busy, measured before each stage; kcc.compiler.threads).
     precision: fp32 / bf16 / int8 (None: $KCC_PRECISION, else fp32; kcc.compiler.precision)."""
-    from kcc.compiler.build import BuildOptions
+    from kcc.compiler.build import release_options
     from kcc.compiler.precision import with_precision
     from kcc.model.model_store import load_model
     from kcc.model.pipeline import DEFAULT_MAX_FRAMES
     from kcc.compiler.threads import FreeCores, resolve_threads
     n = resolve_threads(threads)
-    options = with_precision(BuildOptions(opt="-O3" if native else "-O2", native=native), precision)
+    options = with_precision(release_options(native), precision)
     synth = load_model(checkpoint, options, max_frames=max_frames or DEFAULT_MAX_FRAMES, log=log)
     # Unless a count was asked for, each stage leaves out the cores other processes keep busy:
     # beside a busy neighbour 2 threads run slower than 1 (kcc.compiler.threads.FreeCores).
