@@ -5,7 +5,7 @@ Usage: python scripts/update_readme.py [--check]
 
   LIMITS  from the constants the code enforces (kcc.limits)
   STATUS  from bench/results/xray.json (python scripts/xray_all.py writes it)
-  BENCH   from bench/results/bench_synth_levels.json and bench/results/bench_say_warm.json
+  BENCH   from the round robins in ROUND_ROBINS and bench/results/bench_say_warm.json
 --check exits 1 when the README differs from what this script would write (a test runs it).
 """
 from __future__ import annotations
@@ -59,25 +59,42 @@ def status_section() -> str:
     return "\n".join(lines)
 
 
+# The round robins the README's one speed table shows: one per CPU, each with its dispatch levels.
+ROUND_ROBINS = ("bench_synth_levels.json", "bench_synth_zen3.json")
+ENGINE_NAMES = {"torch": "torch 2.13 eager", "ort": "onnxruntime 1.31 (FP32 export)",
+                "kcc-native": "kcc -march=native", "kcc-avx2fma": "kcc portable, AVX2 + FMA level",
+                "kcc-avx512": "kcc portable, AVX-512 level"}
+
+
 def bench_section() -> str:
-    """Today's round robin (bench_synth.py --isa ..., engines side by side, a ratio per round,
-    median of rounds): the one current table, with the CPU and the dispatch level of each row."""
-    synth = json.loads((RESULTS / "bench_synth_levels.json").read_text())
-    m, rr = synth["machine"], synth["round_robin"]
+    """The round robins (bench_synth.py --isa ..., engines side by side, a ratio per round, median
+    of rounds) as the one current table: a column per CPU and length, a row per engine."""
+    from bench.bench_synth import cpu_core
+    runs = [json.loads((RESULTS / f).read_text()) for f in ROUND_ROBINS if (RESULTS / f).exists()]
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    names = {"torch": "torch 2.13 eager", "ort": "onnxruntime 1.31 (torch.onnx export, FP32)",
-             "kcc-native": "kcc -march=native",
-             "kcc-avx2fma": "kcc forced to the AVX2 + FMA level", "kcc-avx512": "kcc forced to the AVX-512 level"}
+    label = lambda m: (cpu_core(m).strip(" ()").split(",")[0] or m["cpu"])  # noqa: E731
+    cpus = []
+    for r in runs:
+        m = r["machine"]
+        isa = "AVX-512" if m["avx512f"] else "AVX2 + FMA, no AVX-512"
+        o2 = any(k.startswith("kcc-O2") for k in r["runs"])     # recorded before the portable build went -O3
+        cpus.append(f"**{label(m)}**: {m['cpu']} family {m['cpu_family']} model {m['cpu_model']}, {isa}, "
+                    f"{m['date'][:10]}, {m['git_commit'][:7]}{' (portable -O2 then)' if o2 else ''}")
     lines = ["## Speed", "",
-             f"`bench/bench_synth.py` round robin, {m['date']} (commit {m['git_commit'][:7]}): {m['cpu']} "
-             f"(Zen 4, family 25 model 17), {m['cores']} cores, AVX-512, shared (load {' '.join(m['loadavg_start'])}); "
-             f"{synth['threads']} threads per engine; the same seeded full-config weights, phoneme ids and voice row; "
-             f"median ms of a full synthesis over {rr['rounds']} rounds (ratio to torch / to onnxruntime, taken "
-             "within each round). AVX2 rows are this CPU forced to that level (`KCC_ISA`), a proxy for an AVX2 CPU.", "",
-             "| engine | " + " | ".join(f"{n} ids" for n in rr["lengths"]) + " |", "| --- |" + " --- |" * len(rr["lengths"])]
-    for e in rr["engines"]:
+             f"`bench/bench_synth.py` round robin, {runs[0]['threads']} threads per engine, 2-core machines, seeded "
+             "full-config weights: median ms of a full synthesis (ratio to torch / onnxruntime within each round). "
+             + "; ".join(cpus) + ". Lower levels: forced (`KCC_ISA`).", ""]
+    cols = [(r, n) for r in runs for n in map(str, r["round_robin"]["lengths"])]
+    lines += ["| engine | " + " | ".join(f"{label(r['machine'])}, {n} ids" for r, n in cols) + " |",
+              "| --- |" + " --- |" * len(cols)]
+    engines = [e for e in ENGINE_NAMES if any(e in r["round_robin"]["engines"] for r in runs)]
+    for e in engines:
         cells = []
-        for n in map(str, rr["lengths"]):
+        for r, n in cols:
+            rr = r["round_robin"]
+            if e not in rr["engines"]:
+                cells.append("-")
+                continue
             ms = med(rr["ms"][e][n])
             if e in ("torch", "ort"):
                 cells.append(f"{ms:.0f}")
@@ -85,19 +102,18 @@ def bench_section() -> str:
             rt = med([a / b for a, b in zip(rr["ms"][e][n], rr["ms"]["torch"][n])])
             ro = med([a / b for a, b in zip(rr["ms"][e][n], rr["ms"]["ort"][n])])
             cells.append(f"{ms:.0f} ({rt:.2f} / {ro:.2f})")
-        lines.append(f"| {names.get(e, e)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {ENGINE_NAMES[e]} | " + " | ".join(cells) + " |")
     warm = RESULTS / "bench_say_warm.json"
     if warm.exists():
         w = json.loads(warm.read_text())
         ph = w["phases_median"]
-        lines += ["", f"Warm `kcc say` of one sentence (`bench/bench_say_warm.py`, {w['cpu']}; the kcc process "
-                  "includes English G2P, the onnxruntime (int8 ONNX export) and torch processes get the same "
-                  "phoneme ids): "
-                  + ", ".join(f"{k.removesuffix(' (process)')} {v['wall_s']:.2f} s wall / {v['peak_rss_mb']:.0f} MB "
-                              "peak RSS" for k, v in w["rows"].items())
-                  + f"; inside kcc: imports {ph['imports_s']:.2f} s, model load {ph['model_load_s']:.2f} s, "
+        lines += ["", f"Warm `kcc say` of one sentence (`bench/bench_say_warm.py`, {w['cpu']}; kcc includes its "
+                  "G2P, onnxruntime (int8 export) and torch get its phoneme ids), wall / peak RSS: "
+                  + ", ".join(f"{k.removesuffix(' (process)')} {v['wall_s']:.2f} s / {v['peak_rss_mb']:.0f} MB"
+                              for k, v in w["rows"].items())
+                  + f"; in kcc: imports {ph['imports_s']:.2f} s, load {ph['model_load_s']:.2f} s, "
                     f"G2P {ph['g2p_s']:.2f} s, synthesis {ph['synthesis_s']:.2f} s."]
-    lines += ["", "More: `bench/results/` (per-stage rooflines, dispatch levels, the server, batch)."]
+    lines += ["", "More (rooflines, levels, server, batch): `bench/results/`."]
     return "\n".join(lines)
 
 
