@@ -31,7 +31,7 @@ class BuildError(Exception):
 # What the product compiles (kcc say / serve / batch / compile): -O3. On a Zen 3 the portable -O2
 # build ran 10-15% behind -O3 (the DFT / Winograd convs and AdaIN rows; same GEMM), -O3 matches
 # -march=native (bench/results/native_tuning.md); it doubles a model's one-time compile. -O2 and -O3
-# give the same bits (no FP contraction or reassociation in ISO C mode; tests/test_native_tuning.py),
+# give the same bits (no FP contraction or reassociation in ISO C mode; tests/test_release_build.py),
 # so the test suite builds at -O2, the BuildOptions default, and checks what ships.
 RELEASE_OPT = "-O3"
 
