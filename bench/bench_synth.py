@@ -176,10 +176,9 @@ def child_ort(a, inp) -> None:
 
 
 def _kcc_synth(a, max_frames: int, checkpoint=None):
-    from kcc.compiler.build import BuildOptions
+    from kcc.compiler.build import release_options
     from kcc.model.pipeline import Synthesizer
     from oracle.checkpoints import test_checkpoint
-    from kcc.compiler.build import release_options
     opts = (release_options(native=True, precision=a.precision) if a.build == "native"
             else release_options(isa=a.isa or None, precision=a.precision))
     synth = Synthesizer(checkpoint or test_checkpoint("full", 0), opts, max_frames=max_frames)
@@ -353,7 +352,7 @@ def machine() -> dict:
     git = lambda *c: subprocess.run(["git", *c], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
     # family / model name the core (the model name of a cloud guest is often only "AMD EPYC")
     return {"cpu": cpu, "cpu_family": field("cpu family"), "cpu_model": field("model"), "cores": os.cpu_count(),
-            "avx512f": " avx512f " in flags, "avx2": " avx2 " in flags, "fma": " fma " in flags,
+            "avx512f": " avx512f " in flags,
             "loadavg_start": Path("/proc/loadavg").read_text().split()[:3], "python": platform.python_version(),
             "git_commit": git("rev-parse", "HEAD"), "git_dirty_files": len(git("status", "--porcelain").splitlines()),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
@@ -596,14 +595,21 @@ def parent(a) -> int:
     return 0
 
 
+def amd_core(m: dict) -> str | None:
+    """The AMD core a machine() record's family / model name ("Zen 3" ...), else None."""
+    if not m.get("cpu_family") or "AMD" not in m["cpu"]:
+        return None
+    fam, mod = int(m["cpu_family"]), int(m["cpu_model"])
+    zen4 = 0x10 <= mod < 0x20 or 0x60 <= mod < 0x80 or 0xA0 <= mod < 0xB0    # Genoa, Raphael / Phoenix, Bergamo
+    return {25: "Zen 4" if zen4 else "Zen 3", 26: "Zen 5"}.get(fam)
+
+
 def cpu_core(m: dict) -> str:
     """", family F model M" (and the AMD core it is), or "" for a result recorded without them."""
     if not m.get("cpu_family"):
         return ""
-    fam, mod = int(m["cpu_family"]), int(m["cpu_model"])
-    zen4 = 0x10 <= mod < 0x20 or 0x60 <= mod < 0x80 or 0xA0 <= mod < 0xB0    # Genoa, Raphael / Phoenix, Bergamo
-    core = {25: "Zen 4" if zen4 else "Zen 3", 26: "Zen 5"}.get(fam) if "AMD" in m["cpu"] else None
-    return f" ({core + ', ' if core else ''}family {fam} model {mod})"
+    core = amd_core(m)
+    return f" ({core + ', ' if core else ''}family {int(m['cpu_family'])} model {int(m['cpu_model'])})"
 
 
 def _get(run: dict, n) -> dict:

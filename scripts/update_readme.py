@@ -69,10 +69,10 @@ ENGINE_NAMES = {"torch": "torch 2.13 eager", "ort": "onnxruntime 1.31 (FP32 expo
 def bench_section() -> str:
     """The round robins (bench_synth.py --isa ..., engines side by side, a ratio per round, median
     of rounds) as the one current table: a column per CPU and length, a row per engine."""
-    from bench.bench_synth import cpu_core
+    from bench.bench_synth import amd_core
     runs = [json.loads((RESULTS / f).read_text()) for f in ROUND_ROBINS if (RESULTS / f).exists()]
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    label = lambda m: (cpu_core(m).strip(" ()").split(",")[0] or m["cpu"])  # noqa: E731
+    label = lambda m: amd_core(m) or m["cpu"]  # noqa: E731
     cpus = []
     for r in runs:
         m = r["machine"]

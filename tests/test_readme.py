@@ -33,8 +33,10 @@ def test_the_speed_table_names_each_cpu_it_shows():
     """One table, a column per CPU measured: each named by its core (cloud guests report only
     'AMD EPYC'), family and model, and whether it has AVX-512."""
     sys.path.insert(0, str(ROOT))
-    from bench.bench_synth import cpu_core
+    from bench.bench_synth import amd_core, cpu_core
     amd = {"cpu": "AMD EPYC"}
+    assert amd_core({**amd, "cpu_family": "25", "cpu_model": "1"}) == "Zen 3"
+    assert amd_core({"cpu": "Intel(R) Xeon(R)", "cpu_family": "6", "cpu_model": "143"}) is None   # labelled by name
     assert cpu_core({**amd, "cpu_family": "25", "cpu_model": "1"}) == " (Zen 3, family 25 model 1)"
     assert cpu_core({**amd, "cpu_family": "25", "cpu_model": "17"}) == " (Zen 4, family 25 model 17)"
     assert cpu_core({**amd, "cpu_family": "26", "cpu_model": "2"}) == " (Zen 5, family 26 model 2)"

@@ -21,8 +21,8 @@ import pytest
 
 from kcc.compiler.build import RELEASE_OPT, BuildOptions, compiler, release_options
 from kcc.compiler.one_op import compile_op, run_cases
-from kcc.ops import OPS
 from kcc.kernels.registry import C_DIR as KERNEL_DIR
+from kcc.ops import OPS
 
 X86_64 = platform.machine() in ("x86_64", "AMD64")
 # The kernels -O3 compiles differently enough to matter (the conv algorithms, the AdaIN rows, the
@@ -45,6 +45,7 @@ def test_release_build_gives_the_bits_of_the_test_build(op):
     for case, a, b in zip(cases, o2, o3):
         assert a.shape == b.shape and a.dtype == b.dtype
         assert np.array_equal(a, b, equal_nan=True), f"{op} {case.name}: -O2 and {RELEASE_OPT} differ"
+
 
 PROBE = """#include "kcc_common.h"
 #include "gemm_tile_f32.c"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.compiler.build import BuildOptions
+from kcc.compiler.build import BuildOptions, release_options
 from kcc.compiler.isa import library_level
 from kcc.compiler.costs import OpCost, graph_costs
 from kcc.compiler.plan import plan_memory
@@ -65,7 +65,7 @@ def measure_roofline(threads: int = 1, triad_floats: int = 1 << 24, gemm_n: int 
     passes a portable build forced to each dispatch level); per-op timing is switched on."""
     from kcc.compiler.driver import compile_circuit
     from kcc.weights.checkpoint import Checkpoint
-    options = options or BuildOptions(opt="-O3", native=True, openmp=True)
+    options = options or release_options(native=True)
     doc, weights = _probe(triad_floats, gemm_n)
     cc = compile_circuit(doc, Checkpoint(Path("<memory>"), weights), options=dataclasses.replace(options, profile=True),
                          passes=[])
@@ -187,7 +187,7 @@ def measure_ops(circuit, checkpoint, dims: dict[str, int], passes=None, threads:
     integers 0: a timing input, not a meaningful utterance)."""
     from kcc.compiler.runtime import NP_DTYPES
     from kcc.compiler.driver import compile_circuit
-    cc = compile_circuit(circuit, checkpoint, BuildOptions(opt="-O3", native=True, openmp=True, profile=True),
+    cc = compile_circuit(circuit, checkpoint, release_options(native=True, profile=True),
                          dims=planned_max, passes=passes)
     cc.set_threads(threads)
     rng = np.random.default_rng(seed)
