@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,9 @@ CONTEXT_TOKENS = kokoro.CONTEXT_TOKENS
 # 51 s of audio per chunk at 40 frames/s (600 samples a frame): a full 510-phoneme chunk of
 # real speech takes ~1,100 frames at speed 1 (measured 986 for 456 phonemes), more when slower.
 DEFAULT_MAX_FRAMES = kokoro.MAX_FRAMES
+# Stages compiled at once on a first run: each holds its lowered weights (up to ~200 MB for the
+# generator) until its blob is written, so more would cost memory for little (7 stages, one large).
+MAX_COMPILE_WORKERS = 4
 
 
 def frame_dims(frames: int) -> dict[str, int]:
@@ -104,6 +108,7 @@ class Synthesizer:
         # artifact (every warm `kcc say`) never needs it, and it costs ~40 ms of imports.
         from kcc.circuits import load_circuit
         from kcc.compiler.driver import compile_circuit
+        from kcc.compiler.threads import available_cores
         from kcc.weights.checkpoint import Checkpoint, load_checkpoint
 
         # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
@@ -112,14 +117,30 @@ class Synthesizer:
         self.checkpoint_path = ckpt.path
         self.stages = stages or FRONT + BACK
         self.max_frames = max_frames
-        self.circuits: dict[str, CompiledCircuit] = {}
         planned = frame_dims(max_frames)
-        for i, name in enumerate(self.stages):
-            if progress is not None:
-                progress(i, len(self.stages), name)
+        started = iter(range(len(self.stages)))
+        announce = threading.Lock()
+
+        def compile_stage(name: str) -> CompiledCircuit:
+            with announce:
+                if progress is not None:
+                    progress(next(started), len(self.stages), name)
             doc = load_circuit(name)
             dims = {d: n for d, n in planned.items() if d in doc["dims"]}
-            self.circuits[name] = compile_circuit(doc, ckpt, options, dims=dims or None)
+            return compile_circuit(doc, ckpt, options, dims=dims or None)
+
+        # The stages compile side by side: each is its own C file and compiler process (~90% of
+        # a first run's time), so one stage's lowering overlaps another's compile. The back
+        # stages go first: the generator is the longest, and a long one started last idles a core.
+        workers = min(len(self.stages), available_cores(), MAX_COMPILE_WORKERS)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kcc-compile") as pool:
+            futures = {name: pool.submit(compile_stage, name) for name in reversed(self.stages)}
+            try:
+                self.circuits: dict[str, CompiledCircuit] = {name: futures[name].result() for name in self.stages}
+            except BaseException:
+                for f in futures.values():
+                    f.cancel()
+                raise
         self._arenas = threading.local()
         self.threads = None
         self.release_weights = False
