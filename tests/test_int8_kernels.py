@@ -1,6 +1,8 @@
 """The int8 precision's kernels (gemm_tile_s8.c, conv1d_s8.c, norm_conv1d_s8.c) at every dispatch path
-this CPU runs: the vpdpbusd tiles (AVX512_VNNI CPUs) and the ISO C emulation (a build forced to
-avx2fma takes it); the pass that makes the int8 ops; the loader's fallback.
+this CPU runs: the vpdpbusd zmm tiles (AVX512_VNNI at the AVX-512 level), the vpdpbusd ymm tiles
+(AVX-VNNI; where the CPU lacks it, their code with an exact AVX2 stand-in for the instruction), the
+AVX2 vpmaddwd tiles, and the ISO C emulation (a build forced to baseline takes it); the pass that
+makes the int8 ops; the loader's choice.
 
 The GEMM is integer arithmetic, so it is asserted exactly against numpy's int64 product. The convs
 are checked against a float64 reference over the same quantised operands (the kernel's
@@ -22,7 +24,7 @@ pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan 
 from kcc.compiler import precision  # noqa: E402
 from kcc.compiler.build import BuildOptions, build_library  # noqa: E402
 from kcc.compiler.driver import compile_circuit  # noqa: E402
-from kcc.compiler.isa import runnable_levels  # noqa: E402
+from kcc.compiler.isa import _cpu_flags, runnable_levels  # noqa: E402
 from kcc.compiler.passes import DEFAULT_PASSES  # noqa: E402
 from kcc.kernels.registry import COMMON_HEADER, get_kernel, with_requires  # noqa: E402
 from kcc.ops.conv_int8 import fits_int8, quantise_channels, s8_conv_pack, s8_panels  # noqa: E402
@@ -31,13 +33,22 @@ from kcc.weights.checkpoint import Checkpoint  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from test_bf16_kernels import _circuit, conv_ref  # noqa: E402
 
-LEVELS = [None] + (["avx2fma"] if "avx2fma" in runnable_levels() else [])   # None: the CPU dispatches
+# None: the CPU dispatches; baseline: the ISO C emulation; avx2fma: the 256-bit tiles on a CPU
+# whose own choice is the AVX-512 one
+LEVELS = [None] + [lv for lv in ("baseline", "avx2fma") if lv in runnable_levels()]
+# The AVX-VNNI tile's code with an exact AVX2 stand-in for vpdpbusd ymm (KCC_S8_AVXVNNI_STANDIN)
+STANDIN = ["avx-vnni stand-in"] if "avx2fma" in runnable_levels() else []
+PATHS = {0: "ISO C", 1: "avx2", 2: "avx-vnni", 3: "avx512-vnni"}
 
 
 def _gemm_lib(isa):
-    """A library with the GEMM entry point and a thread setter (static kernels wrapped)."""
+    """A library with the GEMM entry point, a thread setter and the tile path it takes (static
+    kernels wrapped); isa: a dispatch level, None, or the AVX-VNNI stand-in."""
+    standin = isa in STANDIN
     src = ["#include <stddef.h>", "#include <stdint.h>", "#include <string.h>",
            '#pragma GCC diagnostic ignored "-Wunused-function"', COMMON_HEADER.read_text()]
+    if standin:
+        src.insert(0, "#define KCC_S8_AVXVNNI_STANDIN 1")
     src += [get_kernel(k).c_source() for k in with_requires(["kcc_gemm_u8s8_s32"])]
     src.append("""
 int t_gemm(const int32_t *a, int64_t rows, int64_t kq, const float *b, int64_t n, int32_t *c, int threads)
@@ -49,11 +60,37 @@ int t_gemm(const int32_t *a, int64_t rows, int64_t kq, const float *b, int64_t n
 #endif
     return kcc_gemm_u8s8_s32(a, rows, kq, b, n, c);
 }
+int t_path(void) { return kcc_s8_path(); }
 """)
-    lib = ctypes.CDLL(str(build_library("\n".join(src), BuildOptions(isa=isa), name="t_gemm_s8").library))
+    opts = BuildOptions(isa="avx2fma" if standin else isa)    # (a forced level: sanitizer builds take it too)
+    lib = ctypes.CDLL(str(build_library("\n".join(src), opts, name="t_gemm_s8").library))
     lib.t_gemm.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                            ctypes.c_void_p, ctypes.c_int]
     return lib
+
+
+def _expected_path(isa) -> int:
+    if isa in STANDIN:
+        return 2
+    have = runnable_levels()
+    if isa is None and BuildOptions().sanitize:
+        return 0             # sanitizer builds carry no clones: unforced, they run what -O2 targets
+    level = isa or ("avx512" if "avx512" in have else "avx2fma" if "avx2fma" in have else "baseline")
+    flags = _cpu_flags()
+    if level == "avx512" and "avx512_vnni" in flags:
+        return 3
+    if level in ("avx2", "avx2fma", "avx512"):
+        return 2 if "avx_vnni" in flags else 1
+    return 0
+
+
+@pytest.mark.parametrize("isa", LEVELS + STANDIN + [lv for lv in ("avx2", "avx512") if lv in runnable_levels()])
+def test_each_dispatch_level_takes_its_int8_tiles(isa):
+    """What kcc_s8_path picks, and what the loader (precision.int8_tiles) expects of it."""
+    got = _gemm_lib(isa).t_path()
+    assert PATHS[got] == PATHS[_expected_path(isa)]
+    if isa not in STANDIN and not (isa is None and BuildOptions().sanitize):
+        assert precision.int8_tiles(isa) == {0: None, 1: "avx2", 2: "avx_vnni", 3: "avx512_vnni"}[got]
 
 
 def _panels(w: np.ndarray) -> np.ndarray:
@@ -65,11 +102,12 @@ def _panels(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(s8_panels(full.reshape(k, panels, 16).transpose(1, 0, 2)))
 
 
-@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("isa", LEVELS + STANDIN)
 @pytest.mark.parametrize("rows,k,n", [(1, 4, 16), (7, 3, 5), (8, 64, 32), (9, 131, 17), (23, 258, 70),
-                                      (17, 1024, 40)])
+                                      (17, 1024, 40), (6, 2052, 24)])
 def test_gemm_u8s8_is_the_exact_integer_product(isa, rows, k, n):
-    """Extreme values included (0 and 255 against -128 and 127): every sum exact, any threads."""
+    """Extreme values included (0 and 255 against -128 and 127): every sum exact, any threads; K
+    past the AVX2 tiles' widening chunk (512) and not a multiple of it."""
     lib = _gemm_lib(isa)
     rng = np.random.default_rng(rows * 1000 + k)
     kq = -(-k // 4)
@@ -150,15 +188,15 @@ def test_conv1d_int8_matches_the_quantised_reference(isa, cin, cout, k, stride, 
                              taps=cin * k)
 
 
-def test_the_vnni_tiles_and_the_emulation_give_the_same_bits():
-    if len(LEVELS) < 2:
+def test_every_dispatch_path_gives_the_same_bits():
+    if len({_expected_path(isa) for isa in LEVELS}) < 2:
         pytest.skip("this CPU runs one dispatch path")
     rng = np.random.default_rng(9)
     x = rng.standard_normal((1, 50, 70)).astype(np.float32)
     w = (rng.standard_normal((36, 70, 5)) / 20).astype(np.float32)
     op = {"op": "conv1d", "in": {"x": "x"}, "w": {"weight": "weight"}, "attrs": {"padding": 2}, "out": "y"}
     ys = [_compile(op, {"x": ["B", 50, 70]}, {"weight": w}, 50, isa).run({"x": x}).outputs["y"] for isa in LEVELS]
-    assert np.array_equal(ys[0], ys[1])
+    assert all(np.array_equal(ys[0], y) for y in ys[1:])
 
 
 def test_a_non_finite_input_row_gives_nan_outputs_only_where_it_is_read():
@@ -254,16 +292,30 @@ def test_the_pack_holds_scales_shift_sums_and_quads_per_tap_and_panel():
     assert list(body[1, 2]) == [q[18, 4, 1], q[18, 5, 1], 0, 0]
 
 
-def test_load_falls_back_to_fp32_without_avx512_vnni(monkeypatch, capsys):
+@pytest.mark.parametrize("flags,level,tiles", [
+    ({"avx512_vnni", "avx_vnni"}, None, "avx512_vnni"),
+    ({"avx512_vnni"}, "avx2fma", "avx2"),          # a Zen 4 forced below AVX-512: no AVX-VNNI there
+    ({"avx512_vnni", "avx_vnni"}, "avx2", "avx_vnni"),
+    ({"avx_vnni"}, None, "avx_vnni"),              # Alder Lake: AVX-VNNI without AVX-512
+    (set(), None, "avx2"),
+    (set(), "baseline", None),
+])
+def test_int8_tiles_follow_the_level_and_the_cpu(monkeypatch, flags, level, tiles):
+    have = ["baseline", "avx2", "avx2fma"] + (["avx512"] if "avx512_vnni" in flags and level != "avx2" else [])
+    monkeypatch.setattr("kcc.compiler.isa.runnable_levels", lambda: have)
+    monkeypatch.setattr("kcc.compiler.isa.is_x86_64", lambda: True)
+    monkeypatch.setattr(precision, "_cpu_flags", lambda: flags)
+    assert precision.int8_tiles(level) == tiles
+
+
+def test_load_keeps_int8_on_vector_tiles_and_says_what_plain_avx2_costs(monkeypatch):
     import io
-    monkeypatch.setattr(precision, "cpu_has_vnni", lambda: False)
-    log = io.StringIO()
-    assert precision.for_this_cpu(BuildOptions(precision="int8"), log).precision == "fp32"
-    assert log.getvalue().count("\n") == 1 and "AVX512_VNNI" in log.getvalue()
-    monkeypatch.setattr(precision, "cpu_has_vnni", lambda: True)
-    assert precision.for_this_cpu(BuildOptions(precision="int8")).precision == "int8"
-    if "avx2fma" in runnable_levels():
-        assert precision.for_this_cpu(BuildOptions(precision="int8", isa="avx2fma")).precision == "fp32"
+    for tiles, kept, said in [("avx512_vnni", "int8", ""), ("avx_vnni", "int8", ""),
+                              ("avx2", "int8", "about twice fp32's time"), (None, "fp32", "runs fp32 here")]:
+        monkeypatch.setattr(precision, "int8_tiles", lambda level, t=tiles: t)
+        log = io.StringIO()
+        assert precision.for_this_cpu(BuildOptions(precision="int8"), log).precision == kept
+        assert log.getvalue().count("\n") == (1 if said else 0) and said in log.getvalue()
 
 
 def test_an_adain_before_a_dft_conv_fuses_into_the_int8_conv():

@@ -23,8 +23,10 @@ at lowering per output channel, activations per time step inside the kernel, exa
 At load (kcc.model.model_store) bf16 falls back to fp32 on a CPU without AVX512_BF16, or when
 the portable build is forced below the AVX-512 level: the library's ISO C emulation does no
 fewer multiply-adds than the fp32 tiles and measured 2-2.5x slower (bench/results/precision.md).
-int8 likewise falls back to fp32 without AVX512_VNNI (or below the AVX-512 level): its ISO C
-emulation is slower than the f32 tiles (bench/results/precision.md).
+int8 runs wherever its tiles use vector integer instructions (int8_tiles): vpdpbusd with
+AVX512_VNNI or AVX-VNNI, else AVX2's exact vpmaddwd, which on a Zen 3 takes about twice fp32's
+time (the direct int8 convs against fp32's block DFTs) for a third of its memory, said once at
+load; below AVX2 its ISO C emulation would be slower still, so it falls back to fp32 there.
 """
 from __future__ import annotations
 
@@ -40,8 +42,6 @@ BF16_OPS = {"conv1d": "conv1d_bf16", "conv_transpose1d": "conv_transpose1d_bf16"
 # Ops the int8 pass rewrites (kcc/ops/conv_int8.py); dft_conv1d becomes the direct conv1d_int8.
 INT8_OPS = {"conv1d": "conv1d_int8", "conv_transpose1d": "conv_transpose1d_int8", "adain_conv1d": "adain_conv1d_int8",
             "dft_conv1d": "conv1d_int8"}
-# The instruction each reduced precision's fast tiles need (a /proc/cpuinfo flag).
-CPU_FLAG = {"bf16": "avx512_bf16", "int8": "avx512_vnni"}
 
 
 class PrecisionError(ValueError):
@@ -66,38 +66,53 @@ def _cpu_flags() -> set[str]:
     return flags()
 
 
-def cpu_runs(precision: str) -> bool:
-    """This CPU runs `precision`'s tiles natively: fp32 anywhere; bf16 / int8 on x86-64 at the
-    AVX-512 level (v4) with AVX512_BF16 / AVX512_VNNI."""
-    from kcc.compiler.isa import is_x86_64, runnable_levels
-    flag = CPU_FLAG.get(precision)
-    return flag is None or (is_x86_64() and "avx512" in runnable_levels() and flag in _cpu_flags())
-
-
 def cpu_has_bf16() -> bool:
     """This CPU runs the bf16 tiles natively: x86-64 with AVX-512 (the v4 level) and AVX512_BF16."""
-    return cpu_runs("bf16")
+    from kcc.compiler.isa import is_x86_64, runnable_levels
+    return is_x86_64() and "avx512" in runnable_levels() and "avx512_bf16" in _cpu_flags()
 
 
-def cpu_has_vnni() -> bool:
-    """This CPU runs the int8 tiles natively: x86-64 with AVX-512 (the v4 level) and AVX512_VNNI."""
-    return cpu_runs("int8")
+def int8_tiles(level: str | None = None) -> str | None:
+    """The int8 tiles a build dispatching at `level` (None: this CPU's own) runs here, as
+    gemm_tile_s8.c picks them: 'avx512_vnni' (vpdpbusd zmm, at the AVX-512 level), 'avx_vnni'
+    (vpdpbusd ymm), 'avx2' (vpmaddwd on widened operands); None: the ISO C emulation (below AVX2,
+    or not x86-64)."""
+    from kcc.compiler.isa import is_x86_64, runnable_levels
+    if not is_x86_64():
+        return None
+    if level is None:        # what the clone resolver picks: x86-64-v4, else v3, else the default
+        have = runnable_levels()
+        level = "avx512" if "avx512" in have else "avx2fma" if "avx2fma" in have else "baseline"
+    flags = _cpu_flags()
+    if level == "avx512" and "avx512_vnni" in flags:
+        return "avx512_vnni"
+    if level in ("avx2", "avx2fma", "avx512"):
+        return "avx_vnni" if "avx_vnni" in flags else "avx2"
+    return None
 
 
 def for_this_cpu(options, log=None):
-    """The options a load should build: bf16 / int8 become fp32 where their tiles would run
-    emulated (no AVX512_BF16 / AVX512_VNNI, or a portable build forced below avx512), said once
-    on `log`. Anything else is returned as it is, after check()."""
+    """The options a load should build: bf16 becomes fp32 where its tiles would run emulated (no
+    AVX512_BF16, or a portable build forced below avx512), int8 where they would (below AVX2), said
+    once on `log`; int8 on AVX2 without VNNI is kept, and what it costs said once. Anything else is
+    returned as it is, after check()."""
     import dataclasses
 
     from kcc.compiler.isa import requested
     precision = check(options.precision)
-    if precision not in CPU_FLAG:
+    if precision == DEFAULT:
         return options
     level = requested(options.isa, options.native)
-    native = cpu_has_bf16() if precision == "bf16" else cpu_has_vnni()
-    why = (f"this CPU has no {CPU_FLAG[precision].upper()}" if not native
-           else f"the build is forced to dispatch level {level}" if level not in (None, "avx512") else None)
+    if precision == "int8":
+        tiles = int8_tiles(level)
+        if tiles == "avx2" and log is not None:
+            print("kcc: precision int8 runs on AVX2 integer multiply-adds here (no AVX512_VNNI or AVX-VNNI): "
+                  "about twice fp32's time, for a third of its memory", file=log)
+        why = None if tiles else (f"the build is forced to dispatch level {level}" if level else
+                                  "this CPU has no AVX2")
+    else:
+        why = ("this CPU has no AVX512_BF16" if not cpu_has_bf16()
+               else f"the build is forced to dispatch level {level}" if level not in (None, "avx512") else None)
     if why is None:
         return options
     if log is not None:
@@ -181,5 +196,6 @@ def add_precision_argument(parser) -> None:
     """`--precision fp32|bf16|int8` for kcc say / synth / serve / batch (kcc/cli.py)."""
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="compute precision: fp32 (default; KCC_PRECISION), bf16 (faster on CPUs with "
-                             "AVX512_BF16, fp32 elsewhere; passes the listening gate), int8 (int8 convs on "
-                             "AVX512_VNNI, fp32 elsewhere)")
+                             "AVX512_BF16, fp32 elsewhere; passes the listening gate), int8 (int8 convs: a "
+                             "third of fp32's memory; faster with AVX512_VNNI / AVX-VNNI, about half its speed "
+                             "on plain AVX2, fp32 below AVX2)")

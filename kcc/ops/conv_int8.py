@@ -30,7 +30,7 @@ TOLERANCE = 6e-2   # max-abs at unit-scale inputs: ~2^-8 relative quanta on both
 register(Kernel(
     name="kcc_gemm_u8s8_s32", source="gemm_tile_s8.c",
     args=(("a", IN_I32), ("rows", I64), ("kq", I64), ("b", WEIGHT), ("n", I64), ("c", OUT_I32)),
-    contract=Contract(accumulation="s32, exact: sum over K of u8 * s8 (vpdpbusd on AVX512_VNNI, else ISO C)",
+    contract=Contract(accumulation="s32, exact: sum over K of u8 * s8 (vpdpbusd with AVX512_VNNI / AVX-VNNI, AVX2 vpmaddwd, else ISO C)",
                       tolerance=0.0,
                       notes="the micro-kernel kcc_gemm_tile_s8 as a whole GEMM, for tests and benches; "
                             "no op lowers to it"),

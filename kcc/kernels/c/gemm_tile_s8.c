@@ -10,11 +10,15 @@
  * shift makes A unsigned, as vpdpbusd wants; the caller subtracts 128 * sum_k B[k][j] (the
  * per-column weight sum, stored with the weights) to get sum_k q[k] * B[k][j], as onnxruntime's
  * MLAS and oneDNN do. Padding bytes of A past K meet zero weights.
- * Numerics: integer sums, exact (|sum| < 2^31 while K * 255 * 127 does, K < 66000), so the
- * AVX512-VNNI tile (vpdpbusd, where the CPU has it and the build is not forced below the AVX-512
- * level) and the ISO C emulation elsewhere give the same bits for any blocking and thread count.
- * The emulation is much slower than the f32 tiles (bench/results/precision.md): the loader
- * builds fp32 on CPUs without AVX512_VNNI. */
+ * Numerics: integer sums, exact (|sum| < 2^31 while K * 255 * 127 does, K < 66000), so every
+ * path gives the same bits for any blocking and thread count (kcc_s8_path picks one per call):
+ *   3  vpdpbusd zmm: AVX512_VNNI at the AVX-512 level (8-row x 2-panel tiles, 16 zmm sums);
+ *   2  vpdpbusd ymm: AVX-VNNI (VEX: Alder Lake and later clients, Zen 5, Sapphire Rapids at the
+ *      AVX2 level), 4-row x 1-panel sub-tiles;
+ *   1  AVX2 without VNNI: vpmaddwd on operands widened to s16 (u8 activations zero-extended, s8
+ *      weights sign-extended: every product and pair sum exact, unlike vpmaddubsw's saturating
+ *      s16 pairs), 4-row x 8-column sub-tiles; ~1.6x an f32 FMA tile's multiply-adds on a Zen 3;
+ *   0  ISO C elsewhere (much slower than the f32 tiles: the loader builds fp32 there). */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) \
     && (!defined(KCC_ISA_LEVEL) || KCC_ISA_LEVEL == 3)
 #define KCC_S8_X86 1
@@ -213,6 +217,192 @@ KCC_S8_TILE(kcc_s8_tile8_dq, 0, 1)
 KCC_S8_TILE(kcc_s8_tile8x2_dq, 1, 1)
 #endif
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) \
+    && (!defined(KCC_ISA_LEVEL) || KCC_ISA_LEVEL >= 1)
+#define KCC_S8_X86_256 1
+#include <immintrin.h>
+#define KCC_S8_AVX2_TARGET __attribute__((target("avx2")))
+#if defined(KCC_S8_AVXVNNI_STANDIN)
+/* Tests only (tests/test_int8_kernels.py): the AVX-VNNI tile's code with its vpdpbusd done exactly
+ * in AVX2, so a CPU without AVX-VNNI runs that tile's data flow; path 2 is then taken at any AVX2
+ * level. Per 32-bit lane: the four u8 x s8 products widened to s16 pairs (vpmaddwd, exact), the
+ * pairs added back in lane order (hadd works per 128-bit half: the permute restores the order). */
+#define KCC_S8_VNNI256_TARGET KCC_S8_AVX2_TARGET
+KCC_S8_AVX2_TARGET
+static inline __m256i kcc_s8_dpbusd256(__m256i acc, __m256i x, __m256i w)
+{
+    const __m256i lo = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(x)),
+                                         _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w)));
+    const __m256i hi = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(x, 1)),
+                                         _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1)));
+    return _mm256_add_epi32(acc, _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo, hi), 0xD8));
+}
+#else
+#define KCC_S8_VNNI256_TARGET __attribute__((target("avx2,avxvnni")))
+#define kcc_s8_dpbusd256(acc, x, w) _mm256_dpbusd_avx_epi32((acc), (x), (w))
+#endif
+#else
+#define KCC_S8_X86_256 0
+#endif
+
+/* Which tiles run here (the numbers of the list at the top). Cheap: the CPU's features are read
+ * from what libgcc's constructor cached. */
+static int kcc_s8_path(void)
+{
+#if KCC_S8_X86
+    if (kcc_s8_native()) return 3;
+#endif
+#if KCC_S8_X86_256
+    if (kcc_isa_level_now() >= 1) {
+#if defined(KCC_S8_AVXVNNI_STANDIN)
+        return 2;
+#elif defined(__clang__)
+        return 1;          /* (clang's builtin may not know the feature: the AVX2 tiles, same sums) */
+#else
+        return __builtin_cpu_supports("avxvnni") ? 2 : 1;
+#endif
+    }
+#endif
+    return 0;
+}
+
+#if KCC_S8_X86_256
+/* AVX-VNNI: acc [r][j] (row stride 2 * NR) for r < mr, j < nr, four rows and one panel (16
+ * columns: two ymm of sums a row, a column a lane) at a time; rows past mr alias row 0 and are
+ * not stored; the second panel only where nr > NR. */
+KCC_S8_VNNI256_TARGET
+static void kcc_s8_tile_vnni256(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const int8_t *KCC_RESTRICT b,
+                                const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc)
+{
+    for (int64_t h = 0; h < mr; h += 4) {
+        const uint8_t *p0 = a + h * lda, *p1 = a + (h + 1 < mr ? h + 1 : 0) * lda;
+        const uint8_t *p2 = a + (h + 2 < mr ? h + 2 : 0) * lda, *p3 = a + (h + 3 < mr ? h + 3 : 0) * lda;
+        for (int64_t panel = 0; panel < (nr > KCC_GEMM_NR ? 2 : 1); ++panel) {
+            const int8_t *w = panel ? b2 : b;
+            __m256i c0 = _mm256_setzero_si256(), d0 = c0, c1 = c0, d1 = c0, c2 = c0, d2 = c0, c3 = c0, d3 = c0;
+            for (int64_t q = 0; q < kq; ++q) {
+                const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + q * KCC_S8_QUAD));
+                const __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + q * KCC_S8_QUAD + 32));
+                int32_t v0, v1, v2, v3;
+                memcpy(&v0, p0 + 4 * q, 4); memcpy(&v1, p1 + 4 * q, 4);
+                memcpy(&v2, p2 + 4 * q, 4); memcpy(&v3, p3 + 4 * q, 4);
+                __m256i x = _mm256_set1_epi32(v0);
+                c0 = kcc_s8_dpbusd256(c0, x, w0); d0 = kcc_s8_dpbusd256(d0, x, w1);
+                x = _mm256_set1_epi32(v1);
+                c1 = kcc_s8_dpbusd256(c1, x, w0); d1 = kcc_s8_dpbusd256(d1, x, w1);
+                x = _mm256_set1_epi32(v2);
+                c2 = kcc_s8_dpbusd256(c2, x, w0); d2 = kcc_s8_dpbusd256(d2, x, w1);
+                x = _mm256_set1_epi32(v3);
+                c3 = kcc_s8_dpbusd256(c3, x, w0); d3 = kcc_s8_dpbusd256(d3, x, w1);
+            }
+            int32_t *o = acc + h * 2 * KCC_GEMM_NR + panel * KCC_GEMM_NR;
+            _mm256_storeu_si256((__m256i *)(void *)o, c0);
+            _mm256_storeu_si256((__m256i *)(void *)(o + 8), d0);
+            if (h + 1 < mr) {
+                _mm256_storeu_si256((__m256i *)(void *)(o + 2 * KCC_GEMM_NR), c1);
+                _mm256_storeu_si256((__m256i *)(void *)(o + 2 * KCC_GEMM_NR + 8), d1);
+            }
+            if (h + 2 < mr) {
+                _mm256_storeu_si256((__m256i *)(void *)(o + 4 * KCC_GEMM_NR), c2);
+                _mm256_storeu_si256((__m256i *)(void *)(o + 4 * KCC_GEMM_NR + 8), d2);
+            }
+            if (h + 3 < mr) {
+                _mm256_storeu_si256((__m256i *)(void *)(o + 6 * KCC_GEMM_NR), c3);
+                _mm256_storeu_si256((__m256i *)(void *)(o + 6 * KCC_GEMM_NR + 8), d3);
+            }
+        }
+    }
+}
+
+#define KCC_S8_W16_QUADS 128   /* quads of A one widening holds: 8 rows x 1 KiB of s16 on the stack */
+#define KCC_S8_W16_LD (4 * KCC_S8_W16_QUADS)
+
+/* AVX2, one 8-column group of a panel (w: its 32 bytes of quad 0; quads 64 bytes apart) against
+ * four rows of widened activations (a16, 8-byte aligned quads, row stride KCC_S8_W16_LD), nq
+ * quads, added to part (four rows of 16 s32: a row's two vectors hold columns 0-3 and 4-7, each
+ * as two partial sums, the even and odd K pairs of a quad, which vpmaddwd leaves in neighbouring
+ * lanes). noipa: inlined or specialised for its caller, GCC 12 -O3 copies the sums between
+ * registers and spills one every quad (bench/bench_int8_tiles.py, one Zen 3 core: 54 vs 62 G
+ * multiply-adds/s). */
+#define KCC_S8_MADD(c, x, w) c = _mm256_add_epi32(_mm256_madd_epi16((x), (w)), c)
+#define KCC_S8_QUAD16(r) _mm256_castpd_si256(_mm256_broadcast_sd((const double *)(const void *)(a16 + (r) * KCC_S8_W16_LD + 4 * q)))
+#if defined(__clang__)
+#define KCC_S8_NOIPA noinline
+#else
+#define KCC_S8_NOIPA noipa
+#endif
+__attribute__((target("avx2"), KCC_S8_NOIPA))
+static void kcc_s8_group_avx2(const int16_t *KCC_RESTRICT a16, const int8_t *KCC_RESTRICT w, int64_t nq,
+                              int32_t *KCC_RESTRICT part)
+{
+    __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)part);
+    __m256i d0 = _mm256_loadu_si256((const __m256i *)(const void *)(part + 8));
+    __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(part + 16));
+    __m256i d1 = _mm256_loadu_si256((const __m256i *)(const void *)(part + 24));
+    __m256i c2 = _mm256_loadu_si256((const __m256i *)(const void *)(part + 32));
+    __m256i d2 = _mm256_loadu_si256((const __m256i *)(const void *)(part + 40));
+    __m256i c3 = _mm256_loadu_si256((const __m256i *)(const void *)(part + 48));
+    __m256i d3 = _mm256_loadu_si256((const __m256i *)(const void *)(part + 56));
+    for (int64_t q = 0; q < nq; ++q) {
+        const __m256i wl = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(w + q * KCC_S8_QUAD)));
+        const __m256i wh = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(w + q * KCC_S8_QUAD + 16)));
+        __m256i x = KCC_S8_QUAD16(0);
+        KCC_S8_MADD(c0, x, wl); KCC_S8_MADD(d0, x, wh);
+        x = KCC_S8_QUAD16(1);
+        KCC_S8_MADD(c1, x, wl); KCC_S8_MADD(d1, x, wh);
+        x = KCC_S8_QUAD16(2);
+        KCC_S8_MADD(c2, x, wl); KCC_S8_MADD(d2, x, wh);
+        x = KCC_S8_QUAD16(3);
+        KCC_S8_MADD(c3, x, wl); KCC_S8_MADD(d3, x, wh);
+    }
+    _mm256_storeu_si256((__m256i *)(void *)part, c0);
+    _mm256_storeu_si256((__m256i *)(void *)(part + 8), d0);
+    _mm256_storeu_si256((__m256i *)(void *)(part + 16), c1);
+    _mm256_storeu_si256((__m256i *)(void *)(part + 24), d1);
+    _mm256_storeu_si256((__m256i *)(void *)(part + 32), c2);
+    _mm256_storeu_si256((__m256i *)(void *)(part + 40), d2);
+    _mm256_storeu_si256((__m256i *)(void *)(part + 48), c3);
+    _mm256_storeu_si256((__m256i *)(void *)(part + 56), d3);
+}
+
+/* AVX2 without VNNI: acc as kcc_s8_tile_vnni256 makes it. A is widened to s16 once per chunk of
+ * KCC_S8_W16_QUADS quads (rows past mr alias row 0) and read by every column group. */
+KCC_S8_AVX2_TARGET
+static void kcc_s8_tile_avx2(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const int8_t *KCC_RESTRICT b,
+                             const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc)
+{
+    _Alignas(32) int16_t a16[KCC_GEMM_MR * KCC_S8_W16_LD];
+    int32_t part[4][KCC_GEMM_MR][16];                  /* [column group][row][partial sums] */
+    memset(part, 0, sizeof part);
+    const int64_t rows = (mr + 3) / 4 * 4, groups = (nr + 7) / 8;
+    for (int64_t q0 = 0; q0 < kq; q0 += KCC_S8_W16_QUADS) {
+        const int64_t nq = kq - q0 < KCC_S8_W16_QUADS ? kq - q0 : KCC_S8_W16_QUADS;
+        for (int64_t r = 0; r < rows; ++r) {
+            const uint8_t *src = a + (r < mr ? r : 0) * lda + 4 * q0;
+            int16_t *dst = a16 + r * KCC_S8_W16_LD;
+            int64_t u = 0;
+            for (; u + 16 <= 4 * nq; u += 16)
+                _mm256_storeu_si256((__m256i *)(void *)(dst + u),
+                                    _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + u))));
+            for (; u < 4 * nq; ++u) dst[u] = src[u];
+        }
+        for (int64_t h = 0; h < rows; h += 4)
+            for (int64_t g = 0; g < groups; ++g)
+                kcc_s8_group_avx2(a16 + h * KCC_S8_W16_LD, (g < 2 ? b : b2) + (g & 1) * 32 + q0 * KCC_S8_QUAD, nq,
+                                  &part[g][h][0]);
+    }
+    for (int64_t r = 0; r < mr; ++r)
+        for (int64_t g = 0; g < groups; ++g) {
+            /* [c0 c0' c1 c1' | c2 c2' c3 c3'] and [c4 ...]: hadd pairs them per 128-bit half as
+             * [c0 c1 c4 c5 | c2 c3 c6 c7], the permute puts the columns in order */
+            const __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)&part[g][r][0]);
+            const __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)&part[g][r][8]);
+            _mm256_storeu_si256((__m256i *)(void *)(acc + r * 2 * KCC_GEMM_NR + 8 * g),
+                                _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo, hi), 0xD8));
+        }
+}
+#endif
+
 static void kcc_s8_quant_rows(const float *KCC_RESTRICT x, int64_t ldx, int64_t rows, int64_t c,
                               uint8_t *KCC_RESTRICT xq, int64_t ldq, float *KCC_RESTRICT sa)
 {
@@ -231,8 +421,9 @@ static void kcc_s8_quant_rows(const float *KCC_RESTRICT x, int64_t ldx, int64_t 
 static void kcc_gemm_tile_s8(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const int8_t *KCC_RESTRICT b,
                              const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc)
 {
+    const int path = kcc_s8_path();
 #if KCC_S8_X86
-    if (kcc_s8_native()) {
+    if (path == 3) {
         if (nr > KCC_GEMM_NR)
             kcc_s8_tile8x2(a, lda, mr, b, b2, kq, nr, acc, NULL, NULL, 0, NULL, 0);
         else
@@ -240,6 +431,17 @@ static void kcc_gemm_tile_s8(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t
         return;
     }
 #endif
+#if KCC_S8_X86_256
+    if (path == 2) {
+        kcc_s8_tile_vnni256(a, lda, mr, b, nr > KCC_GEMM_NR ? b2 : b, kq, nr, acc);
+        return;
+    }
+    if (path == 1) {
+        kcc_s8_tile_avx2(a, lda, mr, b, nr > KCC_GEMM_NR ? b2 : b, kq, nr, acc);
+        return;
+    }
+#endif
+    (void)path;
     kcc_s8_tile_c(a, lda, mr, b, nr > KCC_GEMM_NR ? b2 : b, kq, nr, acc);
 }
 
@@ -259,7 +461,7 @@ static void kcc_s8_dequant_add(const int32_t *KCC_RESTRICT acc, int64_t mr, int6
     }
 }
 
-/* The tile with its dequantisation: on the VNNI path in registers (no store of the sums). */
+/* The tile with its dequantisation: on the AVX512-VNNI path in registers (no store of the sums). */
 static void kcc_gemm_tile_s8_dq(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr,
                                 const int8_t *KCC_RESTRICT b, const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr,
                                 const int32_t *KCC_RESTRICT comp, const float *KCC_RESTRICT sa, int64_t sa_step,
@@ -267,7 +469,7 @@ static void kcc_gemm_tile_s8_dq(const uint8_t *KCC_RESTRICT a, int64_t lda, int6
 {
     int32_t acc[KCC_GEMM_MR * 2 * KCC_GEMM_NR];
 #if KCC_S8_X86
-    if (kcc_s8_native()) {
+    if (kcc_s8_path() == 3) {
         if (nr > KCC_GEMM_NR)
             kcc_s8_tile8x2_dq(a, lda, mr, b, b2, kq, nr, acc, comp, sa, sa_step, ob, ldo);
         else
@@ -275,7 +477,7 @@ static void kcc_gemm_tile_s8_dq(const uint8_t *KCC_RESTRICT a, int64_t lda, int6
         return;
     }
 #endif
-    kcc_s8_tile_c(a, lda, mr, b, nr > KCC_GEMM_NR ? b2 : b, kq, nr, acc);
+    kcc_gemm_tile_s8(a, lda, mr, b, b2, kq, nr, acc);
     kcc_s8_dequant_add(acc, mr, nr, comp, sa, sa_step, ob, ldo);
 }
 
