@@ -444,10 +444,12 @@ def test_slow_body_is_a_408(tmp_path):
 
 def test_busy_server_answers_503_with_retry_after(tmp_path):
     gate = threading.Event()
-    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=0, first_chunk_seconds=0)) as srv:
+    synth = FakeSynth(gate=gate)
+    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=0, first_chunk_seconds=0)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
-            assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
+            assert s.status == 200 and s.chunk()
+            _wait(lambda: len(synth.calls) == 2 and synth.active == 1)   # chunk 2 holds the only worker (gated)
             status, headers, data = post(srv.port, {"input": "hi"})
             assert status == 503 and int(headers["retry-after"]) >= 1
             assert "busy" in json_error(status, headers, data)["message"]
@@ -458,10 +460,14 @@ def test_busy_server_answers_503_with_retry_after(tmp_path):
 
 def test_queued_request_gets_504_at_its_deadline(tmp_path):
     gate = threading.Event()
-    with serving(tmp_path, FakeSynth(gate=gate), limits=Limits(workers=1, max_queue=1, request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
+    synth = FakeSynth(gate=gate)
+    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=1, request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
-            assert s.status == 200 and s.chunk()          # holds the only worker (chunk 2 gated)
+            assert s.status == 200 and s.chunk()
+            # chunk 2 holds the only worker (gated); until a worker takes it, a new request with no
+            # audio yet would go first (per-chunk scheduling) and be served: the race this waits out
+            _wait(lambda: len(synth.calls) == 2 and synth.active == 1)
             t0 = time.monotonic()
             status, headers, data = post(srv.port, {"input": "hi", "stream": False})
             assert status == 504 and time.monotonic() - t0 < 1.5
