@@ -155,8 +155,8 @@ def main(argv=None) -> int:
         lines += ["", "Peak RSS / onnxruntime's: " + ", ".join(
             f"{name.removesuffix(' (process)')} {r['peak_rss_mb'] / ort['peak_rss_mb']:.2f}x"
             for name, r in rows.items() if name.startswith("kcc")) + ". RSS counts the mapped weight pages a "
-            "process holds (file-backed) and its own memory (anonymous); `kcc say` releases each stage's "
-            "weight pages once the stage ran: they stay in the page cache, shared and counted by no process."]
+            "process holds (file-backed) and its own memory (anonymous); `kcc say` releases each weight's "
+            "pages once the last op reading it ran: they stay in the page cache, shared and counted by no process."]
     lines += ["", "Inside one `kcc say`-like process (median s):", "",
               "| Python imports | model load (artifact) | G2P (start + text) | synthesis | WAV write |",
               "| --- | --- | --- | --- | --- |",

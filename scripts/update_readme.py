@@ -5,7 +5,7 @@ Usage: python scripts/update_readme.py [--check]
 
   LIMITS  from the constants the code enforces (kcc.limits)
   STATUS  from bench/results/xray.json (python scripts/xray_all.py writes it)
-  BENCH   from the round robins in ROUND_ROBINS and bench/results/bench_say_warm.json
+  BENCH   from the round robins in ROUND_ROBINS and bench/results/WARM_SAY
 --check exits 1 when the README differs from what this script would write (a test runs it).
 """
 from __future__ import annotations
@@ -61,6 +61,8 @@ def status_section() -> str:
 
 # The round robins the README's one speed table shows: one per CPU, each with its dispatch levels.
 ROUND_ROBINS = ("bench_synth_levels.json", "bench_synth_zen3.json")
+# The newest warm `kcc say` run: the code that ships now (per-weight release of the mapped pages).
+WARM_SAY = "bench_say_warm_zen3.json"
 ENGINE_NAMES = {"torch": "torch 2.13 eager", "ort": "onnxruntime 1.31 (FP32 export)",
                 "kcc-native": "kcc -march=native", "kcc-avx2fma": "kcc portable, AVX2 + FMA level",
                 "kcc-avx512": "kcc portable, AVX-512 level"}
@@ -103,7 +105,7 @@ def bench_section() -> str:
             ro = med([a / b for a, b in zip(rr["ms"][e][n], rr["ms"]["ort"][n])])
             cells.append(f"{ms:.0f} ({rt:.2f} / {ro:.2f})")
         lines.append(f"| {ENGINE_NAMES[e]} | " + " | ".join(cells) + " |")
-    warm = RESULTS / "bench_say_warm.json"
+    warm = RESULTS / WARM_SAY
     if warm.exists():
         w = json.loads(warm.read_text())
         ph = w["phases_median"]

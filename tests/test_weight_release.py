@@ -1,6 +1,7 @@
-"""Releasing a finished stage's weight pages (Synthesizer.release_weights_after_use): the mapped
-blob's pages leave the process's resident set after each stage, the page cache keeps them,
-and the next synthesis faults them back in with the same bits. Weights that are not a
+"""Releasing weight pages once used (Synthesizer.release_weights_after_use): each weight's pages
+leave the process's resident set after the last op reading it (a hook the generated C calls), the
+whole blob after each stage; the page cache keeps them, and the next synthesis faults them back
+in with the same bits. Weights that are not a
 read-only file mapping are refused by name: dropping their pages would lose them."""
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 
 from kcc.compiler import runtime
+from kcc.compiler.abi import WEIGHT_DONE_FN, WEIGHT_DONE_MIN_BYTES
+from kcc.compiler.emit import weights_done_after
 from kcc.compiler.runtime import WeightReleaseError, release_pages
 from kcc.model import model_store
 from kcc.model.pipeline import Synthesizer
@@ -84,3 +87,107 @@ def test_a_platform_without_madvise_is_refused(tmp_path, monkeypatch):
     monkeypatch.delattr(runtime.mmap, "MADV_DONTNEED", raising=False)
     with pytest.raises(WeightReleaseError, match="no madvise"):
         release_pages(np.memmap(path, dtype=np.uint8, mode="r"))
+
+
+def _recording_hook(base: int, log: list, then=None):
+    @WEIGHT_DONE_FN
+    def hook(address, nbytes):
+        log.append((address - base, nbytes))
+        if then is not None:
+            then(address, nbytes)
+    return hook
+
+
+def test_each_weight_is_handed_back_once_after_its_last_reader(small_ckpt_path):
+    """In op order, each weight of >= WEIGHT_DONE_MIN_BYTES exactly once, at the op that reads it
+    last (the phoneme encoder's ALBERT layer is read by all its layers: after the last one);
+    the outputs are the same bits with the hook as without."""
+    synth = Synthesizer(small_ckpt_path, max_frames=100, stages=STAGES)
+    plain = _front(synth, _style())
+    for name, c in synth.circuits.items():
+        g, plan = c.graph, c.plan
+        done = weights_done_after(g, plan)
+        readers = {}
+        for i, op in enumerate(g.ops):
+            for w in op.weights.values():
+                readers.setdefault(w, []).append(i)
+        big = {w for w in readers if plan.weights[w].nbytes >= WEIGHT_DONE_MIN_BYTES}
+        assert sorted(w for ws in done for w in ws) == sorted(big), name
+        for i, ws in enumerate(done):
+            assert all(readers[w][-1] == i for w in ws), name
+        if name == "kokoro_phoneme_encoder":
+            assert any(len(readers[w]) > 1 for w in big)           # shared weights: released after the last reader
+        c.release_weights_as_used(True, hook=_recording_hook(c.weights.ctypes.data, []))
+    try:
+        again = _front(synth, _style())
+    finally:
+        for c in synth.circuits.values():
+            c.release_weights_as_used(False)
+    for key in ("durations", "d", "t_en", "d_en"):
+        if key in plain:
+            assert np.array_equal(plain[key], again[key]), key
+
+
+def test_the_hook_reports_each_weights_bytes_in_op_order(small_ckpt_path):
+    synth = Synthesizer(small_ckpt_path, max_frames=100, stages=STAGES[:1])
+    c = synth.circuits[STAGES[0]]
+    log: list = []
+    ins = {"input_ids": np.array([[0, 50, 83, 54, 0]], np.int32), "token_type_ids": np.zeros((1, 5), np.int32),
+           "lengths": np.array([5], np.int32)}
+    c.release_weights_as_used(True, hook=_recording_hook(c.weights.ctypes.data, log))
+    try:
+        c.run(ins)
+    finally:
+        c.release_weights_as_used(False)
+    want = [(c.plan.weights[w].offset, c.plan.weights[w].nbytes) for ws in weights_done_after(c.graph, c.plan) for w in ws]
+    assert log == want and len(want) > 0
+    log.clear()
+    c.run(ins)
+    assert log == []
+
+
+def test_only_blobs_that_asked_are_released(monkeypatch):
+    """A library is loaded once per path, so every CompiledCircuit over it shares its hook: the hook
+    releases only bytes inside a blob registered by release_weights_as_used, never other memory
+    (anonymous pages, which MADV_DONTNEED zeroes: the control shows it would)."""
+    a = runtime.aligned_empty(4 * mmap.PAGESIZE, mmap.PAGESIZE)
+    a[:] = 1
+    monkeypatch.setattr(runtime, "_RELEASING", {})
+    runtime._weight_done(a.ctypes.data, a.nbytes)
+    assert (a == 1).all()
+    runtime._RELEASING[a.ctypes.data] = a.ctypes.data + a.nbytes     # as if it had asked (it must not)
+    runtime._weight_done(a.ctypes.data, a.nbytes)
+    assert (a == 0).all()
+
+
+def test_a_stage_run_peaks_with_a_fraction_of_its_weights_resident(mapped):
+    """Released as used, the weight pages resident at any handback stay under a fifth of the
+    stages' blobs (all of them are resident after a plain run), and after the run at most the
+    partial pages at the weights' edges remain."""
+    _front(mapped, _style())
+    total = resident_kb("weights.bin")
+    assert total * 1024 >= 0.9 * sum(c.weights.nbytes for c in mapped.circuits.values())
+    for c in mapped.circuits.values():
+        c.release_weights()
+    samples: list = []
+
+    def release_and_sample(address, nbytes):
+        runtime._weight_done(address, nbytes)
+        samples.append(resident_kb("weights.bin"))
+    mapped.release_weights_after_use()                           # registers the blobs with _weight_done
+    for c in mapped.circuits.values():
+        c.release_weights_as_used(True, hook=_recording_hook(c.weights.ctypes.data, [], then=release_and_sample))
+    try:
+        mapped.release_weights = False                           # only the per-weight release in this run
+        _front(mapped, _style())
+    finally:
+        mapped.release_weights_after_use(False)
+    weights = sum(len(c.plan.weights) for c in mapped.circuits.values())
+    assert samples and max(samples) < total / 5, (max(samples), total)
+    assert resident_kb("weights.bin") <= 4 * weights            # a partial page per weight at most
+
+
+def test_releasing_as_used_refuses_weights_that_are_not_a_file_mapping(small_ckpt_path):
+    synth = Synthesizer(small_ckpt_path, max_frames=100, stages=STAGES[:1])
+    with pytest.raises(WeightReleaseError, match="not a read-only file mapping"):
+        synth.circuits[STAGES[0]].release_weights_as_used(True)

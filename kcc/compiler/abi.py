@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import re
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 
 def symbol_prefix(circuit_name: str) -> str:
@@ -41,7 +41,12 @@ HELPERS = {
     # the activation offsets the run uses at these dims, in kcc.compiler.plan.placement_order
     "place": ("size_t", "const int64_t *dims, size_t *offsets, size_t n", ctypes.c_size_t,
               [_P(ctypes.c_int64), ctypes.c_void_p, ctypes.c_size_t]),
+    # fn(bytes, n) after the last op reading each weight of >= WEIGHT_DONE_MIN_BYTES (NULL: never)
+    "set_weight_done": ("void", "void (*fn)(const void *, size_t)", None, [ctypes.c_void_p]),
 }
+# A weight smaller than this is not handed back one by one: it holds at most one whole page.
+WEIGHT_DONE_MIN_BYTES = 8192
+WEIGHT_DONE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t)
 
 
 def _decl(ctype: str, name: str = "") -> str:

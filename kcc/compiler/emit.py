@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kcc.compiler.abi import ABI_VERSION, run_prototype, symbol_prefix
+from kcc.compiler.abi import ABI_VERSION, WEIGHT_DONE_MIN_BYTES, run_prototype, symbol_prefix
 from kcc.compiler.ir import DTYPE_BYTES, Graph
 from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I32, OUT_F32, OUT_I32, WEIGHT, get_kernel, with_requires
 from kcc.ops import OPS, BindContext
@@ -176,6 +176,16 @@ static void kcc_place(const int64_t *dims, size_t *off)
     return L
 
 
+def weights_done_after(g: Graph, plan: MemoryPlan) -> list[list[str]]:
+    """Per op, the weights (of >= WEIGHT_DONE_MIN_BYTES) no later op reads, in blob order."""
+    last = {w: i for i, op in enumerate(g.ops) for w in op.weights.values()}
+    done: list[list[str]] = [[] for _ in g.ops]
+    for w in sorted(last, key=lambda w: plan.weights[w].offset):
+        if plan.weights[w].nbytes >= WEIGHT_DONE_MIN_BYTES:
+            done[last[w]].append(w)
+    return done
+
+
 def emit_c(g: Graph, plan: MemoryPlan) -> str:
     check_plan(g, plan)
     calls = [(op, *_bind(g, op)) for op in g.ops]
@@ -209,6 +219,14 @@ def emit_c(g: Graph, plan: MemoryPlan) -> str:
     L.append("    return 1;")
     L.append("#endif")
     L.append("}")
+    L.append(f"""
+/* Called with a weight's bytes once the last op reading them has run (NULL: never), so that a
+ * one-shot process can hand those pages back to the page cache as it goes (a stage then peaks
+ * with about one op's weights resident: kcc/compiler/runtime.py, release_weights_as_used).
+ * One per library, like the thread count: set it before runs, not during one. */
+static void (*kcc_weight_done)(const void *, size_t);
+void {prefix}_set_weight_done(void (*fn)(const void *, size_t)) {{ kcc_weight_done = fn; }}
+""")
     n_ops = max(1, len(calls))
     L.append(f"""
 /* Per-op wall time of the last run, in seconds (built with -DKCC_PROFILE; else never written). */
@@ -283,10 +301,15 @@ static int kcc_fail(char *err, size_t err_len, int status, const char *what)
     ck_index = {c.tensor: [] for c in g.checkpoints}
     for k, c in enumerate(g.checkpoints):
         ck_index[c.tensor].append(k)
+    done_after = weights_done_after(g, plan)
     for i, (op, kname, args) in enumerate(calls):
         L.append(f"    /* op {op.name}: {op.type} -> {op.output} */")
         L.append(f"    {{ KCC_OP_BEGIN st = {kname}({', '.join(args)}); KCC_OP_END({i}) }}")
         L.append(f"    if (st) return kcc_fail(err, err_len, st, \"op {op.name} ({kname}) rejected its input\");")
+        if done_after[i]:
+            L.append("    if (kcc_weight_done) {")
+            L.extend(f"        kcc_weight_done(wb + W_{c_ident(w)}, {plan.weights[w].nbytes}u);" for w in done_after[i])
+            L.append("    }")
         for k in ck_index.get(op.output, []):
             nbytes = f"{numel_expr(g.tensors[op.output].shape)}*4u"
             # X-Ray teacher forcing: a caller may replace a checkpoint tensor with the reference
@@ -304,4 +327,4 @@ static int kcc_fail(char *err, size_t err_len, int status, const char *what)
     return "\n".join(L) + "\n"
 
 
-__all__ = ["CheckedCallCodegenError", "check_plan", "emit_c", "C_TYPES", "ABI_VERSION"]
+__all__ = ["CheckedCallCodegenError", "check_plan", "emit_c", "weights_done_after", "C_TYPES", "ABI_VERSION"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.compiler.abi import ABI_VERSION, bind, symbol_prefix
+from kcc.compiler.abi import ABI_VERSION, WEIGHT_DONE_FN, bind, symbol_prefix
 from kcc.compiler.build import Built
 from kcc.compiler.plan import MemoryPlan
 from kcc.compiler.ir import Graph, extent_value
@@ -53,14 +53,38 @@ def release_pages(a: np.ndarray) -> int:
     advice = getattr(mmap, "MADV_DONTNEED", None)
     if advice is None:
         raise WeightReleaseError("this platform has no madvise(MADV_DONTNEED)")
+    got = _release_range(a.ctypes.data, a.nbytes, advice)
+    if got < 0:
+        raise WeightReleaseError(f"madvise failed: errno {ctypes.get_errno()}")
+    return got
+
+
+def _release_range(address: int, nbytes: int, advice: int) -> int:
+    """madvise the whole pages inside [address, address + nbytes): bytes released, -1 on failure."""
     page = mmap.PAGESIZE
-    start = -(-a.ctypes.data // page) * page
-    end = (a.ctypes.data + a.nbytes) // page * page
+    start = -(-address // page) * page
+    end = (address + nbytes) // page * page
     if end <= start:
         return 0
-    if _libc().madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice) != 0:
-        raise WeightReleaseError(f"madvise failed: errno {ctypes.get_errno()}")
-    return end - start
+    return end - start if _libc().madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice) == 0 else -1
+
+
+# The weight blobs whose pages are released as used: start address -> end. A library is loaded
+# once per path, so every CompiledCircuit over it shares its hook; only bytes inside a blob listed
+# here (a read-only file mapping that asked for it) are ever released.
+_RELEASING: dict[int, int] = {}
+
+
+@WEIGHT_DONE_FN
+def _weight_done(address, nbytes):
+    """What a stage calls after the last op reading a weight (release_weights_as_used). A failure
+    here cannot raise through C: those pages stay resident until the stage's own release_pages,
+    which does raise."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is None or not address:
+        return
+    if any(start <= address and address + nbytes <= end for start, end in list(_RELEASING.items())):
+        _release_range(address, nbytes, advice)
 
 
 @functools.cache
@@ -100,6 +124,7 @@ class CompiledCircuit:
         self.prefix = symbol_prefix(graph.name)
         entry = bind(self.lib, self.prefix)
         self._run, self._set_threads, self._op_seconds = entry["run"], entry["set_threads"], entry["op_seconds"]
+        self._set_weight_done = entry["set_weight_done"]
         if entry["abi_version"]() != ABI_VERSION:
             raise KccRunError(-100, f"{self.library_path}: ABI version differs from {ABI_VERSION}")
 
@@ -124,6 +149,24 @@ class CompiledCircuit:
         """Drop this stage's weight pages from the resident set (release_pages): for a process
         that will not run the stage again soon. A later run faults them back in, bit for bit."""
         return release_pages(self.weights)
+
+    def release_weights_as_used(self, on: bool = True, hook=None) -> None:
+        """During each run, drop each weight's pages from the resident set once the last op
+        reading it has run (emit.weights_done_after), so the stage peaks with about one op's
+        weights resident instead of all of them; the next run faults them back in, bit for bit.
+        For a one-shot process. Refused (WeightReleaseError) unless the weights are a read-only
+        file mapping. hook: a WEIGHT_DONE_FN to call instead (tests; the blob's registration with
+        _weight_done is left as it is)."""
+        start = self.weights.ctypes.data
+        if on and hook is None:
+            if self.weights.nbytes and not is_file_mapped(self.weights):
+                raise WeightReleaseError("the weights are not a read-only file mapping; releasing their pages "
+                                         "would lose them")
+            _RELEASING[start] = start + self.weights.nbytes
+        elif not on:
+            _RELEASING.pop(start, None)
+        self._weight_done_hook = hook              # (kept alive while the library may call it)
+        self._set_weight_done(ctypes.cast(hook or _weight_done, ctypes.c_void_p) if on else None)
 
     def set_threads(self, n: int) -> int:
         """Use n threads in kernels (OpenMP builds); returns the count in effect (1 if serial)."""

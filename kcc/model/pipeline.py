@@ -169,17 +169,21 @@ class Synthesizer:
         return a
 
     def release_weights_after_use(self, on: bool = True) -> None:
-        """After each stage runs, drop its weight pages from the resident set (they stay in the
-        page cache; CompiledCircuit.release_weights): a one-shot `kcc say` then peaks with one
-        stage's weights resident, not all of them. Each later synthesis faults them back in.
-        Refused (WeightReleaseError) for weights that are not a read-only file mapping (a model
-        compiled in memory, not mapped from its artifact)."""
+        """Drop weight pages from the resident set once used (they stay in the page cache): each
+        weight after the last op reading it (CompiledCircuit.release_weights_as_used), and each
+        stage's whole blob after the stage (CompiledCircuit.release_weights). A one-shot `kcc
+        say` then peaks with about one op's weights resident, not a stage's or all of them. Each
+        later synthesis faults them back in. Refused (WeightReleaseError) for weights that are
+        not a read-only file mapping (a model compiled in memory, not mapped from its artifact)."""
         from kcc.compiler.runtime import WeightReleaseError, is_file_mapped
         if on:
             for name, c in self.circuits.items():
                 if c.weights.nbytes and not is_file_mapped(c.weights):
                     raise WeightReleaseError(f"stage {name}: the weights are not a read-only file mapping "
                                              "(a model compiled in memory); there is nothing to release them to")
+        for c in self.circuits.values():
+            if c.weights.nbytes or not on:
+                c.release_weights_as_used(on)
         self.release_weights = on
 
     def set_threads(self, n) -> int:

@@ -321,11 +321,12 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
 
 
 def release_weights_between_stages(synth) -> None:
-    """A one-shot process needs a stage's weights again only for the next chunk: dropping them
-    from the resident set after each stage (Synthesizer.release_weights_after_use; they stay in
-    the page cache) makes the peak one stage's weights, not all of them (--precision int8:
-    176 -> 104 MB, bench/results/bench_say_warm.md). A model compiled in memory on a cold start
-    is not file-mapped: it keeps them."""
+    """A one-shot process needs a weight again only for the next chunk: dropping each from the
+    resident set once its last op ran, and each stage's blob after the stage
+    (Synthesizer.release_weights_after_use; they stay in the page cache), makes the peak about
+    one op's weights, not a stage's or all of them (fp32 on a Zen 3: 347 -> 94 MB,
+    bench/results/bench_say_warm_zen3.md). A model compiled in memory on a cold start is not
+    file-mapped: it keeps them."""
     from kcc.compiler.runtime import WeightReleaseError
     release = getattr(synth, "release_weights_after_use", None)     # absent on test doubles
     try:
