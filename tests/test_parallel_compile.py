@@ -15,8 +15,9 @@ from kcc.model.pipeline import Synthesizer
 STAGES = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
 
 
-def _cores(monkeypatch, n: int) -> None:
+def _cores(monkeypatch, n: int, memory: int | None = 64 << 30) -> None:
     monkeypatch.setattr("kcc.compiler.threads.available_cores", lambda: n)
+    monkeypatch.setattr("kcc.compiler.threads.available_memory", lambda: memory)
 
 
 def _watch(monkeypatch, before=None):
@@ -86,3 +87,26 @@ def test_a_failing_stage_raises_its_own_error(small_ckpt_path, monkeypatch):
     _watch(monkeypatch, before=refuse)
     with pytest.raises(BuildError, match="kokoro_text_encoder"):
         Synthesizer(small_ckpt_path, max_frames=100, stages=STAGES)
+
+
+@pytest.mark.parametrize("memory,most", [(1 << 30, 1), (None, 2)])    # None: unknown, not a reason to wait
+def test_little_memory_compiles_one_stage_at_a_time(small_ckpt_path, monkeypatch, memory, most):
+    _cores(monkeypatch, 2, memory)
+    seen = _watch(monkeypatch)
+    Synthesizer(small_ckpt_path, max_frames=100, stages=STAGES)
+    assert len(seen) == len(STAGES) and max(seen) <= most
+
+
+def test_available_memory_reads_meminfo_and_the_cgroup_limit(tmp_path):
+    from kcc.compiler.threads import available_memory
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:    8000000 kB\n")
+    cg = tmp_path / "cg"
+    cg.mkdir()
+    assert available_memory(meminfo, cg) == 8000000 * 1024                      # no cgroup files
+    (cg / "memory.max").write_text("max\n")
+    assert available_memory(meminfo, cg) == 8000000 * 1024
+    (cg / "memory.max").write_text(f"{2 << 30}\n")
+    (cg / "memory.current").write_text(f"{1 << 30}\n")
+    assert available_memory(meminfo, cg) == 1 << 30                              # the cgroup leaves less
+    assert available_memory(tmp_path / "none", tmp_path / "none") is None

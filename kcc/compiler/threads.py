@@ -39,6 +39,28 @@ def available_cores() -> int:
     return max(1, min(n, quota) if quota else n)
 
 
+def available_memory(meminfo: Path = Path("/proc/meminfo"),
+                     cgroup: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """Bytes this process could still allocate: MemAvailable, less where a cgroup v2 memory.max
+    leaves less (memory.max - memory.current); None where neither can be read."""
+    free = None
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                free = int(line.split()[1]) * 1024
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = (cgroup / "memory.max").read_text().strip()
+        if limit != "max":
+            room = max(0, int(limit) - int((cgroup / "memory.current").read_text()))
+            free = room if free is None else min(free, room)
+    except (OSError, ValueError):
+        pass
+    return free
+
+
 def resolve_threads(requested: int | None = None, environ=os.environ) -> int:
     """The kernel thread count: `requested` (checked), else OMP_NUM_THREADS, else every core."""
     cores = available_cores()

@@ -35,6 +35,9 @@ DEFAULT_MAX_FRAMES = kokoro.MAX_FRAMES
 # Stages compiled at once on a first run: each holds its lowered weights (up to ~200 MB for the
 # generator) until its blob is written, so more would cost memory for little (7 stages, one large).
 MAX_COMPILE_WORKERS = 4
+# Below this much available memory the stages compile one at a time: the real model's first
+# compile peaks at 1.47 GB one at a time, 1.59 GB two at a time (Zen 3, /usr/bin/time).
+PARALLEL_COMPILE_MIN_BYTES = 3 << 30
 
 
 def frame_dims(frames: int) -> dict[str, int]:
@@ -108,7 +111,7 @@ class Synthesizer:
         # artifact (every warm `kcc say`) never needs it, and it costs ~40 ms of imports.
         from kcc.circuits import load_circuit
         from kcc.compiler.driver import compile_circuit
-        from kcc.compiler.threads import available_cores
+        from kcc.compiler.threads import available_cores, available_memory
         from kcc.weights.checkpoint import Checkpoint, load_checkpoint
 
         # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
@@ -132,7 +135,9 @@ class Synthesizer:
         # The stages compile side by side: each is its own C file and compiler process (~90% of
         # a first run's time), so one stage's lowering overlaps another's compile. The back
         # stages go first: the generator is the longest, and a long one started last idles a core.
-        workers = min(len(self.stages), available_cores(), MAX_COMPILE_WORKERS)
+        memory = available_memory()
+        workers = min(len(self.stages), available_cores(), MAX_COMPILE_WORKERS,
+                      1 if memory is not None and memory < PARALLEL_COMPILE_MIN_BYTES else MAX_COMPILE_WORKERS)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kcc-compile") as pool:
             futures = {name: pool.submit(compile_stage, name) for name in reversed(self.stages)}
             try:
