@@ -25,7 +25,7 @@ the portable build is forced below the AVX-512 level: the library's ISO C emulat
 fewer multiply-adds than the fp32 tiles and measured 2-2.5x slower (bench/results/precision.md).
 int8 runs wherever its tiles use vector integer instructions (int8_tiles): vpdpbusd with
 AVX512_VNNI or AVX-VNNI, else AVX2's exact vpmaddwd, which on a Zen 3 takes about twice fp32's
-time (the direct int8 convs against fp32's block DFTs) for a third of its memory, said once at
+time (the direct int8 convs against fp32's block DFTs) for a sixth of its weight bytes, said once at
 load; below AVX2 its ISO C emulation would be slower still, so it falls back to fp32 there.
 """
 from __future__ import annotations
@@ -107,7 +107,7 @@ def for_this_cpu(options, log=None):
         tiles = int8_tiles(level)
         if tiles == "avx2" and log is not None:
             print("kcc: precision int8 runs on AVX2 integer multiply-adds here (no AVX512_VNNI or AVX-VNNI): "
-                  "about twice fp32's time, for a third of its memory", file=log)
+                  "about twice fp32's time, for a sixth of its weight bytes", file=log)
         why = None if tiles else (f"the build is forced to dispatch level {level}" if level else
                                   "this CPU has no AVX2")
     else:
@@ -197,5 +197,5 @@ def add_precision_argument(parser) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="compute precision: fp32 (default; KCC_PRECISION), bf16 (faster on CPUs with "
                              "AVX512_BF16, fp32 elsewhere; passes the listening gate), int8 (int8 convs: a "
-                             "third of fp32's memory; faster with AVX512_VNNI / AVX-VNNI, about half its speed "
+                             "sixth of fp32's weight bytes; faster with AVX512_VNNI / AVX-VNNI, about half its speed "
                              "on plain AVX2, fp32 below AVX2)")
