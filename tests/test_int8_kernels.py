@@ -24,7 +24,7 @@ pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan 
 from kcc.compiler import precision  # noqa: E402
 from kcc.compiler.build import BuildOptions, build_library  # noqa: E402
 from kcc.compiler.driver import compile_circuit  # noqa: E402
-from kcc.compiler.isa import _cpu_flags, runnable_levels  # noqa: E402
+from kcc.compiler.isa import runnable_levels  # noqa: E402
 from kcc.compiler.passes import DEFAULT_PASSES  # noqa: E402
 from kcc.kernels.registry import COMMON_HEADER, get_kernel, with_requires  # noqa: E402
 from kcc.ops.conv_int8 import fits_int8, quantise_channels, s8_conv_pack, s8_panels  # noqa: E402
@@ -69,28 +69,24 @@ int t_path(void) { return kcc_s8_path(); }
     return lib
 
 
+# precision.int8_tiles' names for the paths kcc_s8_path numbers
+TILE_PATH = {None: 0, "avx2": 1, "avx_vnni": 2, "avx512_vnni": 3}
+
+
 def _expected_path(isa) -> int:
+    """The path a library built at `isa` takes here: what the loader expects (precision.int8_tiles,
+    tested against mocked CPUs below), but for the stand-in and unforced sanitizer builds."""
     if isa in STANDIN:
         return 2
-    have = runnable_levels()
     if isa is None and BuildOptions().sanitize:
         return 0             # sanitizer builds carry no clones: unforced, they run what -O2 targets
-    level = isa or ("avx512" if "avx512" in have else "avx2fma" if "avx2fma" in have else "baseline")
-    flags = _cpu_flags()
-    if level == "avx512" and "avx512_vnni" in flags:
-        return 3
-    if level in ("avx2", "avx2fma", "avx512"):
-        return 2 if "avx_vnni" in flags else 1
-    return 0
+    return TILE_PATH[precision.int8_tiles(isa)]
 
 
 @pytest.mark.parametrize("isa", LEVELS + STANDIN + [lv for lv in ("avx2", "avx512") if lv in runnable_levels()])
 def test_each_dispatch_level_takes_its_int8_tiles(isa):
-    """What kcc_s8_path picks, and what the loader (precision.int8_tiles) expects of it."""
-    got = _gemm_lib(isa).t_path()
-    assert PATHS[got] == PATHS[_expected_path(isa)]
-    if isa not in STANDIN and not (isa is None and BuildOptions().sanitize):
-        assert precision.int8_tiles(isa) == {0: None, 1: "avx2", 2: "avx_vnni", 3: "avx512_vnni"}[got]
+    """What kcc_s8_path picks is what the loader (precision.int8_tiles) expects of it."""
+    assert PATHS[_gemm_lib(isa).t_path()] == PATHS[_expected_path(isa)]
 
 
 def _panels(w: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kcc.compiler.build import BuildOptions
-from kcc.compiler.isa import LEVELS, IsaError, library_level, runnable_levels
+from kcc.compiler.isa import LEVELS, IsaError, dispatched_level, library_level, runnable_levels
 
 RUNNABLE = runnable_levels()
 pytestmark = pytest.mark.skipif(not RUNNABLE, reason="dispatch levels exist on x86-64 only")
@@ -44,19 +44,15 @@ def runs(small_ckpt, pinned):
     return {isa: _synthesise(small_ckpt, pinned, isa) for isa in [None, *RUNNABLE]}
 
 
-def _top(levels):
-    return "avx512" if "avx512" in levels else "avx2fma" if "avx2fma" in levels else "baseline"
-
-
 def test_each_library_runs_the_forced_level(runs):
     for isa in RUNNABLE:
         assert runs[isa][1] == {isa}
-    assert runs[None][1] == {_top(RUNNABLE)}     # the load-time dispatch: v4, else v3, else default
+    assert runs[None][1] == {dispatched_level()}     # the load-time dispatch: v4, else v3, else default
 
 
 @pytest.mark.parametrize("pair", [("baseline", "avx2"), ("avx2fma", "avx512"), (None, "top")])
 def test_levels_that_share_the_multiply_add_give_identical_bits(runs, pair):
-    a, b = (_top(RUNNABLE) if x == "top" else x for x in pair)
+    a, b = (dispatched_level() if x == "top" else x for x in pair)
     if a not in runs or b not in runs:
         pytest.skip(f"this CPU cannot execute {a} and {b}")
     ra, rb = runs[a][0], runs[b][0]

@@ -60,6 +60,13 @@ def runnable_levels() -> list[str]:
     return [lv for lv in LEVELS if all(f in have for f in _NEEDS[lv])]
 
 
+def dispatched_level() -> str:
+    """The level an unforced portable build runs at on this CPU, as its clone resolver picks it
+    (kcc_isa_level_now in kcc_common.h): x86-64-v4, else v3, else the default."""
+    have = runnable_levels()
+    return "avx512" if "avx512" in have else "avx2fma" if "avx2fma" in have else "baseline"
+
+
 def requested(explicit: str | None, native: bool) -> str | None:
     """The level a build is forced to: explicit, else KCC_ISA for portable builds ('auto' or
     unset: none, the CPU dispatches). Native builds compile for this CPU: nothing to force."""

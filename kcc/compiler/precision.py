@@ -77,12 +77,10 @@ def int8_tiles(level: str | None = None) -> str | None:
     gemm_tile_s8.c picks them: 'avx512_vnni' (vpdpbusd zmm, at the AVX-512 level), 'avx_vnni'
     (vpdpbusd ymm), 'avx2' (vpmaddwd on widened operands); None: the ISO C emulation (below AVX2,
     or not x86-64)."""
-    from kcc.compiler.isa import is_x86_64, runnable_levels
+    from kcc.compiler.isa import dispatched_level, is_x86_64
     if not is_x86_64():
         return None
-    if level is None:        # what the clone resolver picks: x86-64-v4, else v3, else the default
-        have = runnable_levels()
-        level = "avx512" if "avx512" in have else "avx2fma" if "avx2fma" in have else "baseline"
+    level = level or dispatched_level()
     flags = _cpu_flags()
     if level == "avx512" and "avx512_vnni" in flags:
         return "avx512_vnni"

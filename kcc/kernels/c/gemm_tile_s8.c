@@ -417,11 +417,12 @@ static void kcc_s8_quant_rows(const float *KCC_RESTRICT x, int64_t ldx, int64_t 
 
 /* acc [mr][2 * NR] (columns j < nr stored) = u8 rows a [mr][4 * kq] (row stride lda bytes) x the
  * s8 panel chunk at b and, for columns past NR, the next panel's at b2: mr <= KCC_GEMM_MR,
- * nr <= 2 * NR. Raw sums: the caller subtracts the shift's column sums. */
-static void kcc_gemm_tile_s8(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const int8_t *KCC_RESTRICT b,
-                             const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc)
+ * nr <= 2 * NR, on the tiles of `path` (kcc_s8_path's numbers). Raw sums: the caller subtracts the
+ * shift's column sums. */
+static void kcc_s8_tile_on(int path, const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr,
+                           const int8_t *KCC_RESTRICT b, const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr,
+                           int32_t *KCC_RESTRICT acc)
 {
-    const int path = kcc_s8_path();
 #if KCC_S8_X86
     if (path == 3) {
         if (nr > KCC_GEMM_NR)
@@ -443,6 +444,12 @@ static void kcc_gemm_tile_s8(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t
 #endif
     (void)path;
     kcc_s8_tile_c(a, lda, mr, b, nr > KCC_GEMM_NR ? b2 : b, kq, nr, acc);
+}
+
+static void kcc_gemm_tile_s8(const uint8_t *KCC_RESTRICT a, int64_t lda, int64_t mr, const int8_t *KCC_RESTRICT b,
+                             const int8_t *KCC_RESTRICT b2, int64_t kq, int64_t nr, int32_t *KCC_RESTRICT acc)
+{
+    kcc_s8_tile_on(kcc_s8_path(), a, lda, mr, b, b2, kq, nr, acc);
 }
 
 /* ob [mr, nr] (row stride ldo) += dequantised tile: (float)(acc[r][j] - comp[j]) * sa[r * sa_step],
@@ -468,8 +475,9 @@ static void kcc_gemm_tile_s8_dq(const uint8_t *KCC_RESTRICT a, int64_t lda, int6
                                 float *KCC_RESTRICT ob, int64_t ldo)
 {
     int32_t acc[KCC_GEMM_MR * 2 * KCC_GEMM_NR];
+    const int path = kcc_s8_path();
 #if KCC_S8_X86
-    if (kcc_s8_path() == 3) {
+    if (path == 3) {
         if (nr > KCC_GEMM_NR)
             kcc_s8_tile8x2_dq(a, lda, mr, b, b2, kq, nr, acc, comp, sa, sa_step, ob, ldo);
         else
@@ -477,7 +485,7 @@ static void kcc_gemm_tile_s8_dq(const uint8_t *KCC_RESTRICT a, int64_t lda, int6
         return;
     }
 #endif
-    kcc_gemm_tile_s8(a, lda, mr, b, b2, kq, nr, acc);
+    kcc_s8_tile_on(path, a, lda, mr, b, b2, kq, nr, acc);
     kcc_s8_dequant_add(acc, mr, nr, comp, sa, sa_step, ob, ldo);
 }
 
