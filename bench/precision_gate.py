@@ -9,14 +9,15 @@ fp32 on the real Kokoro-82M weights, the ten sentences of bench/asr_wer.py, nois
   3. Durations: identical, or off by one frame on <= 5% of tokens.
   4. No hiss: the energy above 8 kHz within HIGH_BAND_DB of fp32's, per utterance.
 
-`gate(precision)` returns the figures and a `passed` verdict per criterion; tests/test_precision_gate.py
+`gate(precision, shared)` returns the figures and a `passed` verdict per criterion; tests/test_precision_gate.py
 asserts them, bench/results/precision.md records them.
 
-    python bench/precision_gate.py [--precision bf16] [--json out.json]
+    python bench/precision_gate.py [--precision bf16,int8] [--json out.json]
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -98,51 +99,70 @@ def ort_reference(texts: list[str], log=sys.stderr) -> dict:
     return {"log_mel_db": dist, "mean_log_mel_db": float(np.mean(dist)), "duration_exact_fraction": exact}
 
 
-def gate(precision: str, seeds=(0, 1), log=sys.stderr, reference: dict | None = None) -> dict:
-    """Run the listening gate for `precision` (e.g. 'bf16'); `reference`: a cached ort_reference()."""
+class Shared:
+    """What every precision's gate compares against, made once: the real weights, the voice, Whisper,
+    each sentence's phonemes, fp32's audio and transcript per (sentence, seed), and the int8 export's
+    distance to torch (the bf16 and int8 gates of one run share them: half the gate's time)."""
+
+    def __init__(self, seeds=(0, 1), log=sys.stderr):
+        from kcc.compiler.build import BuildOptions
+        from kcc.model.pipeline import Synthesizer
+        from kcc.speech.g2p import G2P
+        from kcc.speech.say import plan
+        from kcc.speech.voices import load_voice, style_for
+        self.seeds, self.log = tuple(seeds), log
+        self.files = asr_wer.real_files()
+        pack = load_voice(f"{self.files['voices']}:jf_alpha")
+        g2p = G2P("en-us")
+        self.sentences = []                                  # (text, ids, style)
+        for text in asr_wer.SENTENCES:
+            (enc,) = plan(text, g2p, first_limit=None)
+            self.sentences.append((text, enc.ids, style_for(pack, len(enc.phonemes))))
+        self.whisper = asr_wer.Whisper(2)
+        self.fp32 = self.speak("fp32", Synthesizer(self.files["pth"], BuildOptions(precision="fp32"), max_frames=1200))
+
+    def speak(self, precision: str, synth) -> list[tuple]:
+        """(SynthOut, Whisper's transcript) per sentence and seed, in that order."""
+        synth.set_threads(2)
+        return [(out, self.whisper(out.audio)) for _, ids, style in self.sentences for seed in self.seeds
+                for out in (synth.synthesize(ids, style, seed=seed),)]
+
+    @functools.cached_property
+    def reference(self) -> dict:
+        return ort_reference(asr_wer.SENTENCES, self.log)
+
+
+def gate(precision: str, shared: Shared | None = None) -> dict:
+    """Run the listening gate for `precision` (e.g. 'bf16') against `shared`'s fp32 (made here if None)."""
     from kcc.compiler.build import BuildOptions
     from kcc.model.pipeline import Synthesizer
-    from kcc.speech.g2p import G2P
-    from kcc.speech.say import plan
-    from kcc.speech.voices import load_voice, style_for
     t0 = time.perf_counter()
-    files = asr_wer.real_files()
-    pack = load_voice(f"{files['voices']}:jf_alpha")
-    synth = {p: Synthesizer(files["pth"], BuildOptions(precision=p), max_frames=1200) for p in ("fp32", precision)}
-    for s in synth.values():
-        s.set_threads(2)
-    whisper = asr_wer.Whisper(2)
-    g2p = G2P("en-us")
+    shared = shared or Shared()
+    ours = shared.speak(precision, Synthesizer(shared.files["pth"], BuildOptions(precision=precision), max_frames=1200))
+    keys = [(text, seed) for text, _, _ in shared.sentences for seed in shared.seeds]
     rows, refs, heard = [], [], {"fp32": [], precision: []}
     tokens = off1 = worse = 0
-    for text in asr_wer.SENTENCES:
-        (enc,) = plan(text, g2p, first_limit=None)
-        style = style_for(pack, len(enc.phonemes))
-        ref = asr_wer.spoken(text)
-        for seed in seeds:
-            out = {p: s.synthesize(enc.ids, style, seed=seed) for p, s in synth.items()}
-            a, b = out["fp32"], out[precision]
-            diff = np.abs(a.durations.astype(int) - b.durations.astype(int))
-            tokens += diff.size
-            off1 += int(np.sum(diff == 1))
-            worse += int(np.sum(diff > 1))
-            row = {"text": text, "seed": seed, "log_mel_db": log_mel_distance(a.audio, b.audio),
-                   "high_band_db": high_band_db(b.audio) - high_band_db(a.audio),
-                   "durations_equal": bool(np.array_equal(a.durations, b.durations))}
-            for p, o in out.items():
-                h = whisper(o.audio)
-                heard[p].append(" ".join(asr_wer.spoken(h)))
-                row[f"heard_{p}"] = h
-            refs.append(" ".join(ref))
-            rows.append(row)
-            print(f"precision_gate: {precision} vs fp32 {row['log_mel_db']:.2f} dB, high band "
-                  f"{row['high_band_db']:+.2f} dB  {text} (seed {seed})", file=log)
+    for (text, seed), (a, heard_a), (b, heard_b) in zip(keys, shared.fp32, ours):
+        diff = np.abs(a.durations.astype(int) - b.durations.astype(int))
+        tokens += diff.size
+        off1 += int(np.sum(diff == 1))
+        worse += int(np.sum(diff > 1))
+        row = {"text": text, "seed": seed, "log_mel_db": log_mel_distance(a.audio, b.audio),
+               "high_band_db": high_band_db(b.audio) - high_band_db(a.audio),
+               "durations_equal": bool(np.array_equal(a.durations, b.durations)),
+               "heard_fp32": heard_a, f"heard_{precision}": heard_b}
+        heard["fp32"].append(" ".join(asr_wer.spoken(heard_a)))
+        heard[precision].append(" ".join(asr_wer.spoken(heard_b)))
+        refs.append(" ".join(asr_wer.spoken(text)))
+        rows.append(row)
+        print(f"precision_gate: {precision} vs fp32 {row['log_mel_db']:.2f} dB, high band "
+              f"{row['high_band_db']:+.2f} dB  {text} (seed {seed})", file=shared.log)
     wer = {p: asr_wer._corpus_wer(refs, h) for p, h in heard.items()}
-    reference = reference or ort_reference(asr_wer.SENTENCES, log)
+    reference = shared.reference
     dist = float(np.mean([r["log_mel_db"] for r in rows]))
     hb = max(abs(r["high_band_db"]) for r in rows)
     result = {
-        "precision": precision, "seeds": list(seeds), "rows": rows, "wer": wer,
+        "precision": precision, "seeds": list(shared.seeds), "rows": rows, "wer": wer,
         "mean_log_mel_db": dist, "ort_int8_vs_torch": reference, "tokens": tokens,
         "durations_off_by_one": off1, "durations_off_by_more": worse, "max_high_band_db": hb,
         "passed": {"wer": wer[precision] <= wer["fp32"] + WER_MARGIN,
@@ -155,17 +175,21 @@ def gate(precision: str, seeds=(0, 1), log=sys.stderr, reference: dict | None = 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--precision", default="bf16")
+    ap.add_argument("--precision", default="bf16", help="one or more, comma-separated (they share fp32's side)")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args(argv)
-    r = gate(args.precision)
-    print(f"WER fp32 {r['wer']['fp32']:.3f}, {args.precision} {r['wer'][args.precision]:.3f}; log-mel distance to fp32 "
-          f"{r['mean_log_mel_db']:.2f} dB (ORT int8 vs torch {r['ort_int8_vs_torch']['mean_log_mel_db']:.2f} dB); "
-          f"durations off by one {r['durations_off_by_one']}/{r['tokens']}, by more {r['durations_off_by_more']}; "
-          f"max high-band change {r['max_high_band_db']:.2f} dB; passed {r['passed']}")
+    shared, results = Shared(), {}
+    for precision in args.precision.split(","):
+        r = results[precision] = gate(precision, shared)
+        print(f"WER fp32 {r['wer']['fp32']:.3f}, {precision} {r['wer'][precision]:.3f}; log-mel distance to fp32 "
+              f"{r['mean_log_mel_db']:.2f} dB (ORT int8 vs torch {r['ort_int8_vs_torch']['mean_log_mel_db']:.2f} dB); "
+              f"durations off by one {r['durations_off_by_one']}/{r['tokens']}, by more {r['durations_off_by_more']}; "
+              f"max high-band change {r['max_high_band_db']:.2f} dB; passed {r['passed']}")
     if args.json:
-        Path(args.json).write_text(json.dumps(r, ensure_ascii=False, indent=1), encoding="utf-8")
-    return 0 if all(r["passed"].values()) else 1
+        one = len(results) == 1
+        Path(args.json).write_text(json.dumps(next(iter(results.values())) if one else results, ensure_ascii=False,
+                                              indent=1), encoding="utf-8")
+    return 0 if all(all(r["passed"].values()) for r in results.values()) else 1
 
 
 if __name__ == "__main__":

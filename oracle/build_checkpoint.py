@@ -10,6 +10,8 @@ from the same seed. Same torch version + same seed -> bit-identical tensors.
 """
 from __future__ import annotations
 
+import os
+
 import argparse
 from pathlib import Path
 
@@ -79,7 +81,7 @@ def build_checkpoint(config_name: str, seed: int, out: str | Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     parts = build_modules(load_config(config_name), seed)
-    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")     # two builders (pytest -n 2) never share one
     torch.save(state_dicts(parts), tmp)
     tmp.replace(out)
     return out

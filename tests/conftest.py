@@ -1,9 +1,23 @@
-"""Shared fixtures: seeded upstream-layout checkpoints (built once, cached) and compiled circuits."""
+"""Shared fixtures: seeded upstream-layout checkpoints (built once, cached) and compiled circuits;
+how many xdist workers `-n auto` starts."""
 from __future__ import annotations
 
 import pytest
 
+from kcc.compiler.threads import available_cores, available_memory
 from kcc.weights.checkpoint import load_checkpoint
+
+MAX_WORKERS = 4                # past this the listening files (minutes each, on one worker) set the time
+WORKER_PEAK_BYTES = 6 << 30    # one worker's peak resident set (measured 5.4-6.0 GB: the real model + torch)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject addopts): a worker per core, at most MAX_WORKERS, and no more than the
+    available memory holds at WORKER_PEAK_BYTES each (one worker, in-process, when it holds none)."""
+    memory = available_memory()
+    fits = MAX_WORKERS if memory is None else memory // WORKER_PEAK_BYTES
+    n = min(available_cores(), MAX_WORKERS, fits)
+    return n if n > 1 else 0
 
 
 @pytest.fixture(scope="session")

