@@ -14,15 +14,17 @@ import sys
 import time
 import warnings
 import wave
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kcc.speech import say as say_mod
-from kcc.speech.g2p import espeak_available
+from kcc.speech.g2p import espeak_available, load_vocab
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError, continuing_durations
 from kcc.speech.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
+from kcc.speech.wav import pcm16
 from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
 
@@ -91,7 +93,8 @@ def test_planned_chunks_fit_the_frame_plan_at_every_speed(speed):
 @pytest.mark.parametrize("speed", SPEEDS)
 def test_say_at_every_speed_never_overflows(speed):
     """A synthesizer at the measured real rate (3 frames a token, 20 per boundary) never needs
-    a retry; every word is spoken once, in order."""
+    a retry; every word the G2P gave is spoken once, in order (a word past the chunk limit as
+    consecutive pieces of it)."""
     for text in _texts().values():
         synth = FramedSynth()
         with warnings.catch_warnings():
@@ -99,7 +102,9 @@ def test_say_at_every_speed_never_overflows(speed):
             r = say(text, synth, random_voice(0), speed=speed, g2p=LetterG2P())
         assert synth.overflows == 0
         assert r.audio.size == sum(c["frames"] * 600 for c in synth.calls)
-        assert [w["word"] for w in r.words] == [w["word"] for c in r.chunks for w in c.words]
+        given = LetterG2P()(text.replace("\n", " "))
+        assert [k for k, _ in groupby(w["word"] for w in r.words)] == [k for k, _ in groupby(w.text for w in given)]
+        assert "".join(w["phonemes"] for w in r.words) == "".join(w.phonemes for w in given)
 
 
 @pytest.mark.parametrize("speed", [0.25, 0.6, 1.0])
@@ -367,14 +372,19 @@ class Stopping(FramedSynth):
 def test_say_streams_chunks_into_the_output(tmp_path, monkeypatch, capsys):
     synth = Stopping(tmp_path)
     out = tmp_path / "long.wav"
-    rc, _, err, _ = _cli(monkeypatch, capsys, ["say", PARAGRAPH * 6, "-o", str(out)], synth)
+    np.save(tmp_path / "v.npy", random_voice(0))
+    rc, _, err, _ = _cli(monkeypatch, capsys, ["say", PARAGRAPH * 6, "-o", str(out), "--seed", "3",
+                                               "--voice", str(tmp_path / "v.npy")], synth)
     assert rc == 0, err
     written = np.cumsum([0] + [c["frames"] * 600 * 2 for c in synth.calls[:-1]])
     assert len(synth.calls) > 3
     assert synth.sizes[1:] == [44 + int(n) for n in written[1:]]       # each chunk on disk before the next
     with wave.open(str(out)) as w:
         assert w.getnframes() == int(written[-1] / 2) + synth.calls[-1]["frames"] * 600
+        samples = w.readframes(w.getnframes())
     assert not list(tmp_path.glob(".*.part"))
+    # the streamed file holds the samples the in-memory say() makes, in order
+    assert samples == pcm16(say(PARAGRAPH * 6, FramedSynth(), random_voice(0), seed=3, g2p=LetterG2P()).audio)
 
 
 def test_streamed_timestamps_are_the_in_memory_document(tmp_path, monkeypatch, capsys):
@@ -560,12 +570,9 @@ def test_a_huge_number_is_read_digit_by_digit():
     from kcc.speech.g2p import G2P
     g2p = G2P("en-us")
     for number in ("9" * 400, "9" * 16, "1,234,567,890,123,456,789"):
-        chunks = plan(f"the number {number} is big", g2p)
-        digits = sum(c.isdigit() for c in number)
-        nines = sum(w.text == "9" for c in chunks for w in c.words) if number[0] == "9" else None
-        assert sum(len(c.ids) for c in chunks) > digits            # each digit spoken
-        if nines is not None:
-            assert nines == digits
+        words = [w for c in plan(f"the number {number} is big", g2p) for w in c.words]
+        assert [w.text for w in words] == ["the", "number", *number.replace(",", ""), "is", "big"]
+        assert all(w.phonemes == g2p(d)[0].phonemes for w, d in zip(words[2:-2], number.replace(",", "")))
 
 
 def test_a_g2p_backend_crash_is_a_named_error(tmp_path, monkeypatch, capsys):
@@ -610,6 +617,10 @@ def test_server_speaks_slow_speech_whole_when_the_estimate_is_beaten(tmp_path, s
     assert synth.overflows > 0
     expect = sum(c["frames"] * 600 for c in synth.calls)
     assert len(body) == 2 * expect
+    # what was synthesised is the whole text, in order (cuts move only the spaces between words)
+    space = load_vocab()[" "]
+    spoken = [i for c in synth.calls for i in c["ids"] if i != space]
+    assert spoken == [i for c in plan(PARAGRAPH, LetterG2P()) for i in c.ids if i != space]
     # the first chunk keeps its leading edge (80 frames); its end is drawn as continuing when it
     # ends inside a sentence
     first = synth.calls[0]

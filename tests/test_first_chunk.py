@@ -39,9 +39,11 @@ def test_chunk_ramp_grows_to_the_limit():
     assert chunk_ramp(200, 200) == [] and chunk_ramp(300, 200) == []
 
 
-@pytest.mark.parametrize("first, limit, growth", [(0, 200, 3.0), (10, 0, 3.0), (10, 200, 1.0), (10, 200, 0.5)])
-def test_chunk_ramp_refuses_bad_settings(first, limit, growth):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("first, limit, growth, why", [
+    (0, 200, 3.0, "chunk limits must be positive, got first=0"), (10, 0, 3.0, "chunk limits must be positive, got .* limit=0"),
+    (10, 200, 1.0, r"the ramp must grow, got growth=1\.0"), (10, 200, 0.5, r"the ramp must grow, got growth=0\.5")])
+def test_chunk_ramp_refuses_bad_settings(first, limit, growth, why):
+    with pytest.raises(ValueError, match=why):
         chunk_ramp(first, limit, growth)
 
 
@@ -51,7 +53,7 @@ def test_ramped_chunks_keep_every_word_whole_and_in_order(ramp):
     words = words_of(sentences(8))
     chunks = list(iter_chunks(words, 200, ramp))
     assert flat(chunks) == [(w.text, w.phonemes) for w in words]        # nothing lost, nothing split
-    assert all(w in words for c in chunks for w in c)                    # the very Word objects
+    assert [id(w) for c in chunks for w in c] == [id(w) for w in words]  # the very Word objects
     for k, c in enumerate(chunks):
         assert len(phoneme_string(c)) <= (ramp[k] if k < len(ramp) else 200)
     assert len(phoneme_string(chunks[0])) > ramp[0] - 12                # cut near the limit, not early
@@ -97,7 +99,7 @@ def test_the_ramp_runs_across_paragraphs():
 
 @pytest.mark.parametrize("bad", [[0], [5, -1], [2.5], ["x"]])
 def test_bad_ramp_limits_are_refused(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"first chunk limits must be positive whole numbers, got \["):
         list(iter_chunks(words_of(TEXT), 200, bad))
 
 

@@ -68,8 +68,11 @@ def test_stages_to_the_decoder_hold_the_gate(run, pinned):
 def test_f0_matches_to_hz_scale_rounding(run, pinned):
     ours = run[0]["kokoro.predictor.f0"]
     ref = pinned.checkpoints["kokoro.predictor.f0"]
-    # 1 f32 ulp at 128..256 Hz is 1.5e-5 Hz; a few ulps of drift through the stack is expected.
-    assert np.max(np.abs(ours - ref)) < 1e-3
+    # Counted in f32 ulps of the largest f0 (1 ulp at 128..256 Hz is 1.5e-5 Hz): the predictor's
+    # stack drifts by summation order (measured 15 ulps on a Zen 3 at the AVX2 + FMA level); 64 ulps
+    # is 1e-3 Hz, 6e-6 relative, where a pitch change is heard at ~0.3% (3e-3).
+    ulp = np.spacing(np.float32(np.abs(ref).max()))
+    assert np.max(np.abs(ours - ref)) <= 64 * ulp, np.max(np.abs(ours - ref)) / ulp
     assert snr_db(ours, ref) > 110
 
 

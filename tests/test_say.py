@@ -16,6 +16,7 @@ from kcc.speech.g2p import PUNCTUATION, G2PError, Word, espeak_available
 from kcc.speech.say import SayError, plan, random_voice, say
 from kcc.speech.text import MAX_PHONEMES
 from kcc.speech.timestamps import SAMPLES_PER_FRAME
+from kcc.speech.wav import pcm16
 
 
 class FakeSynth:
@@ -168,13 +169,15 @@ def _cli(monkeypatch, capsys, argv, synth=None):
 
 def test_cli_say_writes_wav_and_timestamps(tmp_path, monkeypatch, capsys):
     wav_path, ts_path = tmp_path / "out.wav", tmp_path / "ts.json"
+    np.save(tmp_path / "v.npy", random_voice(0))
     rc, out, err = _cli(monkeypatch, capsys, ["say", sentences(30), "-o", str(wav_path), "--timestamps",
-                                              str(ts_path), "--seed", "5", "--progress"])
+                                              str(ts_path), "--seed", "5", "--progress", "--voice", str(tmp_path / "v.npy")])
     assert rc == 0, err
     assert "kcc say: [" in err and "% of the text" in err and "chunks" in err
     with wave.open(str(wav_path)) as w:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (24000, 1, 2)
         n = w.getnframes()
+        assert w.readframes(n) == pcm16(say(sentences(30), FakeSynth(), random_voice(0), seed=5, g2p=LetterG2P()).audio)
     ts = json.loads(ts_path.read_text(encoding="utf-8"))
     assert ts["audio_seconds"] == pytest.approx(n / 24000) and len(ts["chunks"]) > 1
     assert ts["words"][0]["start_s"] == 0 and ts["words"][-1]["end_s"] == pytest.approx(n / 24000)
