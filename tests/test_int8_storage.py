@@ -48,18 +48,23 @@ def test_asymmetric_or_unsigned_weights_have_no_record():
     assert symmetric(q.astype(np.uint8), np.uint8(0), np.float32(1.0)) is None
 
 
-@pytest.mark.parametrize("bad", ["scale_count", "not_reproduced", "shape", "not_int8", "no_rows"])
-def test_every_bad_provenance_is_a_quantised_error(bad):
+@pytest.mark.parametrize("bad, why", [
+    ("scale_count", "3 scales for an int8 tensor of 1 rows"), ("not_reproduced", "do not reproduce the FP32 tensor"),
+    ("shape", "do not reproduce the FP32 tensor"), ("not_a_multiple", "do not reproduce the FP32 tensor"),
+    ("past_127", "not int8 \\* a per-row scale"), ("no_rows", "needs at least one row, got shape \\(0, 4\\)")])
+def test_every_bad_provenance_is_a_quantised_error(bad, why):
     q = np.array([[3, -4]], np.int8)
-    with pytest.raises(QuantisedError):
+    with pytest.raises(QuantisedError, match=why):
         if bad == "scale_count":
             symmetric(q, np.int8(0), np.ones(3, np.float32))
         elif bad == "not_reproduced":
             check_exact("w", Quantised(q, np.array([0.5], np.float32)), np.array([[1.5, -2.5]], np.float32))
         elif bad == "shape":
             check_exact("w", Quantised(q, np.array([0.5], np.float32)), np.zeros((2, 1), np.float32))
-        elif bad == "not_int8":
+        elif bad == "not_a_multiple":                   # 0.3 is no multiple of 1.0 / 127
             from_exact("w", np.array([[1.0, 0.3]], np.float32))
+        elif bad == "past_127":                         # a subnormal row: max / 127 rounds to half of itself
+            from_exact("w", np.array([[2.5e-43, 0.0]], np.float32))
         else:
             from_exact("w", np.zeros((0, 4), np.float32))
 

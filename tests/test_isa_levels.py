@@ -105,9 +105,12 @@ def _not_x86(monkeypatch):
     return BuildOptions(isa="baseline")
 
 
-@pytest.mark.parametrize("make", [_unknown, _unknown_env, _cpu_lacks_it, _native_and_forced, _not_x86])
-def test_a_level_that_cannot_apply_is_refused_before_the_compiler_runs(monkeypatch, make):
-    with pytest.raises(IsaError):
+@pytest.mark.parametrize("make, why", [
+    (_unknown, "unknown dispatch level 'avx3'"), (_unknown_env, "unknown dispatch level 'sse9'"),
+    (_cpu_lacks_it, r"cannot execute dispatch level 'avx512' \(missing .*avx512f"),
+    (_native_and_forced, "a native build has none"), (_not_x86, "is x86-64 only; this machine is aarch64")])
+def test_a_level_that_cannot_apply_is_refused_before_the_compiler_runs(monkeypatch, make, why):
+    with pytest.raises(IsaError, match=why):
         make(monkeypatch).flags()
 
 

@@ -75,8 +75,13 @@ def test_missing_weight_and_activation_are_rejected(graph, plan):
 
 def test_undersized_activation_is_rejected(graph, plan):
     plan.activations["emb"].nbytes = 64
+    _emits_nothing(graph, plan, r"activation 'emb' is planned 64 B but needs \d+ B")
+
+
+def test_activation_past_the_arena_is_rejected(graph, plan):
+    plan.activations["emb"].nbytes = 64
     plan.arena_bytes = 64
-    _emits_nothing(graph, plan, "activation 'emb'")
+    _emits_nothing(graph, plan, r"activation 'emb' .*needs \d+ B at offset 0, past the region size 64")
 
 
 def test_live_activations_sharing_bytes_are_rejected(graph, plan):

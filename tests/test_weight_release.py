@@ -100,10 +100,12 @@ def _recording_hook(base: int, log: list, then=None):
 
 def test_each_weight_is_handed_back_once_after_its_last_reader(small_ckpt_path):
     """In op order, each weight of >= WEIGHT_DONE_MIN_BYTES exactly once, at the op that reads it
-    last (the phoneme encoder's ALBERT layer is read by all its layers: after the last one);
-    the outputs are the same bits with the hook as without."""
+    last (the phoneme encoder's ALBERT layer is read by all its layers: after the last one), and
+    the generated C calls the hook for exactly those, in that order, every stage; the outputs are
+    the same bits with the hook as without."""
     synth = Synthesizer(small_ckpt_path, max_frames=100, stages=STAGES)
     plain = _front(synth, _style())
+    logs, want = {}, {}
     for name, c in synth.circuits.items():
         g, plan = c.graph, c.plan
         done = weights_done_after(g, plan)
@@ -117,15 +119,17 @@ def test_each_weight_is_handed_back_once_after_its_last_reader(small_ckpt_path):
             assert all(readers[w][-1] == i for w in ws), name
         if name == "kokoro_phoneme_encoder":
             assert any(len(readers[w]) > 1 for w in big)           # shared weights: released after the last reader
-        c.release_weights_as_used(True, hook=_recording_hook(c.weights.ctypes.data, []))
+        want[name] = [(plan.weights[w].offset, plan.weights[w].nbytes) for ws in done for w in ws]
+        c.release_weights_as_used(True, hook=_recording_hook(c.weights.ctypes.data, logs.setdefault(name, [])))
     try:
         again = _front(synth, _style())
     finally:
         for c in synth.circuits.values():
             c.release_weights_as_used(False)
-    for key in ("durations", "d", "t_en", "d_en"):
-        if key in plain:
-            assert np.array_equal(plain[key], again[key]), key
+    assert logs == want and all(want.values())                     # what the C called, per stage
+    assert plain.keys() == again.keys()
+    for key in plain:
+        assert np.array_equal(plain[key], again[key]), key
 
 
 def test_the_hook_reports_each_weights_bytes_in_op_order(small_ckpt_path):
