@@ -137,6 +137,31 @@ def test_a_placement_that_would_outgrow_the_plan_keeps_the_planned_offsets():
     assert_valid(g, plan, got, {"L": 1})
 
 
+def _c_place(g: Graph, plan, dims: dict[str, int]) -> dict[str, int]:
+    """The generated C's placement (emit._placement) of a kernel-free graph, compiled alone."""
+    from kcc.compiler.build import build_library
+    from kcc.compiler.emit import _placement
+    order = placement_order(g)
+    src = "\n".join(["#include <stddef.h>", "#include <stdint.h>", "#include <string.h>",
+                     f"#define KCC_ALIGN {plan.alignment}u", f"#define KCC_ARENA_BYTES {plan.arena_bytes}u",
+                     *_placement(g, plan),
+                     "size_t kcc_probe_place(const int64_t *dims, size_t *off) { kcc_place(dims, off); return KCC_N_ACT; }"])
+    lib = ctypes.CDLL(str(build_library(src, name="place_probe").library))
+    out = (ctypes.c_size_t * len(order))()
+    d = (ctypes.c_int64 * len(g.dims))(*[dims[k] for k in g.dims])
+    assert lib.kcc_probe_place(d, out) == len(order)
+    return dict(zip(order, out))
+
+
+@pytest.mark.parametrize("spec", [[(4, "5"), (2, "(3*L)"), (4, "2"), (4, "5")],      # falls back to the plan
+                                  [(1, "(2*L)"), (3, "(3*L)"), (3, "L"), (4, "4")]])   # fits: tighter
+def test_the_c_places_as_the_python_twin_does(spec):
+    g = _graph(spec)
+    plan = plan_memory(g)
+    for L in (1, 2):
+        assert _c_place(g, plan, {"L": L}) == offsets_at(g, plan, {"L": L}), L
+
+
 def test_where_it_fits_the_run_time_placement_is_tighter():
     g = _graph([(1, "(2*L)"), (3, "(3*L)"), (3, "L"), (4, "4")])
     plan = plan_memory(g)
