@@ -84,10 +84,9 @@ def test_conv1d_bf16_matches_the_rounded_reference(isa, cin, cout, k, stride, pa
           "out": "y"}
     cc = _compile(op, {"x": ["B", t, cin], "res": ["B", res.shape[1], cout]}, {"weight": w, "bias": b}, t, isa)
     assert [o.type for o in cc.graph.ops] == ["conv1d_bf16"]
-    ref = conv_ref(bf16(x), bf16(w), b, pad, dil, stride, 0.1, res)
-    assert_reduced_precision(cc, {"x": x, "res": res}, ref,
-                             conv_ref(x.astype(np.float64), w.astype(np.float64), b, pad, dil, stride, 0.1, res),
-                             taps=cin * k)
+    assert_reduced_precision(cc, {"x": x, "res": res},
+                             lambda xs, ws, bias, slope, r: conv_ref(xs, ws, bias, pad, dil, stride, slope, r),
+                             x, w, bf16(x), bf16(w), b, res, taps=cin * k)
 
 
 @pytest.mark.parametrize("isa", LEVELS)
@@ -225,14 +224,8 @@ def test_conv_transpose1d_bf16_matches_the_rounded_reference(isa, cin, cout, k, 
           "attrs": {"stride": stride, "padding": pad}, "out": "y"}
     cc = _compile(op, {"x": ["B", t, cin]}, {"weight": w, "bias": b}, t, isa)
     assert [o.type for o in cc.graph.ops] == ["conv_transpose1d_bf16"]
-    got = cc.run({"x": x}).outputs["y"]
-    ref = conv_transpose_ref(bf16(x), bf16(w), b, stride, pad)
-    scale = np.abs(ref).max()
-    assert np.abs(got - ref).max() <= 2e-6 * scale * np.sqrt(cin * k), np.abs(got - ref).max()
-    cc.set_threads(1)
-    one = cc.run({"x": x}).outputs["y"]
-    cc.set_threads(3)
-    assert np.array_equal(one, cc.run({"x": x}).outputs["y"])
+    assert_reduced_precision(cc, {"x": x}, lambda xs, ws, bias, slope, r: conv_transpose_ref(xs, ws, bias, stride, pad),
+                             x, w, bf16(x), bf16(w), b, None, taps=cin * k)
 
 
 @pytest.mark.parametrize("isa", LEVELS)
