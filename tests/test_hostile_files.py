@@ -238,6 +238,13 @@ def _raw_pickle(*body: bytes) -> bytes:
 
 
 class TestPickleRecord:
+    @pytest.mark.parametrize("put", [b"r" + (2**32 - 1).to_bytes(4, "little"), b"r" + (2**27).to_bytes(4, "little"),
+                                     b"q\xff", b"p4000000000\n"])
+    def test_a_memo_index_past_the_opcodes_is_refused_before_the_unpickler_grows_its_memo(self, tmp_path, put):
+        path = write_pth(tmp_path / "memo.pth", None, pickle=_raw_pickle(b"}", put))
+        with allocates_under():
+            refused(path, r"malformed pickle record: memo index \d+ at byte \d+ after 2 opcodes")
+
     @pytest.mark.parametrize("opcode, width, name", [
         (b"\x8e", "<Q", "bytes8"), (b"\x8d", "<Q", "unicodestring8"), (b"B", "<I", "bytes4"),
         (b"X", "<I", "unicodestring4"), (b"\x8a", "<B", "long1"), (b"\x8b", "<i", "long4"),

@@ -190,7 +190,10 @@ class _RestrictedUnpickler(pickle.Unpickler):
 def _prescan(record: bytes, where: str, limits: Limits) -> None:
     """Walk the opcodes without building anything: counts them, and a declared string or bytes
     length longer than what is left of the record fails here (pickletools reads it from a
-    BytesIO, which returns what is there) instead of the C unpickler allocating it first."""
+    BytesIO, which returns what is there) instead of the C unpickler allocating it first. So
+    does a memo index past the opcodes before it: a pickler numbers its memo 0, 1, 2... one PUT
+    at a time, while the C unpickler grows its memo table to twice any index it is given (a
+    9-byte record naming index 2^32 - 1 would have it write 64 GiB)."""
     n = 0
     try:
         for op, arg, pos in pickletools.genops(io.BytesIO(record)):
@@ -200,6 +203,9 @@ def _prescan(record: bytes, where: str, limits: Limits) -> None:
             if op.name == "FRAME" and arg > len(record) - pos - 9:
                 raise CheckpointError(f"{where}: malformed pickle record: a {arg}-byte frame at byte {pos} "
                                       "runs past the record's end")
+            if op.name in ("PUT", "BINPUT", "LONG_BINPUT") and not 0 <= arg < n:
+                raise CheckpointError(f"{where}: malformed pickle record: memo index {arg} at byte {pos} "
+                                      f"after {n - 1} opcodes")
     except CheckpointError:
         raise
     except Exception as exc:
