@@ -107,6 +107,24 @@ class RunResult:
     checkpoints: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def _as_dtype(what: str, value, want) -> np.ndarray:
+    """`value` as a C-contiguous array of dtype `want`: another dtype of the same kind is converted,
+    but integers only where every value fits (int64 ids past int32 would wrap into valid rows and
+    pass the C's range checks); another kind is refused."""
+    arr = np.asarray(value)
+    want = np.dtype(want)
+    if arr.dtype != want:
+        if arr.dtype.kind != want.kind:
+            raise ValueError(f"{what}: dtype {arr.dtype}, expected {want}")
+        if want.kind in "iu" and arr.size:
+            info = np.iinfo(want)
+            lo, hi = arr.min(), arr.max()
+            if lo < info.min or hi > info.max:
+                raise ValueError(f"{what}: values {lo}..{hi} do not fit {want}")
+        arr = arr.astype(want)
+    return np.ascontiguousarray(arr)
+
+
 class CompiledCircuit:
     """A loaded stage library with its graph, plan and read-only weight blob. `source` is the
     generated C text, or `source_path` names the file it is read from when asked for (a model
@@ -243,6 +261,7 @@ class CompiledCircuit:
         return status, err.value.decode(errors="replace")
 
     def _output_arrays(self, dims: dict[str, int], ins: list[np.ndarray], given: dict) -> list[np.ndarray]:
+        """The output arrays: `given` ones checked (and against `ins`: inputs and the arena), fresh ones else."""
         g = self.graph
         unknown = sorted(set(given) - set(g.outputs))
         if unknown:
@@ -260,7 +279,7 @@ class CompiledCircuit:
             if not arr.flags.c_contiguous or not arr.flags.writeable:
                 raise ValueError(f"out '{name}': must be C-contiguous and writeable")
             if any(np.shares_memory(arr, other) for other in ins + outs):
-                raise ValueError(f"out '{name}': shares memory with an input or another output")
+                raise ValueError(f"out '{name}': shares memory with an input, the arena or another output")
             outs.append(arr)
         return outs
 
@@ -274,16 +293,11 @@ class CompiledCircuit:
         outputs not named get a fresh array. (Reusing them measured no faster here.)"""
         g = self.graph
         dims = self.infer_dims(inputs, dims)
-        ins = []
-        for name in g.inputs:
-            want = NP_DTYPES[g.tensors[name].dtype]
-            arr = np.asarray(inputs[name])
-            if arr.dtype != want:
-                if arr.dtype.kind != np.dtype(want).kind:
-                    raise ValueError(f"input '{name}': dtype {arr.dtype}, expected {np.dtype(want)}")
-                arr = arr.astype(want)
-            ins.append(np.ascontiguousarray(arr))
-        outs = self._output_arrays(dims, ins, out or {})
+        ins = [_as_dtype(f"input '{name}'", inputs[name], NP_DTYPES[g.tensors[name].dtype]) for name in g.inputs]
+        if arena is not None and (not isinstance(arena, np.ndarray) or not arena.flags.c_contiguous
+                                  or not arena.flags.writeable):
+            raise ValueError(f"circuit '{g.name}': the arena must be a C-contiguous, writeable ndarray")
+        outs = self._output_arrays(dims, ins + ([] if arena is None else [arena]), out or {})
         cks = None
         if with_checkpoints:
             cks = [np.empty(self.shape_of(c.tensor, dims), dtype=NP_DTYPES[g.tensors[c.tensor].dtype])
@@ -300,7 +314,7 @@ class CompiledCircuit:
                     inj.append(None)
                     continue
                 want = self.shape_of(c.tensor, dims)
-                arr = np.ascontiguousarray(inject[c.name], dtype=NP_DTYPES[g.tensors[c.tensor].dtype])
+                arr = _as_dtype(f"inject '{c.name}'", inject[c.name], NP_DTYPES[g.tensors[c.tensor].dtype])
                 if arr.shape != want:
                     raise ValueError(f"inject '{c.name}': shape {arr.shape}, expected {want}")
                 inj.append(arr)
