@@ -96,12 +96,37 @@ def _damage_version(d):
     (d / "manifest.sha256").write_text(hashlib.sha256(text.encode()).hexdigest())
 
 
+def _resign(d, m):
+    import hashlib
+    text = json.dumps(m)
+    (d / "manifest.json").write_text(text)
+    (d / "manifest.sha256").write_text(hashlib.sha256(text.encode()).hexdigest())
+
+
+def _damage_unloadable_library(d):
+    # the recorded digest matches, the loader refuses it (as one built against another libc)
+    import hashlib
+    m = json.loads((d / "manifest.json").read_text())
+    (d / "unloadable.so").write_bytes(b"not an ELF file")     # a new path: dlopen reuses a loaded one by name
+    m["stages"][0]["library"] = "unloadable.so"
+    m["stages"][0]["library_sha256"] = hashlib.sha256(b"not an ELF file").hexdigest()
+    _resign(d, m)
+
+
+def _damage_manifest_field(d):
+    m = json.loads((d / "manifest.json").read_text())
+    del m["blob_bytes"]
+    _resign(d, m)
+
+
 @pytest.mark.parametrize("damage, why", [
     (_damage_manifest, r"manifest\.json: SHA-256 differs from manifest\.sha256"),
     (_damage_blob_size, r"weights\.bin: \d+ bytes, the manifest says \d+"),
     (_damage_library, r"\.so: missing or its SHA-256 differs from the manifest"),
     (_damage_missing_blob, r"weights\.bin: .*No such file"),
-    (_damage_version, r"artifact version 0 != \d+")])
+    (_damage_version, r"artifact version 0 != \d+"),
+    (_damage_unloadable_library, r"cannot be loaded: OSError: .*\.so"),
+    (_damage_manifest_field, r"cannot be loaded: KeyError: 'blob_bytes'")])
 def test_a_damaged_artifact_is_refused_then_rebuilt(cache, small_ckpt_path, damage, why, capsys):
     import sys
     synth = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
@@ -180,3 +205,11 @@ def test_a_mapped_artifact_loads_without_the_compiler(cache, small_ckpt_path):
                     "('kcc.ops', 'kcc.circuits', 'kcc.compiler.lower', 'kcc.compiler.emit', 'kcc.compiler.driver'))))")
     out = subprocess.run([sys.executable, "-c", check], check=True, timeout=600, capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_digest_memo_that_cannot_be_written_costs_only_the_next_start(cache, small_ckpt_path):
+    from kcc.files import file_sha256
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "file-digests").write_text("a file where the memo directory would go")
+    assert model_store.file_identity(small_ckpt_path) == file_sha256(small_ckpt_path)
+    assert sorted(p.name for p in cache.iterdir()) == ["file-digests"]        # no temporary left behind

@@ -36,14 +36,13 @@ from kcc.files import file_sha256
 from kcc.compiler.ir import Checkpoint as IrCheckpoint
 from kcc.compiler.ir import Graph, Op, Tensor, WeightRef
 from kcc.compiler.plan import Buffer, MemoryPlan
-from kcc.compiler.runtime import CompiledCircuit
+from kcc.compiler.runtime import CompiledCircuit, KccRunError
 
 ARTIFACT_VERSION = 1
 PAGE = 4096
 _PKG = Path(__file__).resolve().parents[1]          # the kcc package
 # Everything that decides what an artifact holds: a change to any of these rebuilds it.
-_COMPILER_SOURCES = ("compiler/*.py", "model/pipeline.py", "weights/checkpoint.py", "weights/torch_zip.py",
-                     "weights/importers/*.py", "ops/*.py", "kernels/*.py", "kernels/c/*", "circuits/*.json",
+_COMPILER_SOURCES = ("compiler/*.py", "model/pipeline.py", "weights/*.py", "weights/importers/*.py", "ops/*.py", "kernels/*.py", "kernels/c/*", "circuits/*.json",
                      "data/*.json")
 
 
@@ -163,8 +162,17 @@ def read_manifest(path: Path) -> dict:
 
 
 def load(path: Path, verify: bool = False) -> tuple[dict[str, CompiledCircuit], dict]:
-    """(stage name -> CompiledCircuit over the mapped blob, manifest)."""
+    """(stage name -> CompiledCircuit over the mapped blob, manifest). Whatever keeps it from
+    loading is an ArtifactError, so the caller rebuilds it: a manifest missing a field, or a
+    library with the recorded digest that the loader refuses (built against another libc)."""
     path = Path(path)
+    try:
+        return _load(path, verify)
+    except (OSError, KccRunError, KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"{path}: cannot be loaded: {type(exc).__name__}: {exc}") from None
+
+
+def _load(path: Path, verify: bool) -> tuple[dict[str, CompiledCircuit], dict]:
     manifest = read_manifest(path)
     blob_path = path / manifest["blob"]
     try:

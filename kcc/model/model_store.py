@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 from kcc.compiler import artifact
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.precision import for_this_cpu
-from kcc.files import cache_dir
+from kcc.files import AtomicFile, cache_dir
 from kcc.files import file_sha256
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 
@@ -40,10 +39,13 @@ def file_identity(path: Path) -> str:
     except (OSError, ValueError, AttributeError):
         pass
     digest = file_sha256(path)
-    memo.parent.mkdir(parents=True, exist_ok=True)
-    tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({**stamp, "sha256": digest}))
-    os.replace(tmp, memo)
+    try:                                   # only a shortcut for the next start: a cache that cannot take it costs that
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        with AtomicFile(memo) as out:
+            out.fh.write(json.dumps({**stamp, "sha256": digest}).encode())
+            out.commit()
+    except OSError:
+        pass
     return digest
 
 
