@@ -189,6 +189,25 @@ def test_bad_records_are_rejected_with_reason(tmp_path, record, reason):
     assert isinstance(got[1], Rejected) and got[1].line == 2 and reason in got[1].reason, got[1]
 
 
+@pytest.mark.parametrize("line, reason", [
+    ('{"id": "deep", "text": ' + "[" * 100_000 + "]" * 100_000 + "}", "RecursionError"),
+    ('{"id": "big", "text": "x", "seed": ' + "9" * 5000 + "}", "ValueError: Exceeds the limit"),
+])
+def test_a_hostile_jsonl_line_is_rejected_and_reading_goes_on(tmp_path, line, reason):
+    m = tmp_path / "m.jsonl"
+    m.write_text('{"id": "a", "text": "one"}\n' + line + '\n{"id": "b", "text": "two"}\n', encoding="utf-8")
+    got = read_manifest(m)
+    assert [type(r).__name__ for r in got] == ["Item", "Rejected", "Item"]
+    assert got[1].line == 2 and f"not a JSON record kcc reads: {reason}" in got[1].reason
+
+
+def test_a_csv_field_past_the_reader_limit_is_a_manifest_error(tmp_path):
+    m = tmp_path / "m.csv"
+    m.write_text("id,text\nok,fine\nhuge," + "x" * 200_000 + "\n", encoding="utf-8")
+    with pytest.raises(ManifestError, match="CSV manifest line 3: field larger than field limit"):
+        read_manifest(m)
+
+
 def test_bad_lines_and_repeated_ids(tmp_path):
     m = tmp_path / "m.jsonl"
     m.write_text('{"id": "a", "text": "x"}\n{oops\n[1, 2]\n{"id": "A", "text": "y"}\n{"id": 7, "text": "z"}\n',

@@ -102,6 +102,8 @@ def test_lexicon_files_json_and_tsv(tmp_path, content):
     ("kcc\tkˈA\nkcc\tsˈi\n", "listed twice"),
     ("kcc kˈA\n", "expected 'word<TAB>phonemes'"),
     ('{"kcc": ', "not valid JSON"),
+    ('{"kcc": ' + "[" * 100_000 + "]" * 100_000 + "}", r"not a lexicon kcc reads \(RecursionError"),
+    ('{"kcc": ' + "9" * 5000 + "}", r"not a lexicon kcc reads \(ValueError: Exceeds the limit"),
     ("[1, 2]", "expected 'word<TAB>phonemes'"),
     (json.dumps({f"w{i}": "ə" for i in range(MAX_LEXICON_ENTRIES + 1)}), "entries; at most"),
 ])

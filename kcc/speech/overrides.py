@@ -151,6 +151,10 @@ def load_lexicon(path: str | Path, vocab: dict[str, int] | None = None) -> UserL
             entries = json.loads(text, object_pairs_hook=unique)
         except json.JSONDecodeError as e:
             raise LexiconError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        except LexiconError:
+            raise
+        except (ValueError, RecursionError) as e:         # a 5000-digit number; brackets nested past the stack
+            raise LexiconError(f"{path}: not a lexicon kcc reads ({type(e).__name__}: {str(e)[:120]})") from None
         if not isinstance(entries, dict):
             raise LexiconError(f"{path}: a JSON lexicon is one object {{\"word\": \"phonemes\"}}")
     else:

@@ -158,6 +158,9 @@ def _jsonl_records(lines: list[str]) -> Iterator[tuple[int, dict | str]]:
         except json.JSONDecodeError as exc:
             yield n, f"not valid JSON: {exc.msg} at column {exc.colno}"
             continue
+        except (ValueError, RecursionError) as exc:      # a 5000-digit number; brackets nested past the stack
+            yield n, f"not a JSON record kcc reads: {type(exc).__name__}: {str(exc)[:120]}"
+            continue
         yield n, obj if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
 
 
@@ -166,12 +169,15 @@ def _csv_records(text: str) -> Iterator[tuple[int, dict | str]]:
     if not reader.fieldnames or "id" not in reader.fieldnames:
         raise ManifestError(f"CSV manifest needs a header row with an 'id' column, got {reader.fieldnames}")
     line = reader.line_num + 1
-    for row in reader:
-        if None in row:
-            yield line, f"{len(row[None])} more field(s) than the header has"
-        else:
-            yield line, {k: v for k, v in row.items() if v not in (None, "")}
-        line = reader.line_num + 1
+    try:
+        for row in reader:
+            if None in row:
+                yield line, f"{len(row[None])} more field(s) than the header has"
+            else:
+                yield line, {k: v for k, v in row.items() if v not in (None, "")}
+            line = reader.line_num + 1
+    except csv.Error as exc:             # a field past csv's limit (128 KiB): the reader cannot go on
+        raise ManifestError(f"CSV manifest line {line}: {exc}") from None
 
 
 def _text_records(lines: list[str]) -> Iterator[tuple[int, dict]]:
