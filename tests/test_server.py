@@ -756,3 +756,15 @@ def test_server_modules_import_no_torch_or_oracle():
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_blend_speaks_the_language_of_its_heaviest_voice(tmp_path):
+    voices = VoiceSet(make_catalog(tmp_path / "voices"), None, "af_alloy", loader=load_voice)
+    assert voices.language(voices.resolve("jf_alpha:0.9,af_alloy:0.1")) == "ja"     # af_ sorts first
+    assert voices.language(voices.resolve("jf_alpha:0.1,af_alloy:0.9")) == "en-us"
+
+
+def test_french_voices_are_french_as_the_g2p_names_it():
+    from kcc.speech.g2p import ALIASES
+    from kcc.speech.voices import _info
+    assert _info("ff_siwis", "x", "test").language == ALIASES["f"] == "fr-fr"

@@ -170,3 +170,12 @@ def test_wyoming_cli_serves_and_stops_on_sigterm(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert f"kcc wyoming: tcp://127.0.0.1:{port}" in proc.stderr.read().decode()
+
+
+@pytest.mark.parametrize("language, voice", [("ja_JP", "jf_alpha"), ("en_US", "af_alloy"), ("en-GB", "bf_emma"),
+                                             ("en", "af_alloy")])
+def test_a_language_with_a_region_picks_a_voice_of_that_language(tmp_path, language, voice):
+    text = "Hi there."
+    with wyoming_server(tmp_path, FakeSynth()) as (port, _):
+        events = asyncio.run(exchange(port, [Synthesize(text=text, voice=SynthesizeVoice(language=language))]))
+    assert audio_of(events) == expected_pcm(text, voice)

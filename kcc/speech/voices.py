@@ -26,7 +26,7 @@ class VoiceError(Exception):
 
 # Kokoro's voice names start with a language letter and a gender letter ('jf_alpha': Japanese,
 # female), the convention of upstream's VOICES.md.
-_LANG_OF = {"a": "en-us", "b": "en-gb", "j": "ja", "z": "zh", "e": "es", "f": "fr", "h": "hi", "i": "it",
+_LANG_OF = {"a": "en-us", "b": "en-gb", "j": "ja", "z": "zh", "e": "es", "f": "fr-fr", "h": "hi", "i": "it",
             "p": "pt-br"}
 _GENDER_OF = {"f": "female", "m": "male"}
 DEFAULT_VOICE = "jf_alpha"          # one of the real model's voices; speaks English well too

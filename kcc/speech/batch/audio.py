@@ -36,7 +36,4 @@ def encode_audio(audio: np.ndarray, fmt: str) -> bytes:
         from kcc.speech.serve.audio_formats import encode
     except ImportError as exc:
         raise AudioFormatError(f"format {fmt!r} needs PyAV (pip install av); wav needs nothing: {exc}") from None
-    # Quantised here as kcc.speech.wav does (x 32767, rounded) and handed over as k / 32768, which
-    # FFmpeg's float -> s16 step (x 32768) maps back to k exactly: FLAC holds the WAV's samples.
-    k = np.frombuffer(pcm16(audio), dtype="<i2")
-    return encode(k.astype(np.float32) / np.float32(32768), fmt)
+    return encode(audio, fmt)            # it quantises as the WAV does (pcm16): FLAC holds the WAV's samples

@@ -117,8 +117,8 @@ class VoiceSet:
         return tuple(sorted((n, w / total) for n, w in parts.items()))
 
     def language(self, parts) -> str:
-        """The first (heaviest-named) voice's language; '' when its name does not say."""
-        return self.voices[parts[0][0]].language
+        """The heaviest voice's language (the first named among equals); '' when its name does not say."""
+        return self.voices[max(parts, key=lambda p: p[1])[0]].language
 
     def pack(self, parts) -> np.ndarray:
         key = ",".join(f"{n}:{w:.6g}" for n, w in parts)

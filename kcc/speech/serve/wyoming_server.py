@@ -57,9 +57,11 @@ class SpeechHandler(AsyncEventHandler):
             return voice.name
         if voice.language:                 # the first offered voice of that language
             lang = voice.language.lower().replace("_", "-")
-            for v in self.service.voices.listing():
-                if v["language"] == lang or v["language"].split("-")[0] == lang:
-                    return v["id"]
+            listing = self.service.voices.listing()
+            for same in (lambda v: v == lang, lambda v: v.split("-")[0] == lang.split("-")[0]):   # exact, then by language
+                for v in listing:
+                    if v["language"] and same(v["language"]):
+                        return v["id"]
         return None
 
     async def handle_event(self, event: Event) -> bool:
