@@ -131,6 +131,23 @@ def test_streamed_text_without_sentence_ends_stays_bounded(tmp_path):
     assert sum(i != space for c in synth.calls for i in c["ids"]) == 500 * 9    # every letter spoken once
 
 
+def test_a_sentence_end_after_a_long_unended_run_speaks_all_of_it(tmp_path):
+    """4090 characters without a sentence end, then a chunk that ends one: the finished text is
+    past one request's 4096 and is spoken in pieces cut at spaces, none refused."""
+    word = "abcdefghi "
+    synth = FakeSynth()
+    with wyoming_server(tmp_path, synth) as (port, _):
+        events = asyncio.run(exchange(port, [SynthesizeStart(), SynthesizeChunk(text=word * 409),
+                                             SynthesizeChunk(text="and more words here. "), SynthesizeStop()],
+                                      until=("synthesize-stopped",)))
+    kinds = [e.type for e in events]
+    assert "error" not in kinds and kinds.count("audio-start") == 2
+    from kcc.speech.g2p import load_vocab
+    space = load_vocab()[" "]
+    letters = sum(c.isalpha() for c in word * 409 + "and more words here.")
+    assert sum(i != space for c in synth.calls for i in c["ids"]) == letters + 1           # and the full stop
+
+
 def test_bad_voice_and_failure_are_error_events(tmp_path):
     with wyoming_server(tmp_path) as (port, _):
         (event,) = asyncio.run(exchange(port, [Synthesize(text="hi", voice=SynthesizeVoice(name="../etc/passwd"))]))

@@ -42,6 +42,15 @@ def info(service: SpeechService) -> Info:
                                 supports_synthesize_streaming=True)])
 
 
+def _cut(text: str) -> tuple[str, str]:
+    """(what to speak now, the rest): all of `text` if one request holds it, else up to its last
+    space within MAX_INPUT_CHARS (or exactly that many characters without one)."""
+    if len(text) <= MAX_INPUT_CHARS:
+        return text, ""
+    cut = text.rfind(" ", 1, MAX_INPUT_CHARS) + 1 or MAX_INPUT_CHARS
+    return text[:cut], text[cut:]
+
+
 class SpeechHandler(AsyncEventHandler):
     def __init__(self, service: SpeechService, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -75,10 +84,11 @@ class SpeechHandler(AsyncEventHandler):
             ends = list(SENTENCE_END.finditer(self.pending))
             if ends:
                 done, self.pending = self.pending[:ends[-1].end()], self.pending[ends[-1].end():]
-                await self.speak(done, self.voice)
+                while done:                                # up to the last sentence end, in pieces a request holds
+                    piece, done = _cut(done)
+                    await self.speak(piece, self.voice)
             while len(self.pending) > MAX_INPUT_CHARS:     # no sentence end in sight: speak at a space
-                cut = self.pending.rfind(" ", 1, MAX_INPUT_CHARS) + 1 or MAX_INPUT_CHARS
-                done, self.pending = self.pending[:cut], self.pending[cut:]
+                done, self.pending = _cut(self.pending)
                 await self.speak(done, self.voice)
         elif SynthesizeStop.is_type(event.type) and self.streaming:
             if self.pending.strip():
