@@ -262,7 +262,7 @@ def main(argv=None) -> int:
         from kcc.speech.voices import VoiceError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
                  KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,
-                 ValueError)  # G2PError and SayError are ValueErrors
+                 ValueError, OSError)  # G2PError and SayError are ValueErrors; OSError: a file (disk full...)
         if isinstance(exc, known):
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2

@@ -673,3 +673,22 @@ def test_real_model_chunks_fit_the_frame_plan(real_frames, speed):
             worst = max(worst, need / frame_estimate(len(c.ids), speed))
     print(f"speed {speed}: worst frames / estimate {worst:.2f}")
     assert worst <= 1.0
+
+
+@pytest.mark.parametrize("errno_, name", [(28, "No space left on device"), (27, "File too large")])
+def test_an_output_the_disk_refuses_is_a_named_error_and_leaves_nothing(tmp_path, monkeypatch, capsys, errno_, name):
+    from kcc.speech import wav
+    calls = []
+
+    def refuse(self, audio):
+        calls.append(len(audio))
+        if len(calls) == 2:                      # the first chunk was written; the second hits the limit
+            raise OSError(errno_, name)
+        return real(self, audio)
+    real = wav.WavWriter.write
+    monkeypatch.setattr(wav.WavWriter, "write", refuse)
+    out = tmp_path / "a.wav"
+    out.write_bytes(b"previous")
+    rc, _, err, _ = _cli(monkeypatch, capsys, ["say", PARAGRAPH * 4, "-o", str(out)])
+    assert rc == 2 and f"kcc: OSError: [Errno {errno_}] {name}" in err and "Traceback" not in err
+    assert out.read_bytes() == b"previous" and sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]

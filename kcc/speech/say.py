@@ -491,7 +491,8 @@ def run_cli(args) -> int:
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code
-        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError) as exc:
+        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError, OSError) as exc:
+            # OSError: the output could not be written (disk full, file too large): nothing is left of it
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
     print(f"{args.out}: {samples / SAMPLE_RATE:.2f} s, {n_chunks} chunk(s), {n_ids} phonemes, "
