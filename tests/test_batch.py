@@ -534,3 +534,22 @@ def test_real_model_same_bytes_from_one_two_thread_worker_and_two_single_thread_
     side = json.loads((tmp_path / "one" / "r0.json").read_text(encoding="utf-8"))
     assert side["voice"] == voice.voice and side["model_digest"].startswith("kokoro-82m")
     assert 0.3 < side["audio"]["seconds"] < 5 and len(side["durations"][0]) == len("hɛlO wɜɹld.") + 2
+
+
+def test_an_item_is_planned_at_its_speed_for_the_models_frames(tmp_path):
+    """Chunks sized as kcc say sizes them (speed, the model's max_frames): none overflows and is cut
+    again after its front stages ran."""
+    from test_cli_hostile import FramedSynth
+    made = []
+
+    def factory():
+        s = FramedSynth(max_frames=600)
+        s.model_digest = "framed-1"
+        made.append(s)
+        return s
+    text = " ".join(["word"] * 300) + "."
+    items = [{"id": "slow", "text": text, "speed": 0.5}, {"id": "ph", "phonemes": " ".join(["wɜɹd"] * 300), "speed": 0.5}]
+    outs = list(synthesize(write_jsonl(tmp_path / "m.jsonl", items), tmp_path / "out", **job_kwargs(synth=factory)))
+    assert [o.status for o in outs] == ["done", "done"], outs
+    calls = [c for s in made for c in s.calls]
+    assert sum(s.overflows for s in made) == 0 and len(calls) > 4 and max(c["frames"] for c in calls) <= 600

@@ -28,7 +28,8 @@ from kcc.speech.batch.manifest import Item, id_problem
 from kcc.files import file_sha256
 from kcc.speech.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.say import plan, say
-from kcc.speech.text import chunk_words
+from kcc.model.pipeline import DEFAULT_MAX_FRAMES
+from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
 from kcc.speech.voices import VoiceError
 
 FINGERPRINT_SCHEMA = "kcc.speech.batch.item/1"
@@ -126,7 +127,7 @@ def is_done(audio_path: Path, sidecar_path: Path, fp: str) -> dict | None:
         return None
 
 
-def phoneme_chunks(phonemes: str) -> list:
+def phoneme_chunks(phonemes: str, speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES) -> list:
     """A phoneme string -> encoded chunks (cut at spaces, <= 510 phonemes each); symbols
     outside the Kokoro vocab are an error here (G2P text only warns: its input is not ours)."""
     vocab = load_vocab()
@@ -136,7 +137,8 @@ def phoneme_chunks(phonemes: str) -> list:
                         f"{', '.join(f'{c!r} (U+{ord(c):04X})' for c in bad[:10])}")
     words = [Word(tok, tok, True) for tok in phonemes.split()]
     words[-1].whitespace = False
-    return [encode(ws, vocab, where=f"chunk {i + 1}") for i, ws in enumerate(chunk_words(words))]
+    limit = chunk_limit(MAX_PHONEMES, speed, max_frames)          # as kcc say plans: the frames fit at this speed
+    return [encode(ws, vocab, where=f"chunk {i + 1}") for i, ws in enumerate(chunk_words(words, limit))]
 
 
 _WARNINGS_LOCK = threading.Lock()
@@ -210,7 +212,9 @@ class ItemWorker:
         # (the G2P serialises its calls anyway); synthesis runs outside, concurrently.
         with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            chunks = plan(item.text, g2p) if g2p is not None else phoneme_chunks(item.phonemes)
+            frames = getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES)
+            chunks = (plan(item.text, g2p, speed=item.speed, max_frames=frames) if g2p is not None
+                      else phoneme_chunks(item.phonemes, item.speed, frames))
         result = say(content, self.synth, pack, item.speed, item.seed, g2p or _PhonemeInput(),
                      chunks=chunks, progress=False)
         data = encode_audio(result.audio, item.format)
