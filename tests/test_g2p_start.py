@@ -143,3 +143,19 @@ def test_starts_without_spacy_and_loads_espeak_only_for_unknown_words(cache):
 ])
 def test_feature_alignment_by_position(words, tokens, owners):
     assert g2p_en._token_owners(words, tokens) == owners
+
+
+def test_a_table_remembers_a_bounded_number_of_words():
+    """A server fed any words keeps at most SEEN_WORDS answers per table (misses too), the least
+    recently used dropped; what it answers is what the database holds."""
+    import sqlite3
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE golds (k TEXT PRIMARY KEY, s TEXT, j TEXT)")
+    db.execute("INSERT INTO golds VALUES ('hello', 'həlˈO', NULL)")
+    table = LexiconTable(db, "golds")
+    assert table["hello"] == "həlˈO"
+    for i in range(g2p_en_cache.SEEN_WORDS + 500):
+        assert f"w{i}" not in table
+        table.get("hello")                               # used all along: kept
+    assert len(table._seen) == g2p_en_cache.SEEN_WORDS
+    assert "hello" in table._seen and "w0" not in table._seen and table["hello"] == "həlˈO"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import closing
 from importlib import metadata
@@ -39,21 +40,29 @@ def _cache_path(british: bool) -> Path:
     return d / f"lexicon-{_data_key(british)}.sqlite"
 
 
+SEEN_WORDS = 4096                 # per table: a few pages of text's distinct words
+
+
 class LexiconTable(Mapping):
     """One of misaki's grown dictionaries (word -> phonemes, or tag -> phonemes for heteronyms),
     read from the SQLite cache a word at a time."""
 
     def __init__(self, db: sqlite3.Connection, table: str):
         self._db, self._table = db, table
-        self._seen: dict = {}
+        # misaki asks for a word in several cases in a row: the last SEEN_WORDS answers (misses too)
+        # are kept, least recently used dropped, so a server fed any words stays the same size
+        self._seen: OrderedDict = OrderedDict()
 
     def _fetch(self, word):
         if word in self._seen:
+            self._seen.move_to_end(word)
             return self._seen[word]
         row = self._db.execute(f"SELECT s, j FROM {self._table} WHERE k = ?", (word,)).fetchone() \
             if isinstance(word, str) else None
         value = None if row is None else row[0] if row[0] is not None else json.loads(row[1])
         self._seen[word] = value
+        if len(self._seen) > SEEN_WORDS:
+            self._seen.popitem(last=False)
         return value
 
     def __getitem__(self, word):
