@@ -37,7 +37,10 @@ class GraphIndex:
         except Exception as exc:  # onnx raises DecodeError / OSError variants
             raise OnnxImportError(f"{path}: not a readable ONNX model: {exc}")
         g = model.graph
-        init = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+        try:
+            init = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+        except (ValueError, TypeError, MemoryError) as exc:      # raw data that does not fit its dims...
+            raise OnnxImportError(f"{path}: an initializer cannot be read: {type(exc).__name__}: {exc}") from None
         idx = cls(nodes=list(g.node), init=init)
         for n in idx.nodes:
             for o in n.output:

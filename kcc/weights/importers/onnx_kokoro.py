@@ -250,7 +250,13 @@ def import_onnx_quantised(onnx_path, targets: dict | None = None, graph: GraphIn
     targets = target_layout() if targets is None else targets
     report = ImportReport(source=str(onnx_path))
     b = _Builder(targets, report)
-    _map_named(g, b, _map_nodes(g, b))
+    try:
+        _map_named(g, b, _map_nodes(g, b))
+    except OnnxImportError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError, RecursionError) as exc:
+        # a node or initializer not shaped as the Kokoro export's (a missing attribute, a 1-D weight...)
+        raise OnnxImportError(f"{onnx_path}: not the Kokoro export's graph: {type(exc).__name__}: {exc}") from None
     missing = []
     for key, shape in targets.items():
         if key in b.out:
