@@ -768,3 +768,18 @@ def test_french_voices_are_french_as_the_g2p_names_it():
     from kcc.speech.g2p import ALIASES
     from kcc.speech.voices import _info
     assert _info("ff_siwis", "x", "test").language == ALIASES["f"] == "fr-fr"
+
+
+
+def test_a_blend_of_packs_with_different_row_counts_is_a_voice_error(tmp_path):
+    """Named (the server logs it and answers 500 'the voice could not be loaded'), not numpy's
+    stack error; the same blend as kcc say's (one blend_packs)."""
+    from kcc.speech.voices import VoiceError, VoiceInfo
+    catalog = make_catalog(tmp_path / "voices")
+    np.save(tmp_path / "voices" / "af_short.npy", random_voice(9)[:100])
+    catalog["af_short"] = VoiceInfo("af_short", "en-us", "female", str(tmp_path / "voices" / "af_short.npy"), "")
+    voices = VoiceSet(catalog, None, "af_alloy", loader=load_voice)
+    with pytest.raises(VoiceError, match=r"different row counts \[100, 510\]"):
+        voices.pack(voices.resolve("af_alloy:0.5,af_short:0.5"))
+    mixed = voices.pack(voices.resolve("af_alloy:0.6,am_echo:0.4"))
+    assert np.array_equal(mixed, load_voice(f"{catalog['af_alloy'].spec}:0.6,{catalog['am_echo'].spec}:0.4"))

@@ -150,9 +150,14 @@ def load_voice(spec: str, search: list[Path] | None = None) -> np.ndarray:
             raise VoiceError(f"voice '{part}': blend weight must be a positive number")
         packs.append(_load_one(name, search))
         weights.append(weight)
+    return blend_packs(packs, weights, spec)
+
+
+def blend_packs(packs: list[np.ndarray], weights: list[float], what: str) -> np.ndarray:
+    """The weighted mean of packs of one row count (weights normalised here), in f64, as f32."""
     rows = {p.shape[0] for p in packs}
     if len(rows) != 1:
-        raise VoiceError(f"voice '{spec}': blended packs have different row counts {sorted(rows)}")
+        raise VoiceError(f"voice '{what}': blended packs have different row counts {sorted(rows)}")
     w = np.asarray(weights, dtype=np.float64) / sum(weights)
     return np.tensordot(w, np.stack(packs).astype(np.float64), axes=1).astype(np.float32)
 

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from kcc.speech.say import random_voice
+from kcc.speech.voices import blend_packs
 
 MAX_BLEND_PARTS = 8
 CACHE_PACKS = 16                      # a pack is 510 x 256 float32 = 0.5 MiB
@@ -129,9 +130,7 @@ class VoiceSet:
         if len(parts) == 1:
             pack = self._load(parts[0][0])
         else:
-            packs = [self.pack(((n, 1.0),)) for n, _ in parts]
-            weights = np.asarray([w for _, w in parts], dtype=np.float64)
-            pack = np.tensordot(weights, np.stack(packs).astype(np.float64), axes=1).astype(np.float32)
+            pack = blend_packs([self.pack(((n, 1.0),)) for n, _ in parts], [w for _, w in parts], key)
         with self._lock:
             self._cache[key] = pack
             self._cache.move_to_end(key)
