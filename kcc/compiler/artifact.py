@@ -42,8 +42,8 @@ ARTIFACT_VERSION = 1
 PAGE = 4096
 _PKG = Path(__file__).resolve().parents[1]          # the kcc package
 # Everything that decides what an artifact holds: a change to any of these rebuilds it.
-_COMPILER_SOURCES = ("compiler/*.py", "model/pipeline.py", "weights/*.py", "weights/importers/*.py", "ops/*.py", "kernels/*.py", "kernels/c/*", "circuits/*.json",
-                     "data/*.json")
+_COMPILER_SOURCES = ("compiler/*.py", "model/pipeline.py", "weights/*.py", "weights/importers/*.py", "ops/*.py",
+                     "kernels/*.py", "kernels/c/*", "circuits/*.json", "data/*.json")
 
 
 class ArtifactError(Exception):
