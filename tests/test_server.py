@@ -783,3 +783,17 @@ def test_a_blend_of_packs_with_different_row_counts_is_a_voice_error(tmp_path):
         voices.pack(voices.resolve("af_alloy:0.5,af_short:0.5"))
     mixed = voices.pack(voices.resolve("af_alloy:0.6,am_echo:0.4"))
     assert np.array_equal(mixed, load_voice(f"{catalog['af_alloy'].spec}:0.6,{catalog['am_echo'].spec}:0.4"))
+
+
+def test_a_catalog_path_with_commas_and_colons_is_one_pack(tmp_path):
+    """A catalog entry is one file, whatever its name holds; blends are the server's own syntax."""
+    from kcc.speech.voices import VoiceInfo, load_pack
+    odd = tmp_path / "studio, take 2:final"
+    odd.mkdir()
+    np.save(odd / "af_odd.npy", random_voice(11))
+    catalog = {**make_catalog(tmp_path / "voices"),
+               "af_odd": VoiceInfo("af_odd", "en-us", "female", str(odd / "af_odd.npy"), str(odd))}
+    voices = VoiceSet(catalog, None, "af_alloy", loader=load_pack)
+    assert np.array_equal(voices.pack(voices.resolve("af_odd")), random_voice(11))
+    assert np.array_equal(voices.pack(voices.resolve("af_odd:1,af_alloy:1")),
+                          (0.5 * random_voice(11).astype(np.float64) + 0.5 * random_voice(1)).astype(np.float32))

@@ -79,7 +79,9 @@ def _is_name(spec: str) -> bool:
     return bool(spec) and all(c.isalnum() or c in "_-" for c in spec)
 
 
-def _load_one(spec: str, search: list[Path]) -> np.ndarray:
+def load_pack(spec: str, search: list[Path] | tuple = ()) -> np.ndarray:
+    """One pack from 'path', 'file.npz:member' or 'name' (searched in `search`): no blend syntax, so
+    a path may hold commas and colons (the server's catalog entries; blends are VoiceSet's)."""
     if _is_name(spec) and not Path(spec).is_file():
         found = voice_catalog(search).get(spec)
         if found is not None:
@@ -148,7 +150,7 @@ def load_voice(spec: str, search: list[Path] | None = None) -> np.ndarray:
                 pass  # 'file.npz:member' without a weight
         if not np.isfinite(weight) or weight <= 0:
             raise VoiceError(f"voice '{part}': blend weight must be a positive number")
-        packs.append(_load_one(name, search))
+        packs.append(load_pack(name, search))
         weights.append(weight)
     return blend_packs(packs, weights, spec)
 

@@ -117,7 +117,7 @@ def build_service(args):
     catalog = voices_mod.voice_catalog(dirs)
     aliases = parse_aliases(args.voice_alias) if args.voice_alias else None
     default = args.voice or (voices_mod.DEFAULT_VOICE if voices_mod.DEFAULT_VOICE in catalog else None)
-    voices = VoiceSet(catalog, aliases, default, loader=lambda spec: voices_mod.load_voice(spec, dirs))
+    voices = VoiceSet(catalog, aliases, default, loader=lambda spec: voices_mod.load_pack(spec, dirs))
     g2ps, lock, make_g2p = {}, threading.Lock(), G2PFactory(args.g2p, args.lexicon)
 
     def g2p_for(lang: str):

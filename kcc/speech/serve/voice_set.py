@@ -147,5 +147,5 @@ class VoiceSet:
             return random_voice(0)
         if self._loader is not None:
             return self._loader(spec)
-        from kcc.speech.voices import load_voice
-        return load_voice(str(spec))
+        from kcc.speech.voices import load_pack
+        return load_pack(str(spec))
