@@ -119,13 +119,17 @@ class Shared:
             (enc,) = plan(text, g2p, first_limit=None)
             self.sentences.append((text, enc.ids, style_for(pack, len(enc.phonemes))))
         self.whisper = asr_wer.Whisper(2)
-        self.fp32 = self.speak("fp32", Synthesizer(self.files["pth"], BuildOptions(precision="fp32"), max_frames=1200))
+        self.fp32 = self.speak(Synthesizer(self.files["pth"], BuildOptions(precision="fp32"), max_frames=1200))
 
-    def speak(self, precision: str, synth) -> list[tuple]:
-        """(SynthOut, Whisper's transcript) per sentence and seed, in that order."""
+    def speak(self, synth) -> list[tuple]:
+        """(text, seed, SynthOut, Whisper's transcript) per sentence and seed, in that order."""
         synth.set_threads(2)
-        return [(out, self.whisper(out.audio)) for _, ids, style in self.sentences for seed in self.seeds
-                for out in (synth.synthesize(ids, style, seed=seed),)]
+        heard = []
+        for text, ids, style in self.sentences:
+            for seed in self.seeds:
+                out = synth.synthesize(ids, style, seed=seed)
+                heard.append((text, seed, out, self.whisper(out.audio)))
+        return heard
 
     @functools.cached_property
     def reference(self) -> dict:
@@ -138,11 +142,10 @@ def gate(precision: str, shared: Shared | None = None) -> dict:
     from kcc.model.pipeline import Synthesizer
     t0 = time.perf_counter()
     shared = shared or Shared()
-    ours = shared.speak(precision, Synthesizer(shared.files["pth"], BuildOptions(precision=precision), max_frames=1200))
-    keys = [(text, seed) for text, _, _ in shared.sentences for seed in shared.seeds]
+    ours = shared.speak(Synthesizer(shared.files["pth"], BuildOptions(precision=precision), max_frames=1200))
     rows, refs, heard = [], [], {"fp32": [], precision: []}
     tokens = off1 = worse = 0
-    for (text, seed), (a, heard_a), (b, heard_b) in zip(keys, shared.fp32, ours):
+    for (text, seed, a, heard_a), (_, _, b, heard_b) in zip(shared.fp32, ours):
         diff = np.abs(a.durations.astype(int) - b.durations.astype(int))
         tokens += diff.size
         off1 += int(np.sum(diff == 1))
