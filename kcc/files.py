@@ -1,9 +1,11 @@
 """Files kcc reads and writes, shared by every layer: SHA-256 of a file, kcc's cache directory,
-and AtomicFile (a temporary file beside the target, renamed onto it only when complete, so a
+exclusive_lock (one process at a time through a cache entry's slow path), and AtomicFile (a temporary file beside the target, renamed onto it only when complete, so a
 failed or interrupted write leaves no partial file; a new file gets the mode the user's umask
 allows, a file it replaces keeps its own mode)."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import stat
@@ -24,6 +26,16 @@ def cache_dir() -> Path:
     p = Path(root)
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path):
+    """Hold an exclusive flock on `path` (created if absent) for the block: a second process
+    waits here, then finds what the first made."""
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def current_umask() -> int:

@@ -9,7 +9,6 @@ weight packing, no C compiler.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 from kcc.compiler import artifact
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.precision import for_this_cpu
-from kcc.files import AtomicFile, cache_dir
+from kcc.files import AtomicFile, cache_dir, exclusive_lock
 from kcc.files import file_sha256
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 
@@ -76,8 +75,7 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
         return Synthesizer.from_circuits(found, max_frames, model_id, label)
     where.parent.mkdir(parents=True, exist_ok=True)
     # One compiler per artifact: a second cold process waits, then maps what the first built.
-    with open(where.parent / f".{where.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(where.parent / f".{where.name}.lock"):
         found = _load_existing(where, verify, log)
         if found is not None:
             return Synthesizer.from_circuits(found, max_frames, model_id, label)

