@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Regenerate the README's generated sections from the code and the measured results.
+"""Regenerate the generated sections of the README (and docs/LIMITS.md) from the code and the
+measured results.
 
 Usage: python scripts/update_readme.py [--check]
 
-  LIMITS  from the constants the code enforces (kcc.limits)
-  STATUS  from bench/results/xray.json (python scripts/xray_all.py writes it)
-  BENCH   from the round robins in ROUND_ROBINS and bench/results/WARM_SAY
---check exits 1 when the README differs from what this script would write (a test runs it).
+  LIMITS  docs/LIMITS.md, from the constants the code enforces (kcc.limits)
+  STATUS  README.md, from bench/results/xray.json (python scripts/xray_all.py writes it)
+  BENCH   README.md, from the round robins in ROUND_ROBINS and bench/results/WARM_SAY
+--check exits 1 when a file differs from what this script would write (a test runs it).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ RESULTS = ROOT / "bench" / "results"
 def limits_section() -> str:
     from kcc.limits import LIMITS
     rows = "\n".join(f"| {surface} | {what} | {value} |" for surface, what, value in LIMITS)
-    return ("## Limits\n\nEvery input is bounded; past a bound kcc refuses with a named error and writes "
+    return ("Every input is bounded; past a bound kcc refuses with a named error and writes "
             "nothing.\n\n| surface | limit | value |\n| --- | --- | --- |\n" + rows)
 
 
@@ -119,33 +120,38 @@ def bench_section() -> str:
     return "\n".join(lines)
 
 
-SECTIONS = {"LIMITS": limits_section, "STATUS": status_section, "BENCH": bench_section}
+# Each generated file and the sections it holds (the README keeps to a user's first read; the
+# limits table, long and for operators, lives beside the architecture notes).
+SECTIONS = {"README.md": {"STATUS": status_section, "BENCH": bench_section},
+            "docs/LIMITS.md": {"LIMITS": limits_section}}
 
 
-def render(readme: str) -> str:
-    for key, make in SECTIONS.items():
+def render(text: str, sections: dict, name: str = "README.md") -> str:
+    for key, make in sections.items():
         pattern = re.compile(rf"(<!-- {key}:BEGIN -->\n).*?(<!-- {key}:END -->)", re.S)
-        if not pattern.search(readme):
-            raise SystemExit(f"README.md has no {key} markers")
-        readme = pattern.sub(lambda mt: mt.group(1) + make() + "\n" + mt.group(2), readme)
-    return readme
+        if not pattern.search(text):
+            raise SystemExit(f"{name} has no {key} markers")
+        text = pattern.sub(lambda mt: mt.group(1) + make() + "\n" + mt.group(2), text)
+    return text
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
-    path = ROOT / "README.md"
-    old = path.read_text(encoding="utf-8")
-    new = render(old)
-    if args.check:
-        if new != old:
-            print("README.md is stale: run python scripts/update_readme.py", file=sys.stderr)
-            return 1
-        return 0
-    path.write_text(new, encoding="utf-8")
-    print(f"README.md: {len(new.encode())} bytes")
-    return 0
+    stale = 0
+    for name, sections in SECTIONS.items():
+        path = ROOT / name
+        old = path.read_text(encoding="utf-8")
+        new = render(old, sections, name)
+        if args.check:
+            if new != old:
+                print(f"{name} is stale: run python scripts/update_readme.py", file=sys.stderr)
+                stale = 1
+            continue
+        path.write_text(new, encoding="utf-8")
+        print(f"{name}: {len(new.encode())} bytes")
+    return stale
 
 
 if __name__ == "__main__":
