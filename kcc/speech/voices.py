@@ -242,7 +242,8 @@ def blend_packs(packs: list[np.ndarray], weights: list[float], what: str) -> np.
     if len(packs) > MAX_BLEND_PARTS:
         raise VoiceError(f"voice '{what}': a blend has at most {MAX_BLEND_PARTS} voices, got {len(packs)}")
     w = np.asarray(weights, dtype=np.float64)
-    total = float(w.sum())
+    with np.errstate(over="ignore"):
+        total = float(w.sum())
     if not (np.isfinite(w).all() and (w > 0).all() and np.isfinite(total)):
         raise VoiceError(f"voice '{what}': blend weights must be positive finite numbers with a finite sum")
     with np.errstate(over="ignore", invalid="ignore"):
