@@ -18,3 +18,10 @@ else
   "${PIP[@]}" -e .
   .venv/bin/python -c "import kcc; print('kcc', kcc.__version__, '(runtime)')"
 fi
+# The 54 official voices come from the npm package kokoro-js (kcc.weights.official_voices): get the
+# npm client where apt can, then fetch them now. Without npm kcc still speaks, with its 5 Japanese
+# voices, and says so.
+if ! command -v npm >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  apt-get install -y -q npm >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q npm >/dev/null; } || true
+fi
+.venv/bin/python -m kcc.cli voices --fetch >/dev/null || echo "install.sh: the official voices are not fetched; kcc falls back to its 5 Japanese voices" >&2
