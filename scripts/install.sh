@@ -22,6 +22,8 @@ fi
 # npm client where apt can, then fetch them now. Without npm kcc still speaks, with its 5 Japanese
 # voices, and says so.
 if ! command -v npm >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  apt-get install -y -q npm >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q npm >/dev/null; } || true
+  echo "install.sh: installing the npm client with apt-get (it fetches the official voices)" >&2
+  { apt-get install -y -q npm || { apt-get update -q && apt-get install -y -q npm; } \
+    || apt-get install -y -q nodejs; } >/dev/null 2>&1 || true   # a nodejs that bundles npm (NodeSource)
 fi
 .venv/bin/python -m kcc.cli voices --fetch >/dev/null || echo "install.sh: the official voices are not fetched; kcc falls back to its 5 Japanese voices" >&2

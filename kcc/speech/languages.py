@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcc.speech.g2p_scripts import detect_language
+
 
 @dataclass(frozen=True)
 class Language:
@@ -79,6 +81,5 @@ def pick_language(text: str, voice_language: str, default: str) -> str:
     """No language asked for: kana / Han / Devanagari in the text pick ja / zh / hi; Latin text is
     read in the voice's language (es for an es voice), or `default` for a voice of a non-Latin
     language or none."""
-    from kcc.speech.g2p import detect_language   # g2p imports this table
     fallback = voice_language if voice_language and voice_language not in NON_LATIN else default
     return detect_language(text, fallback)

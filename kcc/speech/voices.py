@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.model import kokoro
+from kcc.speech.g2p_scripts import detect_language
 from kcc.speech.languages import DEFAULT_LANGUAGE, default_voice, pick_language, voice_gender, voice_language
 from kcc.weights import official_voices
 from kcc.weights.bounded_read import npz_members
@@ -325,7 +326,6 @@ def speaking(voice, language: str, text: str = "") -> tuple[str, object]:
     English; a blend, its heaviest voice's), the script decides the rest."""
     auto = language in ("", "auto", None)
     if voice is None:
-        from kcc.speech.g2p import detect_language
         return language, default_voice_for(detect_language(text, DEFAULT_LANGUAGE) if auto else language)
     if auto and isinstance(voice, str):
         return pick_language(text, spec_language(voice), "auto"), voice
