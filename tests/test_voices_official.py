@@ -311,3 +311,19 @@ def test_the_voice_speaks_its_language_and_no_voice_the_text_s():
     assert speaking("ef_dora:0.3,bm_lewis:0.7", "auto", "Hola") == ("en-gb", "ef_dora:0.3,bm_lewis:0.7")
     assert speaking("jf_alpha", "auto", "Hello there.") == ("auto", "jf_alpha")   # the script decides
     assert speaking("bm_george", "en-us", "Hello") == ("en-us", "bm_george")       # asked for: kept
+
+
+@needs_real
+@pytest.mark.parametrize("text,voice,expected", [
+    ("A plain English sentence, nothing else.", None, "af_heart"),
+    ("今日はいい天気ですね。", None, "jf_alpha"),
+    ("Good evening.", "bm_george", "bm_george"),
+])
+def test_say_speaks_the_language_s_voice_end_to_end(text, voice, expected):
+    from test_say import FakeSynth
+    from kcc.speech.g2p import G2P
+    from kcc.speech.say import say
+    synth = FakeSynth()
+    say(text, synth, voice, g2p=G2P("auto"))
+    call = synth.calls[0]                                  # upstream's row: pack[len(phonemes) - 1]
+    np.testing.assert_array_equal(call["ref_s"].ravel(), _real_pack(expected)[len(call["ids"]) - 1, 0])
