@@ -327,3 +327,22 @@ def test_say_speaks_the_language_s_voice_end_to_end(text, voice, expected):
     say(text, synth, voice, g2p=G2P("auto"))
     call = synth.calls[0]                                  # upstream's row: pack[len(phonemes) - 1]
     np.testing.assert_array_equal(call["ref_s"].ravel(), _real_pack(expected)[len(call["ids"]) - 1, 0])
+
+
+def test_the_fallback_speaks_with_the_japanese_voices(monkeypatch):
+    from kcc.weights.real_model import FetchError, default_cache, fetch
+    try:
+        fetch(offline=True)
+    except FetchError:
+        pytest.skip("the real model's voices_ja.npz is not fetched here")
+    from kcc.speech.serve.voice_set import VoiceSet
+    monkeypatch.setattr(ov, "official_voices", lambda *a, **k: None)       # offline, no npm, ...
+    catalog = voices.voice_catalog()
+    assert sorted(catalog) == ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
+    assert {v.origin for v in catalog.values()} == {"real model"}
+    assert [voices.default_voice_for(lang) for lang in ("en-us", "ja", "zh")] == ["jf_alpha"] * 3
+    assert speaking(None, "auto", "Plain English.") == ("auto", "jf_alpha")
+    assert voices.load_voice("jf_nezumi").shape == (510, 1, 256)
+    served = VoiceSet(catalog, None, None, language="en-us")
+    assert served.default == "jf_alpha" and served.aliases["alloy"] == "jf_alpha"
+    assert served.resolve(None, "en-us") == (("jf_alpha", 1.0),)

@@ -259,7 +259,7 @@ def model_digest(synth) -> str:
 
 def catalog_voice_loader(dirs: list[Path]):
     """spec -> pack, as `kcc say --voice` resolves it: catalog names (kcc.speech.voices.voice_catalog:
-    the real model's voices and those in `dirs`), blends of them ('a:0.7,b:0.3'); None is the
-    default voice."""
+    the official voices and those in `dirs`), blends of them ('a:0.7,b:0.3'); an item without a
+    voice gets its language's (kcc.speech.voices.speaking)."""
     from kcc.speech.say import resolve_voice
     return lambda spec: resolve_voice(spec, dirs)
