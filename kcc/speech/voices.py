@@ -21,7 +21,7 @@ import numpy as np
 from kcc.model import kokoro
 from kcc.speech.g2p_scripts import detect_language
 from kcc.speech.languages import DEFAULT_LANGUAGE, default_voice, pick_language, voice_gender, voice_language
-from kcc.weights import official_voices
+from kcc.weights import official_voices, real_model
 from kcc.weights.bounded_read import npz_members
 from kcc.weights.checkpoint import CheckpointError, load_torch_zip, read_npy, read_npz
 
@@ -36,7 +36,8 @@ class ImplausibleVoiceError(VoiceError):
     """A pack of the right shape and range that is not a voice (negated, constant, ...)."""
 
 
-# Every front-end's cap on the voices in one blend: 1500 parts in a 13 KB line once took 3.1 GB.
+# Every front-end's cap on the voices in one blend: each part is a 0.5 MiB pack in f64 while blending
+# (uncapped, a 1500-part line of 13 KB took 3.1 GB).
 MAX_BLEND_PARTS = 8
 MAX_BLEND_WEIGHT = 1e6               # weights are normalised; a bound keeps their sum finite
 MAX_SPEC_CHARS = 600
@@ -52,7 +53,7 @@ class VoiceInfo:
     language: str                    # e.g. 'ja', 'en-us'; '' when the name does not say
     gender: str                      # 'female' / 'male' / ''
     spec: str                        # what load_voice loads: 'path.npz:member' or a file path
-    origin: str                      # 'real model' or the directory it was found in
+    origin: str                      # 'official (kokoro-js@...)', 'real model', or its directory
 
 
 def _info(name: str, spec: str, origin: str) -> VoiceInfo:
@@ -65,8 +66,7 @@ def builtin_voices() -> dict[str, VoiceInfo]:
     official = official_voices.official_voices()
     if official is not None:
         return {name: _info(name, str(path), OFFICIAL_ORIGIN) for name, path in sorted(official.items())}
-    from kcc.weights.real_model import fetch
-    voices = fetch()["voices"]
+    voices = real_model.fetch()["voices"]
     return {m: _info(m, f"{voices}:{m}", "real model") for m in npz_members(voices)}
 
 

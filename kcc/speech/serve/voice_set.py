@@ -1,10 +1,11 @@
 """The voices a server offers: catalog names, OpenAI aliases, blends; never file paths.
 
 A request's voice is a NAME from the configured catalog (kcc.speech.voices.voice_catalog), an OpenAI
-alias of one (DEFAULT_ALIASES, replaceable by --voice-alias / KCC_VOICE_ALIASES), or a blend of
-up to MAX_BLEND_PARTS names in the grammar every front-end shares (kcc.speech.voices.parse_blend):
-'a:0.6,b:0.4', 'a,b' (equal weights), or Kokoro-FastAPI's 'a(2)+b(1)'. No voice: the operator's
---voice, else upstream's voice for the text's language. Anything else (a path, '../x', 'x.npy', a name not offered) is refused with a
+alias of one (DEFAULT_ALIASES, replaceable by --voice-alias / KCC_VOICE_ALIASES), or a blend of up
+to kcc.speech.voices.MAX_BLEND_PARTS names in the grammar every front-end shares
+(kcc.speech.voices.parse_blend): 'a:0.6,b:0.4', 'a,b' (equal weights), or Kokoro-FastAPI's
+'a(2)+b(1)'. No voice: the operator's --voice, else upstream's voice for the text's language.
+Anything else (a path, '../x', 'x.npy', a name not offered) is refused with a
 message that names no directory and says nothing about which files exist. Packs are cached in a
 bounded LRU, blends included, so a client cycling through blends cannot grow memory.
 """
@@ -20,7 +21,7 @@ import numpy as np
 
 from kcc.speech.languages import LANGUAGES
 from kcc.speech.say import random_voice
-from kcc.speech.voices import MAX_BLEND_PARTS, VoiceError, blend_packs, default_voice_for, parse_blend
+from kcc.speech.voices import VoiceError, blend_packs, default_voice_for, parse_blend
 
 CACHE_PACKS = 16                      # a pack is 510 x 256 float32 = 0.5 MiB
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
