@@ -346,3 +346,18 @@ def test_the_fallback_speaks_with_the_japanese_voices(monkeypatch):
     served = VoiceSet(catalog, None, None, language="en-us")
     assert served.default == "jf_alpha" and served.aliases["alloy"] == "jf_alpha"
     assert served.resolve(None, "en-us") == (("jf_alpha", 1.0),)
+
+
+def test_a_server_without_voice_speaks_each_language_s_own():
+    from kcc.speech.serve.voice_set import VoiceSet
+    from kcc.speech.voices import VoiceInfo
+    catalog = {n: VoiceInfo(n, languages.voice_language(n), "", None, "t") for n in ("af_heart", "bf_emma", "jf_alpha",
+                                                                                     "am_echo")}
+    served = VoiceSet(catalog, None, None, loader=lambda spec: None, language="en-us")
+    assert served.default == "af_heart"
+    assert [served.resolve(None, lang)[0][0] for lang in ("en-us", "en-gb", "ja", "es", "")] == \
+        ["af_heart", "bf_emma", "jf_alpha", "af_heart", "af_heart"]          # es: not offered, the default
+    assert served.resolve("am_echo", "ja") == (("am_echo", 1.0),)             # asked for: kept
+    fixed = VoiceSet(catalog, None, "am_echo", loader=lambda spec: None, language="en-us")
+    assert [fixed.resolve(None, lang)[0][0] for lang in ("ja", "en-gb")] == ["am_echo", "am_echo"]
+    assert fixed.aliases["alloy"] == "am_echo" and served.aliases["coral"] == "af_heart"

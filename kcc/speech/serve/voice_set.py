@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from kcc.speech.languages import LANGUAGES
+from kcc.speech.languages import LANGUAGES, default_voice
 from kcc.speech.say import random_voice
 from kcc.speech.voices import VoiceError, blend_packs, default_voice_for, parse_blend
 
@@ -105,7 +105,7 @@ class VoiceSet:
         if spec is None or not spec.strip():
             spec = self.default
             if language and not self.fixed_default:
-                own = default_voice_for(language, self.voices)
+                own = default_voice(language)
                 spec = own if own in self.voices else spec
         try:
             pieces = parse_blend(spec)
