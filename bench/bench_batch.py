@@ -116,8 +116,7 @@ def main() -> int:
     subprocess.run([sys.executable, "-c", "from kcc.speech.batch import SynthSpec; SynthSpec()()"], check=True, cwd=ROOT)
     global VOICE
     from kcc.weights.real_model import fetch
-    from kcc.speech.voices import DEFAULT_VOICE
-    VOICE = f"{fetch()['voices']}:{DEFAULT_VOICE}"
+    VOICE = f"{fetch()['voices']}:{"jf_alpha"}"
     results: dict[tuple[str, str], list[dict]] = {}
     loads = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
     from kcc.model.model_store import load_model
-    from kcc.speech.voices import DEFAULT_VOICE, load_voice
+    from kcc.speech.voices import load_voice
     from kcc.weights import real_model
     from oracle.captures.full_model import upstream_random_inputs
     files = real_model.fetch(offline=True)
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         phases = json.loads(run_rss([py, "-c", _PHASES, args.text, wav])[2])
         ids = phases["ids"]
         style = Path(tmp) / "style.npy"
-        ref_s = load_voice(DEFAULT_VOICE)[len(phases["phonemes"]) - 1].reshape(1, 256).astype(np.float32)
+        ref_s = load_voice("jf_alpha")[len(phases["phonemes"]) - 1].reshape(1, 256).astype(np.float32)
         np.save(style, ref_s)
         w, r, out = run_rss([py, "-c", _ORT, str(files["onnx"]), json.dumps(ids), str(style)])
         rows["onnxruntime int8 (process)"] = {"wall_s": w, "peak_rss_mb": r, **json.loads(out)}

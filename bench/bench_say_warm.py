@@ -126,10 +126,10 @@ def main(argv=None) -> int:
             import numpy as np
 
             from kcc.weights import real_model
-            from kcc.speech.voices import DEFAULT_VOICE, load_voice
+            from kcc.speech.voices import load_voice
             files = real_model.fetch()
             style = Path(tmp) / "style.npy"
-            np.save(style, load_voice(DEFAULT_VOICE)[len(phases[0]["phonemes"]) - 1].reshape(1, 256))
+            np.save(style, load_voice("jf_alpha")[len(phases[0]["phonemes"]) - 1].reshape(1, 256))
             w, r, out = run_rss([py, "-c", _ORT, str(files["onnx"]), json.dumps(ids), str(style)])
             rows["onnxruntime (process)"] = {"wall_s": w, "peak_rss_mb": r, **json.loads(out)}
             pth = files["onnx"].with_name("kokoro-real.pth")

@@ -159,20 +159,25 @@ def cmd_export(args) -> int:
 
 
 def cmd_voices(args) -> int:
-    """List every voice by name: the real model's and those in --voices-dir directories."""
+    """List every voice by name: the built-in ones (the 54 official voices) and those in --voices-dir."""
     from pathlib import Path
 
-    from kcc.speech.voices import DEFAULT_VOICE, voice_catalog
+    from kcc.speech.languages import LANGUAGES
+    from kcc.speech.voices import voice_catalog
+    if args.fetch:
+        from kcc.weights.official_voices import official_voices
+        official_voices(force=True)       # VoiceFetchError (a FetchError: a RuntimeError) says why
     voices = voice_catalog([Path(d) for d in args.voices_dir])
+    defaults = {lang.default_voice for lang in LANGUAGES.values()}
     if args.json:
-        print(json.dumps([{"name": v.name, "language": v.language, "gender": v.gender, "origin": v.origin}
-                          for v in voices.values()], indent=1))
+        print(json.dumps([{"name": v.name, "language": v.language, "gender": v.gender, "origin": v.origin,
+                           "default": v.name in defaults} for v in voices.values()], indent=1))
         return 0
-    print(f"{'name':<16} {'language':<9} {'gender':<7} origin")
+    print(f"{'name':<16} {'language':<9} {'gender':<7} source")
     for v in voices.values():
-        mark = " (default)" if v.name == DEFAULT_VOICE else ""
+        mark = f" (default for {v.language})" if v.name in defaults else ""
         print(f"{v.name:<16} {v.language or '?':<9} {v.gender or '?':<7} {v.origin}{mark}")
-    print("blend voices with --voice 'a:0.6,b:0.4'", file=sys.stderr)
+    print(f"{len(voices)} voices; blend them with --voice 'a:0.6,b:0.4' or 'a(2)+b(1)'", file=sys.stderr)
     return 0
 
 
@@ -241,6 +246,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("voices", help="list the voices (name, language, gender)")
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="also list the voices in DIR")
     p.add_argument("--json", action="store_true", help="as JSON")
+    p.add_argument("--fetch", action="store_true", help="fetch the official voices now (npm pack kokoro-js), "
+                   "even if a fetch failed recently; fails if they cannot be had")
     p.set_defaults(fn=cmd_voices)
     from kcc.speech.batch.cli import add_parser as add_batch
     from kcc.speech.serve.cli import add_parsers as add_serve
@@ -260,9 +267,10 @@ def main(argv=None) -> int:
         from kcc.weights.importers.onnx_graph import OnnxImportError
         from kcc.model.pipeline import SynthesisError
         from kcc.speech.voices import VoiceError
+        from kcc.weights.real_model import FetchError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
                  KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,
-                 ValueError, OSError)  # G2PError and SayError are ValueErrors; OSError: a file (disk full...)
+                 FetchError, ValueError, OSError)  # G2PError and SayError are ValueErrors; OSError: a file (disk full...)
         if isinstance(exc, known):
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2

@@ -15,8 +15,8 @@ def _table() -> list[tuple[str, str, str]]:
     from kcc.speech.say import MAX_MAX_FRAMES, MAX_SPEED, MAX_TEXT_BYTES, MIN_MAX_FRAMES, MIN_SPEED
     from kcc.speech.serve.app import HttpLimits
     from kcc.speech.serve.service import Limits as ServiceLimits
-    from kcc.speech.serve.voice_set import CACHE_PACKS, MAX_BLEND_PARTS
-    from kcc.speech.voices import MAX_STYLE_ABS
+    from kcc.speech.serve.voice_set import CACHE_PACKS
+    from kcc.speech.voices import MAX_BLEND_PARTS, MAX_STYLE_ABS, PLAUSIBLE_ABS
     app, svc = HttpLimits(), ServiceLimits()
     rows = []
     for what, lim in (("checkpoint (.pth / .npz)", CHECKPOINT_LIMITS), ("voice file (.pt / .npy)", VOICE_LIMITS),
@@ -27,7 +27,9 @@ def _table() -> list[tuple[str, str, str]]:
     rows += [
         ("checkpoint", "zip members / pickle bytes / storage references",
          f"{CHECKPOINT_LIMITS.max_members} / {_mib(CHECKPOINT_LIMITS.max_pickle_bytes)} / {CHECKPOINT_LIMITS.max_storage_refs}"),
-        ("voice", "largest style value |x| (real voices stay below 2)", f"{MAX_STYLE_ABS:g}"),
+        ("voice", "largest style value |x| a file may hold / a voice may have (real voices: 3.2)",
+         f"{MAX_STYLE_ABS:g} / {PLAUSIBLE_ABS:g}"),
+        ("voice", "voices in a blend (say, batch, server, Wyoming)", str(MAX_BLEND_PARTS)),
         ("text", "`--text-file` size", _mib(MAX_TEXT_BYTES)),
         ("text", "phonemes per chunk (fewer at slow speeds; longer words are cut)", str(MAX_PHONEMES)),
         ("say / synth", "speed; `--max-frames`; `--threads`",
@@ -36,7 +38,7 @@ def _table() -> list[tuple[str, str, str]]:
          f"{app.max_input_chars} / {_mib(app.max_body_bytes)} / {app.max_connections}"),
         ("server", "synthesis workers / queue (503 past it) / request deadline",
          f"{svc.workers} / {svc.max_queue} / {svc.request_timeout_s:g} s"),
-        ("server", "voices in a blend / cached voice packs", f"{MAX_BLEND_PARTS} / {CACHE_PACKS}"),
+        ("server", "cached voice packs", str(CACHE_PACKS)),
         ("server", "request body must arrive within", f"{app.body_timeout_s:g} s"),
         ("batch", "characters per item / id bytes", f"{DEFAULT_MAX_CHARS} / {MAX_ID_BYTES}"),
     ]

@@ -18,3 +18,12 @@ else
   "${PIP[@]}" -e .
   .venv/bin/python -c "import kcc; print('kcc', kcc.__version__, '(runtime)')"
 fi
+# The 54 official voices come from the npm package kokoro-js (kcc.weights.official_voices): get the
+# npm client where apt can, then fetch them now. Without npm kcc still speaks, with its 5 Japanese
+# voices, and says so.
+if ! command -v npm >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "install.sh: installing the npm client with apt-get (it fetches the official voices)" >&2
+  { apt-get install -y -q npm || { apt-get update -q && apt-get install -y -q npm; } \
+    || apt-get install -y -q nodejs; } >/dev/null 2>&1 || true   # a nodejs that bundles npm (NodeSource)
+fi
+.venv/bin/python -m kcc.cli voices --fetch >/dev/null || echo "install.sh: the official voices are not fetched; kcc falls back to its 5 Japanese voices" >&2

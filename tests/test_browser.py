@@ -49,8 +49,12 @@ def test_page_streams_plays_and_highlights(tmp_path, browser):
     from selenium.webdriver.support.ui import Select
     with serving(tmp_path, FakeSynth(delay=0.05)) as srv:
         browser.get(srv.url + "/")
-        _until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#voice option")) == 4)
-        assert browser.find_element(By.ID, "voice").get_attribute("value") == "af_alloy"
+        _until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#voice option")) == 5)
+        assert browser.find_element(By.ID, "voice").get_attribute("value") == ""   # the language's own voice
+        groups = {g.get_attribute("label"): [o.get_attribute("value") for o in g.find_elements(By.TAG_NAME, "option")]
+                  for g in browser.find_elements(By.CSS_SELECTOR, "#voice optgroup")}
+        assert groups == {"British English (en-gb)": ["bf_emma"], "American English (en-us)": ["af_alloy", "am_echo"],
+                          "Japanese (ja)": ["jf_alpha"]}
         langs = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#lang option")]
         assert langs == ["", "en-gb", "en-us", "ja"]
         text = sentences(3)

@@ -86,7 +86,7 @@ def test_describe_lists_voices_and_languages(tmp_path):
     (program,) = Info.from_event(event).tts
     assert program.supports_synthesize_streaming
     assert {v.name: v.languages for v in program.voices} == {
-        "af_alloy": ["en-us"], "am_echo": ["en-us"], "bf_emma": ["en-gb"], "jf_alpha": ["ja"]}
+        "af_alloy": ["en-US"], "am_echo": ["en-US"], "bf_emma": ["en-GB"], "jf_alpha": ["ja-JP"]}
 
 
 def test_synthesize_streams_audio_events(tmp_path):

@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
-LANGUAGE_CHOICES = ("auto", "en-us", "en-gb", "ja", "es", "fr-fr", "hi", "it", "pt-br", "zh")
-ALIASES = {"a": "en-us", "b": "en-gb", "en": "en-us", "j": "ja", "e": "es", "f": "fr-fr", "fr": "fr-fr",
-           "h": "hi", "i": "it", "p": "pt-br", "pt": "pt-br", "z": "zh"}
+from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
 # The English backends (kcc.speech.g2p_en). Each other language has one backend; a server started with
 # --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
 G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")

@@ -26,7 +26,7 @@ from kcc.speech.progress_bar import WIDTH, ProgressBar
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
-from kcc.speech.voices import DEFAULT_VOICE, PACK_ROWS, STYLE_DIM, load_voice, style_for, validate_pack
+from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
 
 MIN_SPEED, MAX_SPEED = 0.25, 4.0         # OpenAI's range; the circuits accept (0, 5]
 
@@ -66,11 +66,11 @@ def random_voice(seed: int = 0) -> np.ndarray:
     return (0.1 * rng.standard_normal((PACK_ROWS, 1, STYLE_DIM))).astype(np.float32)
 
 
-def resolve_voice(voice, search: list[Path] | None = None) -> np.ndarray:
+def resolve_voice(voice, search: list[Path] | None = None, language: str = "") -> np.ndarray:
     """A pack from a spec string (kcc.speech.voices.load_voice: a name, a path or a blend), an array,
-    or None: the default real voice (kcc.speech.voices.DEFAULT_VOICE)."""
+    or None: the default voice of `language` (kcc.speech.voices.default_voice_for)."""
     if voice is None:
-        return load_voice(DEFAULT_VOICE, search)
+        return load_voice(default_voice_for(language), search)
     if isinstance(voice, np.ndarray):
         return validate_pack(voice, "array")
     return load_voice(str(voice), search)
@@ -252,8 +252,9 @@ def say(text, synth, voice=None, speed: float = 1.0, seed: int = 0, g2p=None,
     `chunks`: the text already planned with `plan` (then `text` is not phonemized again)."""
     t0 = time.perf_counter()
     speed = check_speed(speed)
+    language, voice = speaking(voice, getattr(g2p, "language", "auto"), "" if chunks else decode_text(text))
     pack = resolve_voice(voice, search)
-    g2p = g2p or G2P()
+    g2p = g2p or G2P(language)
     chunks = chunks or plan(text, g2p, speed=speed, max_frames=getattr(synth, "max_frames", DEFAULT_MAX_FRAMES))
     if not isinstance(progress, Progress):
         progress = Progress(enabled=progress, total_chunks=len(chunks))
@@ -513,9 +514,10 @@ def _run(args) -> tuple[int, int, int]:
     check_precision(getattr(args, "precision", None))
     from kcc.speech.overrides import load_lexicon
     lexicon = load_lexicon(args.lexicon) if getattr(args, "lexicon", None) else None
-    g2p = G2P(args.lang, args.g2p, lexicon=lexicon)
+    language, voice = speaking(args.voice, args.lang, decode_text(text))
+    g2p = G2P(language, args.g2p, lexicon=lexicon)
     print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
-    pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
+    pack = resolve_voice(voice, [Path(d) for d in args.voices_dir])
     progress = Progress(len(text), enabled=True if args.progress else None)
     chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames)
     first = next(chunks)                   # text errors surface before the (slow) compile

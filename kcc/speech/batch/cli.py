@@ -26,7 +26,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--processes", action="store_true",
                    help="local engine: one process per worker (survives a crashing worker; slower start) "
                         "instead of threads sharing one model")
-    p.add_argument("--voice", help="default voice for items without one (catalog name, path or blend)")
+    p.add_argument("--voice", help="voice for items without one (catalog name, path or blend; default: the voice of each item's language)")
     p.add_argument("--speed", type=float, default=1.0, help="default speed")
     p.add_argument("--seed", type=int, default=0, help="default seed")
     p.add_argument("--format", default="wav", choices=list(FORMATS), help="default audio format")

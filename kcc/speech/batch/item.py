@@ -30,7 +30,7 @@ from kcc.speech.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.say import plan, say
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
-from kcc.speech.voices import VoiceError
+from kcc.speech.voices import VoiceError, speaking
 
 FINGERPRINT_SCHEMA = "kcc.speech.batch.item/1"
 DEFAULT_MAX_CHARS = 20_000               # one item's text: ~25 min of speech, a few minutes of synthesis
@@ -200,8 +200,9 @@ class ItemWorker:
         content = item.text if item.text is not None else item.phonemes
         if len(content) > self.options.max_chars:
             raise ItemError(f"too long: {len(content)} characters, over the {self.options.max_chars} per item")
-        pack, voice_digest = self.voice(item.voice)
-        g2p = self.g2p(item.lang) if item.text is not None else None
+        lang, voice = speaking(item.voice, item.lang, item.text or "")    # no voice: the language's own
+        pack, voice_digest = self.voice(voice)
+        g2p = self.g2p(lang) if item.text is not None else None
         g2p_desc = getattr(g2p, "description", type(g2p).__name__) if g2p is not None else "phonemes"
         fp = fingerprint(item, voice_digest, g2p_desc, self.model_digest)
         done = is_done(audio_path, sidecar_path, fp)
@@ -258,7 +259,7 @@ def model_digest(synth) -> str:
 
 def catalog_voice_loader(dirs: list[Path]):
     """spec -> pack, as `kcc say --voice` resolves it: catalog names (kcc.speech.voices.voice_catalog:
-    the real model's voices and those in `dirs`), blends of them ('a:0.7,b:0.3'); None is the
-    default voice."""
+    the official voices and those in `dirs`), blends of them ('a:0.7,b:0.3'); an item without a
+    voice gets its language's (kcc.speech.voices.speaking)."""
     from kcc.speech.say import resolve_voice
     return lambda spec: resolve_voice(spec, dirs)

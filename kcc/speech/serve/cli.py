@@ -116,8 +116,8 @@ def build_service(args):
     dirs = [Path(d) for d in args.voices_dir] or [Path(d) for d in filter(None, [_env("VOICES_DIR", None)])]
     catalog = voices_mod.voice_catalog(dirs)
     aliases = parse_aliases(args.voice_alias) if args.voice_alias else None
-    default = args.voice or (voices_mod.DEFAULT_VOICE if voices_mod.DEFAULT_VOICE in catalog else None)
-    voices = VoiceSet(catalog, aliases, default, loader=lambda spec: voices_mod.load_pack(spec, dirs))
+    voices = VoiceSet(catalog, aliases, args.voice or None, loader=lambda spec: voices_mod.load_pack(spec, dirs),
+                      language=args.lang)
     g2ps, lock, make_g2p = {}, threading.Lock(), G2PFactory(args.g2p, args.lexicon)
 
     def g2p_for(lang: str):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kcc.speech.g2p import G2PError, detect_language
+from kcc.speech.languages import pick_language
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
 from kcc.speech.first_chunk import CostModel, chunk_plan
 from kcc.speech.say import SayError, plan, synthesize_chunks
@@ -63,18 +64,6 @@ class Limits:
     # (bench/results/chunk_join_wer.md), so it is off unless asked for.
     first_lead_frames: int | None = None
     cores: int = 0                      # kernel threads shared among running syntheses (0: fixed)
-
-
-# Voices of these languages are asked to read Latin-script text too (Kokoro's Japanese voices
-# speak English well), so for them the text's script decides, not the voice.
-NON_LATIN = frozenset({"ja", "zh", "hi"})
-
-
-def pick_language(text: str, voice_language: str, default: str) -> str:
-    """No lang_code: kana / Han / Devanagari in the text pick ja / zh / hi; Latin text is read in
-    the voice's language (es for an es voice), or `default` for a voice of a non-Latin language."""
-    fallback = voice_language if voice_language and voice_language not in NON_LATIN else default
-    return detect_language(text, fallback)
 
 
 class Job:
@@ -123,7 +112,8 @@ class SpeechService:
 
     def submit(self, req: SpeechRequest, loop: asyncio.AbstractEventLoop) -> Job:
         try:
-            parts = self.voices.resolve(req.voice)
+            hint = "" if req.voice else req.lang or detect_language(req.text, self.default_language)
+            parts = self.voices.resolve(req.voice, hint)
         except VoiceRequestError as exc:
             raise ApiError(422, str(exc), "voice") from None
         with self._lock:

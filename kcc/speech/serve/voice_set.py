@@ -1,9 +1,11 @@
 """The voices a server offers: catalog names, OpenAI aliases, blends; never file paths.
 
 A request's voice is a NAME from the configured catalog (kcc.speech.voices.voice_catalog), an OpenAI
-alias of one (DEFAULT_ALIASES, replaceable by --voice-alias / KCC_VOICE_ALIASES), or a blend of
-up to MAX_BLEND_PARTS names: 'a:0.6,b:0.4', 'a,b' (equal weights), or Kokoro-FastAPI's
-'a(2)+b(1)'. Anything else (a path, '../x', 'x.npy', a name not offered) is refused with a
+alias of one (DEFAULT_ALIASES, replaceable by --voice-alias / KCC_VOICE_ALIASES), or a blend of up
+to kcc.speech.voices.MAX_BLEND_PARTS names in the grammar every front-end shares
+(kcc.speech.voices.parse_blend): 'a:0.6,b:0.4', 'a,b' (equal weights), or Kokoro-FastAPI's
+'a(2)+b(1)'. No voice: the operator's --voice, else upstream's voice for the text's language.
+Anything else (a path, '../x', 'x.npy', a name not offered) is refused with a
 message that names no directory and says nothing about which files exist. Packs are cached in a
 bounded LRU, blends included, so a client cycling through blends cannot grow memory.
 """
@@ -17,23 +19,25 @@ from typing import Callable
 
 import numpy as np
 
+from kcc.speech.languages import LANGUAGES, default_voice
 from kcc.speech.say import random_voice
-from kcc.speech.voices import blend_packs
+from kcc.speech.voices import VoiceError, blend_packs, default_voice_for, parse_blend
 
-MAX_BLEND_PARTS = 8
 CACHE_PACKS = 16                      # a pack is 510 x 256 float32 = 0.5 MiB
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_PART = re.compile(r"\s*([^:()\s]+)\s*(?::\s*([0-9.eE+-]{1,16})|\(\s*([0-9.eE+-]{1,16})\s*\))?\s*")
 
-# OpenAI's voice names -> Kokoro v1.0 voices of a similar character (the American English set
-# where Kokoro has a namesake: af_alloy, am_echo, bm_fable, af_nova, am_onyx). Where the catalog
-# lacks a target (the real model kcc fetches ships the Japanese voices only) the alias names the
-# default voice, so every OpenAI client works out of the box; a table given by the operator must
-# name offered voices.
+# OpenAI's voice names -> Kokoro v1.0 voices. Kokoro's namesakes where it has one (af_alloy,
+# am_echo, bm_fable, af_nova, am_onyx); the others by OpenAI's description (gender, accent) and,
+# among those, the best-graded in upstream's VOICES.md: coral (warm, female) af_heart (A),
+# shimmer (bright, female) af_bella (A-), sage (calm, female) af_sarah (C+), marin (female)
+# af_kore (C+), ash and verse (male) am_michael and am_puck (C+), cedar (male) am_fenrir (C+),
+# ballad (British, male) bm_george (C). Where the catalog lacks a target (the fallback: only the
+# real model's Japanese voices) the alias names the default voice, so every OpenAI client works
+# out of the box; a table given by the operator must name offered voices.
 DEFAULT_ALIASES = {
-    "alloy": "af_alloy", "ash": "am_adam", "ballad": "bm_george", "coral": "af_heart", "echo": "am_echo",
-    "fable": "bm_fable", "onyx": "am_onyx", "nova": "af_nova", "sage": "af_sarah", "shimmer": "af_sky",
-    "verse": "am_michael", "marin": "af_bella", "cedar": "am_eric",
+    "alloy": "af_alloy", "ash": "am_michael", "ballad": "bm_george", "coral": "af_heart", "echo": "am_echo",
+    "fable": "bm_fable", "onyx": "am_onyx", "nova": "af_nova", "sage": "af_sarah", "shimmer": "af_bella",
+    "verse": "am_puck", "marin": "af_kore", "cedar": "am_fenrir",
 }
 # The stand-in offered when the catalog is empty (the seeded test checkpoint has no voices).
 RANDOM_VOICE = "kcc_random"
@@ -64,13 +68,20 @@ def parse_aliases(text: str) -> dict[str, str]:
 
 class VoiceSet:
     def __init__(self, catalog: dict, aliases: dict[str, str] | None = None, default: str | None = None,
-                 loader: Callable[[object], np.ndarray] | None = None, cache_packs: int = CACHE_PACKS):
+                 loader: Callable[[object], np.ndarray] | None = None, cache_packs: int = CACHE_PACKS,
+                 language: str = ""):
+        """default: the operator's voice for every request without one; None: the voice of each
+        text's language (`language`'s before any text is seen)."""
         self.voices = {name: Offered(name, getattr(v, "language", ""), getattr(v, "gender", ""),
                                      getattr(v, "spec", None)) for name, v in catalog.items() if NAME.fullmatch(name)}
         if not self.voices:
             self.voices[RANDOM_VOICE] = Offered(RANDOM_VOICE, "", "", None)
         self.aliases: dict[str, str] = {}
-        self.default = default or next(iter(sorted(self.voices)))
+        self.fixed_default = default is not None
+        if default is None:
+            default = default_voice_for(language, self.voices)
+            default = default if default in self.voices else next(iter(sorted(self.voices)))
+        self.default = default
         fallback = max(self.resolve(self.default), key=lambda p: p[1])[0]   # a bad default fails here
         if aliases is None:
             aliases = {a: t if t in self.voices else fallback for a, t in DEFAULT_ALIASES.items()}
@@ -84,36 +95,32 @@ class VoiceSet:
         self._lock = threading.Lock()
 
     def listing(self) -> list[dict]:
-        return [{"id": v.name, "name": v.name, "language": v.language, "gender": v.gender}
+        return [{"id": v.name, "name": v.name, "language": v.language, "gender": v.gender,
+                 "language_name": LANGUAGES[v.language].name if v.language in LANGUAGES else ""}
                 for v in sorted(self.voices.values(), key=lambda v: v.name)]
 
-    def resolve(self, spec: str | None) -> tuple[tuple[str, float], ...]:
-        """The voice field -> ((catalog name, weight), ...), weights summing to 1."""
+    def resolve(self, spec: str | None, language: str = "") -> tuple[tuple[str, float], ...]:
+        """The voice field -> ((catalog name, weight), ...), weights summing to 1. No voice: the
+        default, or with no operator default, upstream's voice for `language` where offered."""
         if spec is None or not spec.strip():
             spec = self.default
-        if len(spec) > 600:
-            raise VoiceRequestError("'voice' is too long to be a voice name or a blend")
-        pieces = re.split(r"[,+]", spec)
-        if len(pieces) > MAX_BLEND_PARTS:
-            raise VoiceRequestError(f"a blend has at most {MAX_BLEND_PARTS} voices, got {len(pieces)}")
+            if language and not self.fixed_default:
+                own = default_voice(language)
+                spec = own if own in self.voices else spec
+        try:
+            pieces = parse_blend(spec)
+        except VoiceError as exc:
+            raise VoiceRequestError(f"{exc}; GET /v1/audio/voices lists the names") from None
         parts: dict[str, float] = {}
-        for piece in pieces:
-            m = _PART.fullmatch(piece)
-            if not m or not NAME.fullmatch(m.group(1)):
+        for name, weight in pieces:
+            if not NAME.fullmatch(name):
                 raise VoiceRequestError("'voice' must be a voice name or a blend of names like 'a:0.6,b:0.4'; "
                                         "GET /v1/audio/voices lists the names")
-            name = self.aliases.get(m.group(1), m.group(1))
-            if name not in self.voices:
-                raise VoiceRequestError(f"voice {m.group(1)!r} is not offered by this server; "
+            target = self.aliases.get(name, name)
+            if target not in self.voices:
+                raise VoiceRequestError(f"voice {name!r} is not offered by this server; "
                                         "GET /v1/audio/voices lists the names")
-            weight_text = m.group(2) or m.group(3)
-            try:
-                weight = float(weight_text) if weight_text else 1.0
-            except ValueError:
-                weight = float("nan")
-            if not (np.isfinite(weight) and 0 < weight <= 1e6):
-                raise VoiceRequestError(f"voice {m.group(1)!r}: a blend weight must be a positive number")
-            parts[name] = parts.get(name, 0.0) + weight
+            parts[target] = parts.get(target, 0.0) + weight
         total = sum(parts.values())
         return tuple(sorted((n, w / total) for n, w in parts.items()))
 

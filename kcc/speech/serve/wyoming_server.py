@@ -22,6 +22,7 @@ from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.server import AsyncEventHandler, AsyncServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
+from kcc.speech.languages import LANGUAGES, default_voice, from_tag
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, SpeechRequest
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.timestamps import SAMPLE_RATE
@@ -34,9 +35,13 @@ SENTENCE_END = re.compile(r"(?:[.!?]+[\"')\]]*\s+|[。！？]+)")
 
 
 def info(service: SpeechService) -> Info:
+    """Every offered voice under its language's BCP 47 tag (kcc.speech.languages: 'en-US', 'ja-JP'),
+    which Home Assistant groups its voice lists by and matches a pipeline's language against."""
     voices = [TtsVoice(name=v["id"], attribution=ATTRIBUTION, installed=True, version=None,
-                       description=f"{v['id']} ({v['language']}{', ' + v['gender'] if v['gender'] else ''})",
-                       languages=[v["language"]]) for v in service.voices.listing()]
+                       description=f"{v['id']} ({v['language_name'] or v['language']}"
+                                   f"{', ' + v['gender'] if v['gender'] else ''})",
+                       languages=[LANGUAGES[v["language"]].tag if v["language"] in LANGUAGES else v["language"]])
+              for v in service.voices.listing()]
     return Info(tts=[TtsProgram(name="kcc", attribution=ATTRIBUTION, installed=True, version=None,
                                 description="Kokoro-82M compiled to C (kcc)", voices=voices,
                                 supports_synthesize_streaming=True)])
@@ -67,6 +72,9 @@ class SpeechHandler(AsyncEventHandler):
         if voice.language:                 # the first offered voice of that language
             lang = voice.language.lower().replace("_", "-")
             listing = self.service.voices.listing()
+            code = from_tag(lang)
+            own = [v for v in listing if code and v["id"] == default_voice(code)]
+            listing = own + listing                           # the language's own voice first
             for same in (lambda v: v == lang, lambda v: v.split("-")[0] == lang.split("-")[0]):   # exact, then by language
                 for v in listing:
                     if v["language"] and same(v["language"]):

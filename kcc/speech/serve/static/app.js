@@ -18,13 +18,24 @@ function request(extra) {
 }
 
 async function loadVoices() {
+  // One group per language (the server lists each voice's language and its name); the first
+  // choice sends no voice, so the server speaks each text in its language's own voice.
   const doc = await (await fetch("/v1/audio/voices")).json();
-  const langs = new Set();
+  $("voice").add(new Option("default voice of the text's language", "", true, true));
+  const groups = new Map();
   for (const v of doc.voices) {
-    $("voice").add(new Option(`${v.name} (${v.language}${v.gender ? ", " + v.gender : ""})`, v.id, false, v.id === doc.default));
-    langs.add(v.language);
+    const key = v.language || "";
+    if (!groups.has(key)) {
+      const g = document.createElement("optgroup");
+      g.label = v.language_name ? `${v.language_name} (${v.language})` : (v.language || "other");
+      groups.set(key, g);
+    }
+    groups.get(key).appendChild(new Option(`${v.name}${v.gender ? " (" + v.gender + ")" : ""}`, v.id));
   }
-  for (const l of [...langs].sort()) $("lang").add(new Option(l, l));
+  for (const key of [...groups.keys()].sort()) {
+    $("voice").appendChild(groups.get(key));
+    if (key) $("lang").add(new Option(groups.get(key).label, key));
+  }
 }
 
 function schedule(bytes) {
