@@ -225,13 +225,16 @@ class G2P:
         if dropped:
             warn_dropped(dropped, language)
             text = re.sub(r"[ \t]{2,}", " ", text).strip()
+        with _BACKEND_LOCK:
+            speak = self._get(language)
         if language in ("en-us", "en-gb"):
             from kcc.speech.normalize import normalize
-            text = normalize(text, british=language == "en-gb")
+            text = normalize(text, british=language == "en-gb",
+                             lexicon=self._backends[language][1] in ("lexicon", "misaki"))
         if not text.strip():
             return []
         with _BACKEND_LOCK:
-            return self._get(language)(text)
+            return speak(text)
 
 
 def peel(token: str, ipa: str) -> list[Word]:

@@ -62,12 +62,44 @@ def _punct_tag(text: str, space_before: bool, space_after: bool, next_text: str 
     return None
 
 
-def _word_tag(word: str, prev: str | None, prev_tag: str | None, nxt: str | None, initial: bool) -> str:
+# Words that end a noun phrase's run of modifiers: the word before them is its head (a noun).
+_PHRASE_ENDS = PREPOSITIONS | CONJUNCTIONS | BE_HAVE | MODALS | frozenset("to later ago earlier that which who".split())
+# What a transitive verb is followed by: a sign that the word before it is a verb.
+_OBJECT_STARTS = DETERMINERS | POSSESSIVES | OBJECTS | frozenset("it you up down out off away back".split())
+_PAST_ONLY = frozenset("read wound reread".split())        # present 3rd person would be "reads"
+_CLOSED = DETERMINERS | POSSESSIVES | SUBJECTS | OBJECTS | MODALS | PREPOSITIONS | BE_HAVE | CONJUNCTIONS
+
+
+def _plural(word: str) -> bool:
+    low = word.lower()
+    return (len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is", "ous"))
+            and low not in _CLOSED and low.isalpha())
+
+
+def _object_follows(nxt: str | None) -> bool:
+    return bool(nxt) and (nxt.lower() in _OBJECT_STARTS or nxt in ('"', "'", "“", "‘")
+                          or nxt.lower().endswith("ly") and len(nxt) > 4)
+
+
+def _finite(word: str) -> str:
+    return "VBD" if word.lower() in _PAST_ONLY else "VBP"
+
+
+def _word_tag(word: str, prev: str | None, prev_tag: str | None, nxt: str | None, nxt2: str | None,
+              initial: bool, before_prev: str | None = None) -> str:
+    """prev / before_prev: the two words before (None at a clause start); nxt / nxt2: the two
+    tokens after."""
     low = word.lower()
     p = (prev or "").lower()
+    if prev_tag == "XX" and before_prev is None and prev and prev[:1].isupper() and prev.lower() not in _CLOSED:
+        prev_tag = "NNP" if not _plural(prev) else "NNS"  # a clause's first word before another: its subject
     followed = _word_like(nxt)
     if any(c.isdigit() for c in word):
         return "CD"
+    if prev_tag == "CD" and prev == "°" and len(word) == 1:
+        return "NN"                                       # "15°C": the unit letter
+    if low == "'s":
+        return "VBZ" if p in SUBJECTS or p in ("that", "there", "what", "who", "where", "here", "how") else "POS"
     if low == "a":
         if word == "A" and not initial:
             return "NNP"                                  # "vitamin A", "plan A"
@@ -83,9 +115,15 @@ def _word_tag(word: str, prev: str | None, prev_tag: str | None, nxt: str | None
     if low == "in":
         return "IN" if followed else "RP"
     if low == "that":
+        if followed and (nxt or "").lower() in BE_HAVE | MODALS:
+            return "DT"                                   # "that was the problem"
         return "DT" if initial or not followed or p in PREPOSITIONS else "IN"
+    if low == "by":
+        return "IN" if followed and (nxt or "").lower() not in PREPOSITIONS else "RB"
+    if low == "overall" and p != "to":
+        return "JJ" if p in DETERMINERS or p in POSSESSIVES else "RB"
     if low == "used":
-        return "VBD"
+        return "VBN" if p in BE_HAVE else "VBD"
     if low in DETERMINERS:
         return "DT"
     if low in SUBJECTS or low in OBJECTS:
@@ -96,14 +134,30 @@ def _word_tag(word: str, prev: str | None, prev_tag: str | None, nxt: str | None
         return "IN"
     if low in CONJUNCTIONS:
         return "CC"
-    if low in ("read", "wound", "reread") and p in BE_HAVE:
+    if low in _PAST_ONLY and p in BE_HAVE and prev_tag != "POS":
         return "VBN"
-    if p == "to" or p in MODALS or p in SUBJECTS:
+    if p == "to" or p in MODALS:
         return "VB"
-    if p in BE_HAVE or p in INTENSIFIERS:
+    if p in SUBJECTS:
+        if (before_prev or "").lower() in MODALS | BE_HAVE:
+            return "VB"                                   # a question: "Did they read it?"
+        return _finite(word)                              # "they record", "I read it yesterday"
+    if (initial or p == "please") and _object_follows(nxt):
+        return "VB"                                       # an imperative: "Close the door."
+    if (p in BE_HAVE and prev_tag != "POS") or p in INTENSIFIERS:
         return "JJ"
-    if p in DETERMINERS or p in POSSESSIVES or p in PREPOSITIONS or prev_tag == "JJ":
-        return "NN"
+    if prev_tag in ("NN", "NNS", "NNP") or (prev and prev_tag == "XX" and _plural(prev)):
+        # after a noun: its verb when an object follows, or after a plural ("Soldiers desert ...")
+        if _object_follows(nxt):
+            return _finite(word)
+        plural_subject = prev and _plural(prev) and prev_tag != "NN"
+        if plural_subject and _word_like(nxt) and not _plural(nxt):
+            return _finite(word)                          # "Students graduate in June"
+        return "NN"                                       # "Child abuse.", "Juries convict criminals" (as spaCy)
+    if p in DETERMINERS or p in POSSESSIVES or prev_tag in ("POS", "JJ"):
+        # inside a noun phrase: a modifier while another word of the phrase follows, else its head
+        ends = not followed or (nxt or "").lower() in _PHRASE_ENDS or _plural(word) or _object_follows(nxt2)
+        return "NN" if ends else "JJ"
     if len(word) > 1 and word.isupper() and len(word) <= 4:
         return "NNP"                                      # an acronym: spelled out unless the lexicon knows it
     if word[:1].isupper() and not initial:
@@ -114,14 +168,19 @@ def _word_tag(word: str, prev: str | None, prev_tag: str | None, nxt: str | None
 def tag(tokens: list[tuple[str, str]]) -> list[str]:
     """Tags for spaCy-style tokens given as (text, whitespace after it)."""
     tags: list[str] = []
-    prev_word, initial = None, True
+    prev_word, before_prev, initial = None, None, True
     for i, (text, ws) in enumerate(tokens):
         nxt = tokens[i + 1][0] if i + 1 < len(tokens) else None
+        nxt2 = tokens[i + 2][0] if i + 2 < len(tokens) else None
         t = _punct_tag(text, i == 0 or bool(tokens[i - 1][1]), bool(ws), nxt)
+        if text == "°" and tags and tags[-1] == "CD":
+            t = "CD"                                      # "15°C": read with its number (misaki: degrees)
+        if t == "CD":
+            prev_word, before_prev = text, prev_word
         if t is None:
-            t = _word_tag(text, prev_word, tags[-1] if tags else None, nxt, initial)
-            prev_word, initial = text, False
+            t = _word_tag(text, prev_word, tags[-1] if tags else None, nxt, nxt2, initial, before_prev)
+            prev_word, before_prev, initial = text, prev_word, False
         elif t in (".", ":"):
-            prev_word, initial = None, True
+            prev_word, before_prev, initial = None, None, True
         tags.append(t)
     return tags

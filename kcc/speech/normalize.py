@@ -43,7 +43,8 @@ SCALES = ("thousand", "million", "billion", "trillion")
 def _cardinal(digits: str) -> str:
     """A grouped number ("1,234") in words: espeak-ng phonemises the comma and misaki reads
     four digits without it as a year, so neither form can be handed on."""
-    return num2words(int(digits.replace(",", ""))).replace(",", "").replace(" and ", " ")
+    # "twenty three", not "twenty-three": misaki reads a hyphenated number as one word, with one stress
+    return num2words(int(digits.replace(",", ""))).replace(",", "").replace(" and ", " ").replace("-", " ")
 
 
 def _year(y: str) -> str:
@@ -147,14 +148,25 @@ def _digit_by_digit(m: re.Match) -> str:
     return " ".join(c for c in m[0] if c.isdigit())
 
 
-def normalize(text: str, british: bool = False) -> str:
+# Abbreviations misaki's gold lexicon reads itself (upstream's readings: "Mrs." is 'mˈɪsɪz').
+LEXICON_ABBREVIATIONS = frozenset(("etc.", "Mr.", "Mrs.", "Ms.", "Dr."))
+
+
+def normalize(text: str, british: bool = False, lexicon: bool = False) -> str:
     """English text with dates, times, money, decimals, thousands separators and common
-    abbreviations spelled the way they are spoken (see the module doc)."""
+    abbreviations spelled the way they are spoken (see the module doc).
+
+    lexicon: the text goes to misaki's lexicon pipeline, which reads money, decimals, grouped
+    thousands and a few abbreviations itself, as upstream does ("2.5" with an unstressed
+    "point"); those are left to it. espeak-ng needs them all spelled."""
     text = fold_rare_diacritics(text)
     text = _LONG_NUMBER_RE.sub(_digit_by_digit, text)
     text = _SLASH_DATE_RE.sub(_slash_date(british), text)
     text = _ISO_DATE_RE.sub(_iso_date, text)
     text = _TIME_RE.sub(_time, text)
+    if lexicon:
+        text = _MONEY_RE.sub(lambda m: _money(m) if m[4] else m[0], text)
+        return _ABBREV_RE.sub(lambda m: m[0] if m[1] in LEXICON_ABBREVIATIONS else _abbreviation(m), text)
     text = _MONEY_RE.sub(_money, text)
     text = _DECIMAL_RE.sub(_decimal, text)
     text = _THOUSANDS_RE.sub(lambda m: _cardinal(m[1]), text)
