@@ -55,7 +55,9 @@ def test_backend_choice_is_englishs_and_others_have_one(language, backend):
 
 
 @pytest.mark.parametrize("text, language", [
-    ("こんにちは", "ja"), ("カタカナ", "ja"), ("今日は良い天気", "ja"), ("你好世界", "ja"),  # Han: ja (zh: --lang zh)
+    ("こんにちは", "ja"), ("カタカナ", "ja"), ("今日は良い天気", "ja"), ("你好世界", "zh"),  # Han without kana: zh
+    ("北京是中国的首都，人口很多。", "zh"), ("我有3个苹果。", "zh"), ("東京大学", "zh"), ("東京大学へ", "ja"),
+    ("你好 Kokoro", "zh"), ("漢字とかな", "ja"), ("中文 and English words here", "en-us"),
     ("今日は Kokoro です", "ja"), ("日本語とEnglish", "ja"), ("日本語 and English", "en-us"),  # 3 x 3 < 10
     ("The word 日本 means Japan.", "en-us"), ("नमस्ते", "hi"), ("नमस्ते friend", "hi"),
     ("Say नमस्ते to everyone here", "en-us"),
@@ -212,3 +214,12 @@ def test_words_from_phonemes_keeps_text_where_counts_agree():
     words = words_from_phonemes("今日は良い天気。", "kʲoː βa joi teŋkʲi.")
     assert [w.text for w in words] == ["kʲoː", "βa", "joi", "teŋkʲi", "."]
     assert encode(words).phonemes == "kʲoː βa joi teŋkʲi."
+
+
+def test_auto_speaks_han_without_kana_as_mandarin():
+    """Chinese text under --lang auto goes through misaki's ZHG2P, as under --lang zh."""
+    if not available("zh")[0]:
+        pytest.skip(available("zh")[1])
+    text = "北京是中国的首都，人口很多。"
+    assert encode(G2P("auto")(text)).phonemes == encode(_g2p("zh")(text)).phonemes
+    assert encode(G2P("auto")("東京へ行きます。")).phonemes == encode(_g2p("ja")("東京へ行きます。")).phonemes

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-pytest.importorskip("num2words", reason="num2words is not installed (pip install 'kcc[g2p]')")
+pytest.importorskip("num2words", reason="num2words (a runtime dependency) is not installed")
 
 from kcc.speech.normalize import normalize  # noqa: E402
 

@@ -142,7 +142,8 @@ def espeak_available() -> tuple[bool, str]:
 
 
 def detect_language(text: str, default: str = "en-us") -> str:
-    """ja where kana / kanji outweigh Latin letters, hi where Devanagari does, else `default`
+    """ja / zh where kana / Han outweigh Latin letters (zh: Han without kana), hi where Devanagari
+    does, else `default`
     (kcc.speech.g2p_scripts)."""
     from kcc.speech.g2p_scripts import detect_language as detect
     return detect(text, default)
@@ -182,7 +183,7 @@ class G2P:
             if backend not in G2P_BACKENDS:                 # checked now, not at the first English paragraph
                 raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
             self.backend = "auto"
-            self.description = "language detected per paragraph (mostly kana/kanji: ja, Devanagari: hi, else en-us)"
+            self.description = "language detected per paragraph (kana with or without kanji: ja, Han without kana: zh, Devanagari: hi, else en-us)"
             return
         with _BACKEND_LOCK:
             fn, self.backend, self.description = _backend_for(self.language, backend)

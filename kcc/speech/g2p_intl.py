@@ -19,17 +19,17 @@ ZH_MODULES = (("misaki", "misaki==0.9.4"), ("jieba", "jieba==0.42.1"), ("pypinyi
               ("cn2an", "cn2an==0.5.24"), ("ordered_set", "ordered-set==4.1.0"))
 
 
-def _missing(modules, extra: str) -> str:
+def _missing(modules) -> str:
     for mod, pkg in modules:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (pip install 'kcc[{extra}]')"
+            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
     return ""
 
 
 def available(language: str) -> tuple[bool, str]:
     from kcc.speech import g2p_ja
-    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES, "zh") if language == "zh"
-           else _missing(ESPEAK_MODULES, "g2p"))
+    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES) if language == "zh"
+           else _missing(ESPEAK_MODULES))
     return not why, why
 
 
