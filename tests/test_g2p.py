@@ -283,3 +283,29 @@ def test_long_real_text_plans_into_chunks(us):
 def test_tagger_gives_the_tags_misaki_reads(tokens, tags):
     from kcc.speech.g2p_tagger import tag
     assert tag(tokens) == tags
+
+
+def test_backends_never_import_the_dispatcher():
+    """kcc.speech.g2p dispatches down to its backends; they share types through g2p_base and
+    import nothing from kcc.speech.g2p, not even inside a function (no import circle)."""
+    import ast
+    speech = Path(__file__).parents[1] / "kcc" / "speech"
+    modules = sorted(speech.glob("g2p_*.py")) + [speech / "normalize.py", speech / "en_tokenizer.py"]
+    assert {m.stem for m in modules} >= {"g2p_base", "g2p_en", "g2p_intl", "g2p_ja", "g2p_scripts", "g2p_tagger"}
+    for module in modules:
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            assert "kcc.speech.g2p" not in targets, f"{module.name} imports kcc.speech.g2p (line {node.lineno})"
+
+
+def test_public_names_stay_importable_from_g2p():
+    import kcc.speech.g2p as g2p
+    from kcc.speech import g2p_base
+    for name in g2p.__all__:
+        assert hasattr(g2p, name), name
+    assert g2p.Word is g2p_base.Word and g2p.G2PError is g2p_base.G2PError and g2p.Encoded is g2p_base.Encoded

@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from kcc.speech.g2p import PUNCTUATION, G2PError, Word, peel
+from kcc.speech.g2p_base import PUNCTUATION, G2PError, Word, peel
 from kcc.speech.g2p_en_cache import LazyEspeakFallback, lexicon
 
 _SPACY_MODEL = "en_core_web_sm"

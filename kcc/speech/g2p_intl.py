@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import warnings
 
-from kcc.speech.g2p import G2PError, Word, words_from_phonemes
+from kcc.speech.g2p_base import G2PError, Word, words_from_phonemes
 
 ESPEAK_LANGUAGES = ("es", "fr-fr", "hi", "it", "pt-br")
 BACKENDS = {"ja": "pyopenjtalk", "zh": "pypinyin", **{lang: "espeak" for lang in ESPEAK_LANGUAGES}}
