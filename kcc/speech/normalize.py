@@ -7,6 +7,10 @@ V S; misaki's lexicon reads "$1,234.56" and "3.14" well but dates and "e.g." not
 rewrites one kind of span into words or plain digits that both G2P backends read the same way;
 everything else is left exactly as it was. Plain integers and ordinals ("123", "3rd", "1999": a
 year to misaki, a count to espeak) and "%", which both backends read acceptably, are left alone.
+For misaki's lexicon (normalize(..., lexicon=True)) money, decimals and thousands groups are left
+to misaki, which reads them as upstream does. Digit strings no cardinal fits are read for both:
+comma runs that are not thousands groups as lists, phone numbers and leading zeros digit by
+digit, numbers past the quadrillions digit by digit (num2words overflows on them).
 """
 from __future__ import annotations
 
