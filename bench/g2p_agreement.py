@@ -94,7 +94,11 @@ def main() -> None:
             misses.append((s, ours, theirs, list(zip([p[0] for p in pairs], tags, spacy_tags))))
     n = len(sentences)
     result = {
-        "cpu": platform.processor() or platform.machine(), "sentences": n,
+        "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name")), platform.processor() or platform.machine()),
+        "commit": subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short",
+                                  "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "sentences": n,
         "phonemes_equal_upstream": same, "phonemes_equal_upstream_with_spacy_tags": same_spacy,
         "tag_readings_agree": keyed_same, "tag_readings_compared": keyed,
         "spacy_cost": _spacy_cost(),

