@@ -309,3 +309,30 @@ def test_public_names_stay_importable_from_g2p():
     for name in g2p.__all__:
         assert hasattr(g2p, name), name
     assert g2p.Word is g2p_base.Word and g2p.G2PError is g2p_base.G2PError and g2p.Encoded is g2p_base.Encoded
+
+
+@needs_lexicon
+@pytest.mark.parametrize("text, word, phonemes", [
+    ("I read the book yesterday.", "read", "ɹˈɛd"),               # past after a subject (VBP reads the same)
+    ("Tom read the letter twice.", "read", "ɹˈɛd"),
+    ("Did they read the paper?", "read", "ɹˈid"),                # inverted subject: the base form
+    ("I will read it tomorrow.", "read", "ɹˈid"),
+    ("She wound the bandage around his wrist.", "wound", "wˈWnd"),
+    ("The soldier's wound healed.", "wound", "wˈund"),            # a noun after a possessive 's
+    ("Please close the door.", "close", "klˈOz"),                 # an imperative
+    ("A close friend came.", "close", "klˈOs"),                   # a modifier inside a noun phrase
+    ("Soldiers desert the army.", "desert", "dəzˈɜɹt"),           # a plural subject's verb
+    ("A sharp increase.", "increase", "ˈɪnkɹˌis"),                # the head of a noun phrase
+])
+def test_heteronyms_read_by_context(lex, text, word, phonemes):
+    assert [w.phonemes for w in lex(text) if w.text == word] == [phonemes]
+
+
+@needs_lexicon
+@pytest.mark.parametrize("text, spoken", [
+    ("It was 15°C.", "fˈɪftin dᵻɡɹˈiz sˈi"),
+    ("Set it to 59°F.", "fˈɪfti nˈIn dᵻɡɹˈiz ˈɛf"),
+])
+def test_degrees_are_said(lex, text, spoken):
+    """misaki reads a number and '°' as one token ("fifteen degrees"), as upstream does."""
+    assert spoken in encode(lex(text)).phonemes
