@@ -215,3 +215,36 @@ def test_auto_speaks_han_without_kana_as_mandarin():
     text = "北京是中国的首都，人口很多。"
     assert encode(G2P("auto")(text)).phonemes == encode(_g2p("zh")(text)).phonemes
     assert encode(G2P("auto")("東京へ行きます。")).phonemes == encode(_g2p("ja")("東京へ行きます。")).phonemes
+
+
+@pytest.mark.parametrize("digits", ["٣", "३", "੧", "৩", "᠓", "１", "➏", "③", "²", "𝟕"])
+def test_japanese_reads_digits_of_any_script(digits):
+    """Found by fuzz/fuzz_text.py: misaki's number reader raised KeyError on a non-ASCII digit, its
+    romaniser AssertionError on a digit symbol ('➏')."""
+    if not available("ja")[0]:
+        pytest.skip(available("ja")[1])
+    import unicodedata
+    ascii_text = f"りんごが{unicodedata.digit(digits)}個あります。"
+    assert encode(_g2p("ja")(f"りんごが{digits}個あります。")).phonemes == encode(_g2p("ja")(ascii_text)).phonemes
+
+
+@pytest.mark.parametrize("text", ["鿂", "你好鿂世界。", "鿂鿂，北京。"])
+def test_mandarin_leaves_out_what_pinyin_cannot_read_and_says_so(text):
+    """Found by fuzz/fuzz_text.py: misaki's ZHG2P raised ValueError on '鿂' (U+9FC2)."""
+    if not available("zh")[0]:
+        pytest.skip(available("zh")[1])
+    from kcc.speech.g2p import G2PWarning
+    with pytest.warns(G2PWarning, match="U\\+9FC2"):
+        ours = encode(_g2p("zh")(text)).phonemes
+    assert ours == encode(_g2p("zh")(text.replace("鿂", ""))).phonemes
+
+
+@pytest.mark.parametrize("n", [17, 60, 400])
+def test_mandarin_reads_long_numbers_digit_by_digit(n):
+    """Found by fuzz/fuzz_text.py: 17+ digits passed through ZHG2P as digits (no sound)."""
+    if not available("zh")[0]:
+        pytest.skip(available("zh")[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no digit may reach the vocab check
+        ours = encode(_g2p("zh")("9" * n)).phonemes
+    assert ours == " ".join(["ʨjou↓"] * n)
