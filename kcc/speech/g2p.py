@@ -136,7 +136,8 @@ class G2P:
             if backend not in G2P_BACKENDS:                 # checked now, not at the first English paragraph
                 raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
             self.backend = "auto"
-            self.description = "language detected per paragraph (kana with or without kanji: ja, Han without kana: zh, Devanagari: hi, else en-us)"
+            self.description = ("language detected per paragraph (kana with or without kanji: ja, "
+                                "Han without kana: zh, Devanagari: hi, else en-us)")
             return
         with _BACKEND_LOCK:
             fn, self.backend, self.description = _backend_for(self.language, backend)
