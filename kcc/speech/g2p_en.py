@@ -3,7 +3,8 @@
 - 'lexicon': misaki.en.G2P (upstream Kokoro's English G2P: gold/silver lexicons shipped in the
   misaki wheel, its number, currency and stress rules, espeak-ng for out-of-lexicon words) with
   spaCy's rule-based English tokenization (run without spaCy by kcc.speech.en_tokenizer) and
-  kcc.speech.g2p_tagger's tags in place of en_core_web_sm's tagger, which is not on PyPI.
+  kcc.speech.g2p_tagger's tags in place of en_core_web_sm's tagger (spaCy's start-up would cost
+  more than a warm `kcc say`; see kcc.speech.g2p_tagger).
 - 'misaki': misaki.en.G2P with en_core_web_sm, exactly upstream's path, when that model is installed.
 - 'espeak': espeak-ng over the whole paragraph, IPA mapped by misaki's EspeakFallback table.
 """
@@ -19,7 +20,7 @@ import warnings
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from kcc.speech.g2p import PUNCTUATION, G2PError, Word, peel
+from kcc.speech.g2p_base import PUNCTUATION, G2PError, Word, peel
 from kcc.speech.g2p_en_cache import LazyEspeakFallback, lexicon
 
 _SPACY_MODEL = "en_core_web_sm"

@@ -15,7 +15,6 @@ import sqlite3
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import closing
-from importlib import metadata
 from pathlib import Path
 
 from kcc.files import AtomicFile, cache_dir
@@ -25,6 +24,8 @@ _TABLES = ("golds", "silvers")
 
 
 def _data_key(british: bool) -> str:
+    from importlib import metadata       # ~60 ms: paid when a G2P is built, not by every `import kcc.speech.g2p`
+
     from misaki import data
     root = Path(data.__file__).parent
     stamp = []

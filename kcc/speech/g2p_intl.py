@@ -6,10 +6,12 @@ it into words.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
+import re
 import warnings
 
-from kcc.speech.g2p import G2PError, Word, words_from_phonemes
+from kcc.speech.g2p_base import G2PError, G2PWarning, Word, words_from_phonemes
 
 ESPEAK_LANGUAGES = ("es", "fr-fr", "hi", "it", "pt-br")
 BACKENDS = {"ja": "pyopenjtalk", "zh": "pypinyin", **{lang: "espeak" for lang in ESPEAK_LANGUAGES}}
@@ -19,17 +21,17 @@ ZH_MODULES = (("misaki", "misaki==0.9.4"), ("jieba", "jieba==0.42.1"), ("pypinyi
               ("cn2an", "cn2an==0.5.24"), ("ordered_set", "ordered-set==4.1.0"))
 
 
-def _missing(modules, extra: str) -> str:
+def _missing(modules) -> str:
     for mod, pkg in modules:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (pip install 'kcc[{extra}]')"
+            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
     return ""
 
 
 def available(language: str) -> tuple[bool, str]:
     from kcc.speech import g2p_ja
-    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES, "zh") if language == "zh"
-           else _missing(ESPEAK_MODULES, "g2p"))
+    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES) if language == "zh"
+           else _missing(ESPEAK_MODULES))
     return not why, why
 
 
@@ -43,6 +45,9 @@ def _espeak(language: str):
     return lambda text: g2p(text)[0].replace("¿", "").replace("¡", "")
 
 
+_LONG_DIGITS = re.compile(r"(?<!\d)\d{17,}(?!\d)")
+
+
 def _zh():
     import logging
     with warnings.catch_warnings():
@@ -51,7 +56,30 @@ def _zh():
         from misaki import zh
     jieba.setLogLevel(logging.ERROR)
     g2p = zh.ZHG2P(version=None)
-    return lambda text: g2p(text)[0]
+
+    @functools.lru_cache(maxsize=4096)
+    def readable(ch: str) -> bool:
+        try:
+            g2p(ch)
+            return True
+        except ValueError:
+            return False
+
+    def speak(text: str) -> str:
+        """misaki's ZHG2P raises ValueError on a character whose pinyin it cannot split ('鿂',
+        found by fuzz/fuzz_text.py); such characters are left out, each named in a G2PWarning.
+        A number past its reader's range (17+ digits, left as digits: no sound) is read digit by digit."""
+        text = _LONG_DIGITS.sub(lambda m: " ".join(m[0]), text)
+        try:
+            return g2p(text)[0]
+        except ValueError:
+            dropped = sorted({c for c in text if not c.isspace() and not readable(c)})
+            if not dropped:
+                raise
+            warnings.warn(G2PWarning(f"zh: {len(dropped)} character(s) the Mandarin G2P cannot read, left out: "
+                                     + ", ".join(f"{c!r} (U+{ord(c):04X})" for c in dropped[:20])), stacklevel=2)
+            return g2p("".join(c for c in text if c not in dropped))[0]
+    return speak
 
 
 def make(language: str):

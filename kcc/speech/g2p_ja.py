@@ -10,6 +10,7 @@ are imported by misaki.cutlet (mojimoji for width folding), but no MeCab diction
 from __future__ import annotations
 
 import importlib.util
+import unicodedata
 import warnings
 from dataclasses import dataclass
 
@@ -68,4 +69,12 @@ def make():
             self.exceptions = {}
 
     romaniser = PyOpenJTalkCutlet()
-    return lambda text: romaniser(text)[0]
+    return lambda text: romaniser(ascii_digits(text))[0]
+
+
+def ascii_digits(text: str) -> str:
+    """Digits of any script ('٣', '३', '੧') and digit symbols ('➏', '²') as ASCII digits: misaki's
+    number reader (num2kana) takes every Unicode decimal for a number but reads only 0-9 (a
+    KeyError), and its romaniser asserts that no digit character is left (an AssertionError)."""
+    return "".join(str(unicodedata.digit(c)) if c.isdigit() and not c.isascii() and unicodedata.digit(c, None)
+                   is not None else c for c in text)

@@ -67,16 +67,16 @@ CJK_WEIGHT = 3
 
 
 def detect_language(text: str, default: str = "en-us") -> str:
-    """'ja' where kana / kanji outweigh Latin letters (Japanese is the real voices' own language;
-    Han-only text could be Chinese too, which takes --lang zh), 'hi' where Devanagari does,
-    otherwise `default` (Latin script does not tell en from es or fr)."""
+    """Where kana / Han characters outweigh Latin letters: 'ja' if any kana is among them (Japanese
+    writes kanji with kana; Chinese has none), else 'zh'. 'hi' where Devanagari does; otherwise
+    `default` (Latin script does not tell en from es or fr)."""
     counts: dict[str | None, int] = {}
     for s in _scripts(text):
         counts[s] = counts.get(s, 0) + 1
     latin = counts.get("latin", 0)
     cjk = counts.get("kana", 0) + counts.get("han", 0)
     if cjk and CJK_WEIGHT * cjk >= latin:
-        return "ja"
+        return "ja" if counts.get("kana", 0) else "zh"
     if counts.get("devanagari", 0) and counts["devanagari"] >= latin:
         return "hi"
     return default

@@ -7,6 +7,10 @@ V S; misaki's lexicon reads "$1,234.56" and "3.14" well but dates and "e.g." not
 rewrites one kind of span into words or plain digits that both G2P backends read the same way;
 everything else is left exactly as it was. Plain integers and ordinals ("123", "3rd", "1999": a
 year to misaki, a count to espeak) and "%", which both backends read acceptably, are left alone.
+For misaki's lexicon (normalize(..., lexicon=True)) money, decimals and thousands groups are left
+to misaki, which reads them as upstream does. Digit strings no cardinal fits are read for both:
+comma runs that are not thousands groups as lists, phone numbers and leading zeros digit by
+digit, numbers past the quadrillions digit by digit (num2words overflows on them).
 """
 from __future__ import annotations
 
@@ -43,7 +47,8 @@ SCALES = ("thousand", "million", "billion", "trillion")
 def _cardinal(digits: str) -> str:
     """A grouped number ("1,234") in words: espeak-ng phonemises the comma and misaki reads
     four digits without it as a year, so neither form can be handed on."""
-    return num2words(int(digits.replace(",", ""))).replace(",", "").replace(" and ", " ")
+    # "twenty three", not "twenty-three": misaki reads a hyphenated number as one word, with one stress
+    return num2words(int(digits.replace(",", ""))).replace(",", "").replace(" and ", " ").replace("-", " ")
 
 
 def _year(y: str) -> str:
@@ -141,20 +146,58 @@ def fold_rare_diacritics(text: str) -> str:
 # A number past the quadrillions is read digit by digit: nobody says it as a cardinal, and
 # num2words (inside misaki) overflows on a few hundred digits (found by fuzz/fuzz_text.py).
 _LONG_NUMBER_RE = re.compile(r"(?<![\d,])\d{1,3}(?:,\d{3}){5,}(?![\d,])|(?<!\d)\d{16,}(?!\d)")
+# Digits joined by commas that are not thousands groups (a first group of 1-3 digits, then
+# groups of exactly 3): a list, "1,2,3" -> "1, 2, 3" ("Press 1,2,3"; misaki drops the commas and
+# reads one number, "1,1,1,..." one that overflows).
+_COMMA_RUN_RE = re.compile(r"(?<![\d,.])\d+(?:,\d+)+(?:\.\d+)?(?!\d|[.,]\d)")
+_GROUPED_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+# Phone-number shapes (555-0143, 800-555-0199, (555) 123-4567, +1 555 123 4567 with dashes or
+# dots) and other digit strings with a leading zero ("007", "0143"): said digit by digit, a
+# pause between groups; a cardinal would lose the zeros.
+_PHONE_RE = re.compile(r"(?<![\w.,-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\) ?|\d{3}[.-])?\d{3}[.-]\d{4}(?![\w-]|[.,]\d)")
+_LEADING_ZERO_RE = re.compile(r"(?<![\d.,])0\d+(?![\d]|[.,]\d)")
 
 
 def _digit_by_digit(m: re.Match) -> str:
     return " ".join(c for c in m[0] if c.isdigit())
 
 
-def normalize(text: str, british: bool = False) -> str:
-    """English text with dates, times, money, decimals, thousands separators and common
-    abbreviations spelled the way they are spoken (see the module doc)."""
-    text = fold_rare_diacritics(text)
+def _comma_list(m: re.Match) -> str:
+    return m[0] if _GROUPED_RE.fullmatch(m[0]) else ", ".join(m[0].split(","))
+
+
+def _phone(m: re.Match) -> str:
+    groups = re.findall(r"\d+", m[0])
+    return ", ".join(" ".join(g) for g in groups)
+
+
+def _numbers_as_said(text: str) -> str:
+    """The digit strings no cardinal reading fits: lists, phone numbers, leading zeros, huge numbers."""
     text = _LONG_NUMBER_RE.sub(_digit_by_digit, text)
+    text = _COMMA_RUN_RE.sub(_comma_list, text)
+    text = _PHONE_RE.sub(_phone, text)
+    return _LEADING_ZERO_RE.sub(_digit_by_digit, text)
+
+
+# Abbreviations misaki's gold lexicon reads itself (upstream's readings: "Mrs." is 'mˈɪsɪz').
+LEXICON_ABBREVIATIONS = frozenset(("etc.", "Mr.", "Mrs.", "Ms.", "Dr."))
+
+
+def normalize(text: str, british: bool = False, lexicon: bool = False) -> str:
+    """English text with dates, times, money, decimals, thousands separators and common
+    abbreviations spelled the way they are spoken (see the module doc).
+
+    lexicon: the text goes to misaki's lexicon pipeline, which reads money, decimals, grouped
+    thousands and a few abbreviations itself, as upstream does ("2.5" with an unstressed
+    "point"); those are left to it. espeak-ng needs them all spelled."""
+    text = fold_rare_diacritics(text)
     text = _SLASH_DATE_RE.sub(_slash_date(british), text)
     text = _ISO_DATE_RE.sub(_iso_date, text)
     text = _TIME_RE.sub(_time, text)
+    text = _numbers_as_said(text)
+    if lexicon:
+        text = _MONEY_RE.sub(lambda m: _money(m) if m[4] else m[0], text)
+        return _ABBREV_RE.sub(lambda m: m[0] if m[1] in LEXICON_ABBREVIATIONS else _abbreviation(m), text)
     text = _MONEY_RE.sub(_money, text)
     text = _DECIMAL_RE.sub(_decimal, text)
     text = _THOUSANDS_RE.sub(lambda m: _cardinal(m[1]), text)
