@@ -76,21 +76,19 @@ def cmd_say(args) -> int:
 
 def cmd_synth(args) -> int:
     """Phoneme ids (or a phoneme string) + a voice -> WAV, entirely in generated C (no G2P)."""
-    import math
     import os
     from pathlib import Path
 
     from kcc.speech.outputs import check_output
-    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, interruptible, interrupts_raise,
-                                load_synthesizer, resolve_voice)
+    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, check_speed, interruptible,
+                                interrupts_raise, load_synthesizer, resolve_voice)
     from kcc.speech.voices import style_for
     from kcc.speech.wav import SAMPLE_RATE, write_wav
     from kcc.speech.g2p import load_vocab
     out_path = check_output(args.out, "-o")
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
-    if not (math.isfinite(args.speed) and 0 < args.speed <= 5):
-        raise ValueError(f"--speed must be in (0, 5], got {args.speed}")
+    check_speed(args.speed)
     ids = _synth_ids(args)
     top = max(load_vocab().values())
     bad = [i for i in ids if not 0 <= i <= top]

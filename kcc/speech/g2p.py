@@ -12,13 +12,12 @@ Kokoro vocab lacks are reported (a G2PWarning naming each symbol and where), nev
 """
 from __future__ import annotations
 
-import functools
-import json
 import re
 import threading
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from kcc.model.vocab import load_vocab  # noqa: F401  (re-exported: the vocabulary is the model's)
 
 # Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
 LANGUAGE_CHOICES = ("auto", "en-us", "en-gb", "ja", "es", "fr-fr", "hi", "it", "pt-br", "zh")
@@ -29,7 +28,6 @@ ALIASES = {"a": "en-us", "b": "en-gb", "en": "en-us", "j": "ja", "e": "es", "f":
 G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
 # Punctuation Kokoro has ids for; peeled off espeak words into their own tokens, as misaki does.
 PUNCTUATION = frozenset(';:,.!?—…"“”()')
-_VOCAB_PATH = Path(__file__).resolve().parents[1] / "data" / "vocab.json"
 
 
 class G2PError(ValueError):
@@ -66,12 +64,6 @@ class Encoded:
     @property
     def text(self) -> str:
         return "".join(w.text + (" " if w.whitespace else "") for w in self.words).strip()
-
-
-@functools.lru_cache(maxsize=1)
-def load_vocab() -> dict[str, int]:
-    with open(_VOCAB_PATH, encoding="utf-8") as fh:
-        return json.load(fh)["vocab"]
 
 
 def decode_text(data: bytes | str, source: str = "input") -> str:

@@ -23,16 +23,21 @@ import numpy as np
 
 from kcc.speech.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
 from kcc.speech.progress_bar import WIDTH, ProgressBar
+from kcc.model.kokoro import MAX_SPEED, MIN_SPEED
+from kcc.model.loader import (MAX_MAX_FRAMES, MIN_MAX_FRAMES, check_max_frames, check_precision,  # noqa: F401
+                              drop_weights_once_used)
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.speech.voices import DEFAULT_VOICE, PACK_ROWS, STYLE_DIM, load_voice, style_for, validate_pack
 
-MIN_SPEED, MAX_SPEED = 0.25, 4.0         # OpenAI's range; the circuits accept (0, 5]
-
 
 class SayError(ValueError):
     """The request cannot be spoken; the message names the problem."""
+
+
+class NothingToSay(SayError):
+    """The text is empty, or none of it has phonemes to speak (only punctuation, say)."""
 
 
 @dataclass
@@ -88,28 +93,6 @@ def check_speed(speed) -> float:
     return s
 
 
-# --max-frames: the back stages' arena grows with it. 8192 frames (3.4 min) hold a full
-# 510-phoneme chunk even at speed 0.25; below 64 a single slow token may not fit.
-MIN_MAX_FRAMES, MAX_MAX_FRAMES = 64, 8192
-
-
-def check_max_frames(value) -> int:
-    """None: the default plan (kcc.model.pipeline.DEFAULT_MAX_FRAMES); else a whole number in range."""
-    if value is None:
-        return DEFAULT_MAX_FRAMES
-    if isinstance(value, bool) or not isinstance(value, int) or not MIN_MAX_FRAMES <= value <= MAX_MAX_FRAMES:
-        raise SayError(f"--max-frames must be a whole number from {MIN_MAX_FRAMES} to {MAX_MAX_FRAMES}, got {value!r}")
-    return value
-
-
-def check_precision(value: str | None) -> str | None:
-    """--precision, refused by name before any G2P or compile (int8 compute is not built yet)."""
-    if value is None:
-        return None
-    from kcc.compiler.precision import check
-    return check(value)
-
-
 # The first chunk is cut short (at a phrase boundary) so the first audio comes early:
 # measured on a 996-word text, 11.8 s to first audio with a full 456-phoneme first chunk,
 # 3.2 s with a 91-phoneme one (bench/results/bench_synth.md).
@@ -124,7 +107,7 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence
     kcc.speech.text.iter_chunks); words in order. G2P runs one paragraph piece ahead of the chunks."""
     text = clean_text(decode_text(text))
     if not text.strip():
-        raise SayError("input text is empty")
+        raise NothingToSay("input text is empty")
     limit = chunk_limit(limit, check_speed(speed), max_frames)
     ramp = [first_limit] if isinstance(first_limit, int) else list(first_limit or ())
     n = 0
@@ -135,7 +118,7 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence
                 n += 1
                 yield enc
     if n == 0:
-        raise SayError("the text produced no phonemes to speak")
+        raise NothingToSay("the text produced no phonemes to speak")
 
 
 class G2PBackendError(G2PError):
@@ -300,40 +283,9 @@ class Progress(ProgressBar):
 # -- command line ----------------------------------------------------------------------------
 def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False,
                      threads: int | None = None, log=sys.stderr, precision: str | None = None):
-    """The compiled Synthesizer: the real Kokoro-82M by default, or the checkpoint at a path.
-    The first run compiles it into a cached artifact; later runs map that artifact.
-    threads: kernel threads (default: every core this process may use, less those other
-    processes keep busy, measured before each stage; kcc.compiler.threads).
-    precision: fp32 / bf16 / int8 (None: $KCC_PRECISION, else fp32; kcc.compiler.precision)."""
-    from kcc.compiler.build import release_options
-    from kcc.compiler.precision import with_precision
-    from kcc.model.model_store import load_model
-    from kcc.model.pipeline import DEFAULT_MAX_FRAMES
-    from kcc.compiler.threads import FreeCores, resolve_threads
-    n = resolve_threads(threads)
-    options = with_precision(release_options(native), precision)
-    synth = load_model(checkpoint, options, max_frames=max_frames or DEFAULT_MAX_FRAMES, log=log)
-    # Unless a count was asked for, each stage leaves out the cores other processes keep busy:
-    # beside a busy neighbour 2 threads run slower than 1 (kcc.compiler.threads.FreeCores).
-    fixed = threads is not None or "OMP_NUM_THREADS" in os.environ
-    synth.set_threads(n if fixed else FreeCores(n))
-    return synth
-
-
-def release_weights_between_stages(synth) -> None:
-    """A one-shot process needs a weight again only for the next chunk: dropping each from the
-    resident set once its last op ran, and each stage's blob after the stage
-    (Synthesizer.release_weights_after_use; they stay in the page cache), makes the peak about
-    one op's weights, not a stage's or all of them (fp32 on a Zen 3: 347 -> 94 MB,
-    bench/results/bench_say_warm_zen3.md). A model compiled in memory on a cold start is not
-    file-mapped: it keeps them."""
-    from kcc.compiler.runtime import WeightReleaseError
-    release = getattr(synth, "release_weights_after_use", None)     # absent on test doubles
-    try:
-        if release is not None:
-            release()
-    except WeightReleaseError:
-        pass
+    """kcc.model.load with the command line's positional order (serve and batch call it so)."""
+    from kcc.model.loader import load
+    return load(checkpoint, precision=precision, threads=threads, max_frames=max_frames, native=native, log=log)
 
 
 # The longest text `kcc say` reads: about 10 million words, ~1,000 hours of speech (speaking is
@@ -522,6 +474,7 @@ def _run(args) -> tuple[int, int, int]:
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                              native=getattr(args, "native", False), threads=getattr(args, "threads", None),
                              precision=getattr(args, "precision", None))
-    release_weights_between_stages(synth)
+    # A one-shot process needs a weight again only for the next chunk (kcc.model.loader.drop_weights_once_used).
+    drop_weights_once_used(synth)
     return speak_to_file(chain([first], chunks), synth, pack, outs["-o"], outs.get("--timestamps"),
                          speed, args.seed, getattr(g2p, "description", ""), progress)

@@ -11,12 +11,12 @@ import json
 import math
 from dataclasses import dataclass
 
+from kcc.model.kokoro import MAX_SPEED, MIN_SPEED      # the one speed range (re-exported)
 from kcc.speech.g2p import G2PError, canonical_language
 from kcc.speech.serve.audio_formats import FORMATS
 
 MAX_INPUT_CHARS = 4096                 # OpenAI's limit
 MAX_INSTRUCTIONS_CHARS = 4096
-MIN_SPEED, MAX_SPEED = 0.25, 4.0
 
 
 class ApiError(Exception):
