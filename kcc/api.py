@@ -28,7 +28,7 @@ import numpy as np
 from kcc.model import loader
 from kcc.model.kokoro import MAX_SPEED, MIN_SPEED, SAMPLE_RATE
 from kcc.speech.g2p import G2P, G2PError, canonical_language
-from kcc.speech.say import NothingToSay, SayError, check_speed, iter_plan, resolve_voice, synthesize_chunks
+from kcc.speech.say import NothingToSay, SayError, check_seed, check_speed, iter_plan, resolve_voice, synthesize_chunks
 from kcc.speech.voices import voice_catalog
 
 _END = object()
@@ -148,6 +148,7 @@ class Kokoro:
         the call itself, not the first next()."""
         if not isinstance(text, (str, bytes)):
             raise SayError(f"text must be a string, got {type(text).__name__}")
+        seed = check_seed(seed)
         pack = resolve_voice(voice, self._search)
         plan_speed = MIN_SPEED if chunk_speed is not None else speed     # a chunk fits at its slowest speed
         chunks = iter_plan(text, self._g2p(lang), speed=plan_speed, max_frames=self.synthesizer.max_frames,

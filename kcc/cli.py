@@ -80,8 +80,8 @@ def cmd_synth(args) -> int:
     from pathlib import Path
 
     from kcc.speech.outputs import check_output
-    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, check_speed, interruptible,
-                                interrupts_raise, load_synthesizer, resolve_voice)
+    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, check_seed, check_speed,
+                                interruptible, interrupts_raise, load_synthesizer, resolve_voice)
     from kcc.speech.voices import style_for
     from kcc.speech.wav import SAMPLE_RATE, write_wav
     from kcc.speech.g2p import load_vocab
@@ -89,6 +89,7 @@ def cmd_synth(args) -> int:
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
     check_speed(args.speed)
+    seed = check_seed(args.seed)
     ids = _synth_ids(args)
     top = max(load_vocab().values())
     bad = [i for i in ids if not 0 <= i <= top]
@@ -100,7 +101,7 @@ def cmd_synth(args) -> int:
                 pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
                 synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                                          args.native, getattr(args, "threads", None), precision=args.precision)
-                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
+                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=seed)
                 write_wav(out_path, out.audio)
                 return out
             out = interruptible(work)
@@ -174,8 +175,17 @@ def cmd_voices(args) -> int:
     return 0
 
 
+EXIT_CODES = """exit codes:
+  0    done
+  1    kcc xray: a checkpoint out of tolerance; any command: an internal error (a traceback)
+  2    a usage or input error, named on stderr before any output is written (bad option, text,
+       voice, format, path, checkpoint; argparse's own usage errors too)
+  130  interrupted (SIGINT), 143 terminated (SIGTERM): partial outputs are removed"""
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="kcc", description="Kokoro Circuit Compiler")
+    ap = argparse.ArgumentParser(prog="kcc", description="Kokoro Circuit Compiler", epilog=EXIT_CODES,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("compile", help="lower, plan, emit and build a circuit")
     p.add_argument("circuit")
@@ -209,10 +219,16 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--out", required=True, help="output .pth")
     p.add_argument("--report", help="also write the mapping report as JSON")
     p.set_defaults(fn=cmd_import_onnx)
-    p = sub.add_parser("say", help="speak text into a WAV file")
-    p.add_argument("text", nargs="?", help="the text (or --text-file)")
+    p = sub.add_parser("say", help="speak text into an audio file (or stdout)", epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("text", nargs="?", help="the text (or --text-file, or piped on stdin)")
     p.add_argument("--text-file", help="read UTF-8 text from a file, - for stdin")
-    p.add_argument("-o", "--out", required=True, help="output .wav (written atomically)")
+    p.add_argument("-o", "--out", required=True,
+                   help="output file, written atomically, its format from the extension (.wav .flac .mp3 "
+                        ".ogg/.opus .m4a .aac); - streams to stdout chunk by chunk (WAV unless --format)")
+    from kcc.speech.audio_formats import FORMATS
+    p.add_argument("--format", choices=list(FORMATS), help="audio format (default: from the -o extension)")
+    p.add_argument("--subtitles", metavar="SRT|VTT", help="also write captions (.srt or .vtt) from the word timestamps")
     p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")

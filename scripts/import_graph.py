@@ -31,6 +31,7 @@ class Edge:
     target: str            # imported kcc module, e.g. kcc.model.pipeline
     line: int
     top_level: bool        # False: inside a function (runs when called, not when imported)
+    type_only: bool = False  # under `if TYPE_CHECKING:` (never runs: counts for the direction, not for cycles)
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -53,15 +54,15 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
     return None
 
 
-def _in_function(tree: ast.AST) -> set[int]:
-    """ids of the nodes inside a function, or under `if TYPE_CHECKING:` (never run either way
-    at import time; a type-only import still counts for the direction)."""
-    inner = set()
+def _inside(tree: ast.AST) -> tuple[set[int], set[int]]:
+    """(ids of the nodes inside a function, ids of those under `if TYPE_CHECKING:`)."""
+    inner, typing_only = set(), set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or (
-                isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             inner.update(id(n) for n in ast.walk(node) if n is not node)
-    return inner
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(n) for n in ast.walk(node) if n is not node)
+    return inner, typing_only
 
 
 def edges(root: Path) -> list[Edge]:
@@ -69,7 +70,7 @@ def edges(root: Path) -> list[Edge]:
     out = []
     for mod, path in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        inner = _in_function(tree)
+        inner, typing_only = _inside(tree)
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         for node in ast.walk(tree):
             names: list[str] = []
@@ -88,7 +89,8 @@ def edges(root: Path) -> list[Edge]:
             for name in names:
                 target = _resolve(name, known)
                 if target is not None and target != mod:
-                    out.append(Edge(mod, target, node.lineno, id(node) not in inner))
+                    out.append(Edge(mod, target, node.lineno, id(node) not in inner | typing_only,
+                                    id(node) in typing_only))
     return out
 
 
@@ -108,7 +110,7 @@ def cycles(es: list[Edge], top_level_only: bool) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), each sorted."""
     graph: dict[str, set[str]] = {}
     for e in es:
-        if e.top_level or not top_level_only:
+        if not e.type_only and (e.top_level or not top_level_only):
             graph.setdefault(e.source, set()).add(e.target)
             graph.setdefault(e.target, set())
     index: dict[str, int] = {}

@@ -31,6 +31,8 @@ PREDICTOR_IN = HIDDEN + STYLE_DIM        # d: hidden + style_pred channels (640)
 # 0.25-4. The duration op itself accepts (0, 5] (kcc.ops.duration: a guard on its input, not
 # a promise); outside 0.25-4 durations round to silence or smear, so nothing offers them.
 MIN_SPEED, MAX_SPEED = 0.25, 4.0
+# The sine source's noise seed: the C RNG takes a non-negative 31-bit integer.
+MAX_SEED = 2**31 - 1
 
 # -- audio side: frames and samples --------------------------------------------------------
 SAMPLE_RATE = 24000

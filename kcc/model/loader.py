@@ -13,9 +13,9 @@ import os
 import sys
 
 from kcc.compiler.build import release_options
-from kcc.compiler.precision import PrecisionError, check as check_precision_name, with_precision
+from kcc.compiler.precision import PrecisionError, add_precision_argument, check as check_precision_name, with_precision
 from kcc.compiler.runtime import WeightReleaseError
-from kcc.compiler.threads import FreeCores, resolve_threads
+from kcc.compiler.threads import FreeCores, available_cores, resolve_threads
 from kcc.model import model_store
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, Synthesizer
 
@@ -86,5 +86,7 @@ def drop_weights_once_used(synth) -> None:
         pass
 
 
-__all__ = ["load", "drop_weights_once_used", "check_max_frames", "check_precision", "ModelOptionsError", "PrecisionError",
+# What the front-ends need of the compiler, through here (speech never reaches into kcc.compiler):
+# the --precision option and its error, and the cores a worker count is sized against.
+__all__ = ["load", "drop_weights_once_used", "add_precision_argument", "available_cores", "check_max_frames", "check_precision", "ModelOptionsError", "PrecisionError",
            "MIN_MAX_FRAMES", "MAX_MAX_FRAMES", "Synthesizer"]

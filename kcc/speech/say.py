@@ -23,7 +23,7 @@ import numpy as np
 
 from kcc.speech.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
 from kcc.speech.progress_bar import WIDTH, ProgressBar
-from kcc.model.kokoro import MAX_SPEED, MIN_SPEED
+from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
 from kcc.model.loader import (MAX_MAX_FRAMES, MIN_MAX_FRAMES, check_max_frames, check_precision,  # noqa: F401
                               drop_weights_once_used)
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
@@ -90,6 +90,20 @@ def check_speed(speed) -> float:
         raise SayError(f"speed must be a number, got {speed!r}") from None
     if not (np.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
         raise SayError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed!r}")
+    return s
+
+
+def check_seed(value) -> int:
+    """The one seed check (say, synth, batch, serve, the Python API): a whole number in
+    [0, 2**31 - 1], the C RNG's range; anything else is refused, never wrapped."""
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        raise SayError(f"seed must be an integer, got {value!r}")
+    try:
+        s = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SayError(f"seed must be an integer, got {value!r}") from None
+    if not 0 <= s <= MAX_SEED:
+        raise SayError(f"seed must be in [0, {MAX_SEED}], got {value!r}")
     return s
 
 
@@ -293,21 +307,35 @@ def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, nati
 MAX_TEXT_BYTES = 64 << 20
 
 
-def read_input(args) -> str:
-    if args.text_file:
+class UsageError(SayError):
+    """The command line asks for two things that exclude each other, or for nothing to speak."""
+
+
+def read_input(args, stdin=None) -> str:
+    """The text: the argument, or --text-file (- for stdin), or stdin itself when neither is
+    given and it is not a terminal (`echo hi | kcc say -o hi.wav`). Both at once is refused:
+    one of them would be ignored without a word."""
+    stdin = stdin if stdin is not None else sys.stdin
+    if args.text is not None and args.text_file:
+        raise UsageError("give the text as an argument or with --text-file, not both")
+    source = args.text_file
+    if source is None and args.text is None:
+        if stdin is None or stdin.isatty():
+            raise UsageError("no text: pass it as an argument, with --text-file PATH, or on stdin (a pipe)")
+        source = "-"
+    if source:
         try:
-            if args.text_file == "-":
-                data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+            if source == "-":
+                data = stdin.buffer.read(MAX_TEXT_BYTES + 1)
             else:
-                with open(args.text_file, "rb") as fh:
+                with open(source, "rb") as fh:
                     data = fh.read(MAX_TEXT_BYTES + 1)
         except OSError as exc:
-            raise SayError(f"text file {args.text_file}: {exc.strerror or exc}") from None
+            raise SayError(f"text file {source}: {exc.strerror or exc}") from None
+        what = "stdin" if source == "-" else f"text file {source}"
         if len(data) > MAX_TEXT_BYTES:
-            raise SayError(f"text file {args.text_file} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
-        return decode_text(data, f"text file {args.text_file}")
-    if args.text is None:
-        raise SayError("no text: pass it as an argument or with --text-file PATH (- for stdin)")
+            raise SayError(f"{what} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
+        return decode_text(data, what)
     return decode_text(args.text, "the text argument")
 
 
@@ -404,35 +432,48 @@ class TimestampStream:
         self.file.close()
 
 
-def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: Path, timestamps: Path | None,
-                  speed: float, seed: int, g2p: str, progress: Progress) -> tuple[int, int, int]:
-    """Chunks -> a WAV (and the timestamps) written as they come, memory one chunk of audio;
-    both renamed into place at the end, an error or interrupt leaves neither.
-    -> (samples, chunks, phoneme ids)."""
-    from kcc.speech.wav import WavWriter
+def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: "Path | str", timestamps: Path | None,
+                  speed: float, seed: int, g2p: str, progress: Progress, fmt: str = "wav",
+                  subtitles: Path | None = None) -> tuple[int, int, int]:
+    """Chunks -> the audio (a file in fmt, or stdout for "-"), and the timestamps and subtitles,
+    written as they come, memory one chunk of audio; the files renamed into place at the end,
+    an error or interrupt leaves none of them. -> (samples, chunks, phoneme ids)."""
+    from kcc.speech.audio_out import open_audio
+    from kcc.speech.subtitles import SubtitleStream
     n_chunks = n_ids = 0
     with contextlib.ExitStack() as stack:
-        wav = stack.enter_context(WavWriter(out))
+        audio = stack.enter_context(open_audio(out, fmt))
         ts = TimestampStream(timestamps, g2p) if timestamps is not None else None
         if ts is not None:
             stack.enter_context(ts.file)
+        subs = SubtitleStream(subtitles) if subtitles is not None else None
+        if subs is not None:
+            stack.enter_context(subs.file)
         for c in synthesize_chunks(chunks, synth, pack, speed, seed, progress):
-            wav.write(c.audio)
+            audio.write(c.audio)
             n_chunks, n_ids = n_chunks + 1, n_ids + len(c.encoded.ids)
             if ts is not None:
                 ts.add(c)
-        wav.close()
+            if subs is not None:
+                subs.add(c.words)
+        audio.close()
         if ts is not None:
-            ts.finish(wav.samples)
-        wav.commit()
-        if ts is not None:
-            ts.file.commit()
-    return wav.samples, n_chunks, n_ids
+            ts.finish(audio.samples)
+        if subs is not None:
+            subs.finish()
+        audio.commit()
+        for side in (ts, subs):
+            if side is not None:
+                side.file.commit()
+    return audio.samples, n_chunks, n_ids
 
 
 def run_cli(args) -> int:
     from kcc.speech.outputs import OutputError
     from kcc.model.pipeline import SynthesisError
+    from kcc.model.loader import ModelOptionsError
+    from kcc.model.loader import PrecisionError
+    from kcc.speech.audio_formats import AudioFormatError
     from kcc.speech.voices import VoiceError
     from kcc.speech.wav import WavError
     warnings.showwarning = _show_warning
@@ -443,12 +484,14 @@ def run_cli(args) -> int:
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code
-        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError, OSError) as exc:
+        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError, ModelOptionsError,
+                PrecisionError, AudioFormatError, OSError) as exc:
             # OSError: the output could not be written (disk full, file too large): nothing is left of it
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
+    # With -o - stdout carries the audio: every message goes to stderr.
     print(f"{args.out}: {samples / SAMPLE_RATE:.2f} s, {n_chunks} chunk(s), {n_ids} phonemes, "
-          f"{time.perf_counter() - t0:.1f} s")
+          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr if args.out == "-" else sys.stdout)
     return 0
 
 
@@ -457,10 +500,19 @@ def _run(args) -> tuple[int, int, int]:
     then the model is loaded and the text spoken chunk by chunk into the output."""
     import os
     from itertools import chain
+    from kcc.speech.audio_formats import format_for
     from kcc.speech.outputs import check_outputs
-    outs = check_outputs(**{"-o": args.out, "--timestamps": args.timestamps})
+    from kcc.speech.subtitles import subtitle_kind
+    subtitles = getattr(args, "subtitles", None)
+    to_stdout = args.out == "-"
+    outs = check_outputs(**{"-o": None if to_stdout else args.out, "--timestamps": args.timestamps,
+                            "--subtitles": subtitles})
+    fmt = format_for(args.out, getattr(args, "format", None))
+    if subtitles is not None:
+        subtitle_kind(subtitles)
     text = read_input(args)
     speed = check_speed(args.speed)
+    seed = check_seed(args.seed)
     max_frames = check_max_frames(args.max_frames)
     check_precision(getattr(args, "precision", None))
     from kcc.speech.overrides import load_lexicon
@@ -476,5 +528,6 @@ def _run(args) -> tuple[int, int, int]:
                              precision=getattr(args, "precision", None))
     # A one-shot process needs a weight again only for the next chunk (kcc.model.loader.drop_weights_once_used).
     drop_weights_once_used(synth)
-    return speak_to_file(chain([first], chunks), synth, pack, outs["-o"], outs.get("--timestamps"),
-                         speed, args.seed, getattr(g2p, "description", ""), progress)
+    return speak_to_file(chain([first], chunks), synth, pack, "-" if to_stdout else outs["-o"],
+                         outs.get("--timestamps"), speed, seed, getattr(g2p, "description", ""), progress, fmt,
+                         outs.get("--subtitles"))
