@@ -20,6 +20,7 @@ import concurrent.futures
 import re
 import threading
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import AsyncIterator, Callable, Iterator, Sequence
 
@@ -109,8 +110,10 @@ class Kokoro:
         """stream() as an async generator: each step runs on this Kokoro's worker thread, the
         event loop waits for it without blocking."""
         loop = asyncio.get_running_loop()
+        self._check_open()
         steps = await loop.run_in_executor(self._worker, self._steps, text, voice, speed, lang, seed, {})
         while True:
+            self._check_open()
             chunk = await loop.run_in_executor(self._worker, next, steps, _END)
             if chunk is _END:
                 return
@@ -157,7 +160,6 @@ class Kokoro:
         return self._chunks(first, chunks, pack, speed, seed, chunk_speed)
 
     def _chunks(self, first, rest, pack, speed, seed, chunk_speed) -> Iterator[SpeechChunk]:
-        from itertools import chain
         planned = chain([first], rest)
         if chunk_speed is None:
             made = synthesize_chunks(planned, self.synthesizer, pack, speed, seed)
@@ -180,10 +182,13 @@ class Kokoro:
                 return
             yield chunk
 
-    def _run(self, fn, *args):
-        """fn(*args) on the worker thread (G2P and synthesis never run on two threads at once)."""
+    def _check_open(self) -> None:
         if self._closed.is_set():
             raise SayError("this Kokoro is closed")
+
+    def _run(self, fn, *args):
+        """fn(*args) on the worker thread (G2P and synthesis never run on two threads at once)."""
+        self._check_open()
         return self._worker.submit(fn, *args).result()
 
 

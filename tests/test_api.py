@@ -34,6 +34,12 @@ def tts():
         pytest.skip(f"the real model is not available here: {type(exc).__name__}: {exc}")
     yield model
     model.close()
+    from kcc import api                   # the README example's KPipeline made a shared Kokoro: let go of
+    for shared in api._DEFAULT_MODELS.values():   # its mapping too, so later test files in this process
+        shared.close()                    # (tests/test_weight_release.py counts resident weight pages)
+    api._DEFAULT_MODELS.clear()           # see only their own
+    import gc
+    gc.collect()
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +200,11 @@ def test_closed_kokoro_refuses(tmp_path):
         k.close()
         with pytest.raises(kcc.SayError, match="closed"):
             k.create("Hello.")
+
+        async def drain():
+            return [c async for c in k.astream("Hello.")]
+        with pytest.raises(kcc.SayError, match="closed"):
+            asyncio.run(drain())
 
 
 # -- KPipeline ------------------------------------------------------------------------------------
