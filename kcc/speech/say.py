@@ -324,6 +324,7 @@ def read_input(args, stdin=None) -> str:
             raise UsageError("no text: pass it as an argument, with --text-file PATH, or on stdin (a pipe)")
         source = "-"
     if source:
+        what = "stdin" if source == "-" else f"text file {source}"
         try:
             if source == "-":
                 data = stdin.buffer.read(MAX_TEXT_BYTES + 1)
@@ -331,8 +332,7 @@ def read_input(args, stdin=None) -> str:
                 with open(source, "rb") as fh:
                     data = fh.read(MAX_TEXT_BYTES + 1)
         except OSError as exc:
-            raise SayError(f"text file {source}: {exc.strerror or exc}") from None
-        what = "stdin" if source == "-" else f"text file {source}"
+            raise SayError(f"{what}: {exc.strerror or exc}") from None
         if len(data) > MAX_TEXT_BYTES:
             raise SayError(f"{what} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
         return decode_text(data, what)
