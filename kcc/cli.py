@@ -75,7 +75,8 @@ def cmd_say(args) -> int:
 
 
 def cmd_synth(args) -> int:
-    """Phoneme ids (or a phoneme string) + a voice -> WAV, entirely in generated C (no G2P)."""
+    """Phoneme ids (or a phoneme string) + a voice -> audio (format from -o's extension, - for
+    stdout), entirely in generated C (no G2P)."""
     import os
     from pathlib import Path
 
@@ -83,9 +84,12 @@ def cmd_synth(args) -> int:
     from kcc.speech.say import (Interrupted, check_max_frames, check_precision, check_seed, check_speed,
                                 interruptible, interrupts_raise, load_synthesizer, resolve_voice)
     from kcc.speech.voices import style_for
-    from kcc.speech.wav import SAMPLE_RATE, write_wav
+    from kcc.speech.audio_formats import format_for
+    from kcc.speech.audio_out import STDOUT, open_audio
+    from kcc.speech.wav import SAMPLE_RATE
     from kcc.speech.g2p import load_vocab
-    out_path = check_output(args.out, "-o")
+    out_path = args.out if args.out == STDOUT else check_output(args.out, "-o")
+    fmt = format_for(args.out)
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
     check_speed(args.speed)
@@ -102,14 +106,17 @@ def cmd_synth(args) -> int:
                 synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                                          args.native, getattr(args, "threads", None), precision=args.precision)
                 out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=seed)
-                write_wav(out_path, out.audio)
+                with open_audio(out_path, fmt) as audio:
+                    audio.write(out.audio)
+                    audio.commit()
                 return out
             out = interruptible(work)
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code
     print(f"{args.out}: {out.audio.size / SAMPLE_RATE:.2f} s from {len(ids)} phoneme ids, "
-          f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C")
+          f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C",
+          file=sys.stderr if args.out == STDOUT else sys.stdout)
     return 0
 
 
@@ -236,12 +243,12 @@ def main(argv=None) -> int:
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
     add_speech_args(p)
     p.set_defaults(fn=cmd_say)
-    p = sub.add_parser("synth", help="phoneme ids + voice -> WAV in generated C (no G2P)")
+    p = sub.add_parser("synth", help="phoneme ids + voice -> audio in generated C (no G2P)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--ids", help="Kokoro phoneme ids, e.g. 50,83,54 (boundary 0s are added)")
     g.add_argument("--phonemes", help="a Kokoro phoneme string, mapped through the vocabulary")
     g.add_argument("--demo", action="store_true", help="a built-in phoneme string")
-    p.add_argument("-o", "--out", required=True, help="output .wav (written atomically)")
+    p.add_argument("-o", "--out", required=True, help="output file (format from its extension, as for say) or - for stdout")
     p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")

@@ -259,3 +259,41 @@ def test_exit_codes_are_documented_in_help(capsys, argv):
     assert exc.value.code == 0 and "exit codes:" in text
     for code in ("0 ", "1 ", "2 ", "130 "):
         assert re.search(rf"^\s+{code}", text, re.M), code
+
+
+# -- kcc synth follows the same conventions -----------------------------------------------------------
+class TimedSynth(FakeSynth):
+    """FakeSynth with the per-stage seconds `kcc synth` reports."""
+
+    def synthesize(self, ids, ref_s, **kw):
+        out = super().synthesize(ids, ref_s, **kw)
+        out.seconds = {"stage": 0.01}
+        return out
+
+
+@pytest.mark.parametrize("name, container", [("s.mp3", "mp3"), ("s.flac", "flac"), ("s.wav", "wav"),
+                                             ("s.opus", "ogg")])
+def test_synth_picks_the_format_from_the_extension(tmp_path, monkeypatch, capsysbinary, voice, name, container):
+    rc, _, err, synth = _run(monkeypatch, capsysbinary, ["synth", "--ids", "50,83,54", "-o", str(tmp_path / name),
+                                                         "--voice", voice], synth=TimedSynth())
+    assert rc == 0, err
+    assert _decode(tmp_path / name)[0] == container and len(synth.calls) == 1
+
+
+@pytest.mark.parametrize("name", ["s.xyz", "s", "s.txt"])
+def test_synth_refuses_an_unknown_extension_before_synthesis(tmp_path, monkeypatch, capsysbinary, voice, name):
+    rc, _, err, synth = _run(monkeypatch, capsysbinary, ["synth", "--ids", "50,83", "-o", str(tmp_path / name),
+                                                         "--voice", voice], synth=TimedSynth())
+    assert rc == 2 and "AudioFormatError" in err and synth.calls == []
+    assert list(tmp_path.iterdir()) == [tmp_path / "v.npy"]
+
+
+def test_synth_streams_to_stdout(monkeypatch, capsysbinary, voice):
+    rc, out, err, synth = _run(monkeypatch, capsysbinary, ["synth", "--ids", "50,83,54", "-o", "-", "--voice", voice],
+                               synth=TimedSynth())
+    assert rc == 0, err
+    fmt, samples, rate = _decode(out)
+    expected = FakeSynth.audio([50, 83, 54], FakeSynth.durations([50, 83, 54]))
+    assert (fmt, rate) == ("wav", 24000)
+    np.testing.assert_array_equal(samples, np.frombuffer(pcm16(expected), "<i2"))
+    assert "-: " in err and "phoneme ids" in err
