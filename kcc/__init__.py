@@ -1,2 +1,49 @@
-"""kcc, the Kokoro Circuit Compiler: declared circuits -> checked generated C11 -> X-Ray parity."""
+"""kcc, the Kokoro Circuit Compiler: declared circuits -> checked generated C11 -> X-Ray parity.
+
+The Python API (kcc.api): `kcc.Kokoro` (create / stream / astream, kokoro-onnx's shape) and
+`kcc.KPipeline` (upstream kokoro's), with the named errors the CLI raises. They are imported on
+first use, so `import kcc` (and every `kcc` command) does not pay for G2P or the compiler."""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 __version__ = "0.2.0"
+
+# name -> the module that defines it
+_EXPORTS = {
+    "Kokoro": "kcc.api", "KPipeline": "kcc.api", "SpeechChunk": "kcc.api", "WordTiming": "kcc.api",
+    "KPipelineError": "kcc.api",
+    "SayError": "kcc.speech.say", "NothingToSay": "kcc.speech.say",
+    "G2PError": "kcc.speech.g2p", "VoiceError": "kcc.speech.voices", "OutputError": "kcc.speech.outputs",
+    "SynthesisError": "kcc.model.pipeline", "ModelOptionsError": "kcc.model.loader",
+    "CheckpointError": "kcc.weights.bounded_read", "PrecisionError": "kcc.compiler.precision",
+    "ThreadsError": "kcc.compiler.threads", "BuildError": "kcc.compiler.build",
+}
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:                 # what type checkers and IDEs see; at run time __getattr__ imports them
+    from kcc.api import Kokoro, KPipeline, KPipelineError, SpeechChunk, WordTiming  # noqa: F401
+    from kcc.compiler.build import BuildError  # noqa: F401
+    from kcc.compiler.precision import PrecisionError  # noqa: F401
+    from kcc.compiler.threads import ThreadsError  # noqa: F401
+    from kcc.model.loader import ModelOptionsError  # noqa: F401
+    from kcc.model.pipeline import SynthesisError  # noqa: F401
+    from kcc.speech.g2p import G2PError  # noqa: F401
+    from kcc.speech.outputs import OutputError  # noqa: F401
+    from kcc.speech.say import NothingToSay, SayError  # noqa: F401
+    from kcc.speech.voices import VoiceError  # noqa: F401
+    from kcc.weights.bounded_read import CheckpointError  # noqa: F401
+
+
+def __getattr__(name: str):
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'kcc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value       # the next access is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

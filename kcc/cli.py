@@ -75,22 +75,25 @@ def cmd_say(args) -> int:
 
 
 def cmd_synth(args) -> int:
-    """Phoneme ids (or a phoneme string) + a voice -> WAV, entirely in generated C (no G2P)."""
-    import math
+    """Phoneme ids (or a phoneme string) + a voice -> audio (format from -o's extension, - for
+    stdout), entirely in generated C (no G2P)."""
     import os
     from pathlib import Path
 
     from kcc.speech.outputs import check_output
-    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, interruptible, interrupts_raise,
-                                load_synthesizer, resolve_voice)
+    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, check_seed, check_speed,
+                                interruptible, interrupts_raise, load_synthesizer, resolve_voice)
     from kcc.speech.voices import style_for
-    from kcc.speech.wav import SAMPLE_RATE, write_wav
+    from kcc.speech.audio_formats import format_for
+    from kcc.speech.audio_out import STDOUT, open_audio
+    from kcc.speech.wav import SAMPLE_RATE
     from kcc.speech.g2p import load_vocab
-    out_path = check_output(args.out, "-o")
+    out_path = args.out if args.out == STDOUT else check_output(args.out, "-o")
+    fmt = format_for(args.out)
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
-    if not (math.isfinite(args.speed) and 0 < args.speed <= 5):
-        raise ValueError(f"--speed must be in (0, 5], got {args.speed}")
+    check_speed(args.speed)
+    seed = check_seed(args.seed)
     ids = _synth_ids(args)
     top = max(load_vocab().values())
     bad = [i for i in ids if not 0 <= i <= top]
@@ -102,15 +105,18 @@ def cmd_synth(args) -> int:
                 pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
                 synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                                          args.native, getattr(args, "threads", None), precision=args.precision)
-                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=args.seed)
-                write_wav(out_path, out.audio)
+                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=seed)
+                with open_audio(out_path, fmt) as audio:
+                    audio.write(out.audio)
+                    audio.commit()
                 return out
             out = interruptible(work)
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code
     print(f"{args.out}: {out.audio.size / SAMPLE_RATE:.2f} s from {len(ids)} phoneme ids, "
-          f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C")
+          f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C",
+          file=sys.stderr if args.out == STDOUT else sys.stdout)
     return 0
 
 
@@ -181,8 +187,17 @@ def cmd_voices(args) -> int:
     return 0
 
 
+EXIT_CODES = """exit codes:
+  0    done
+  1    kcc xray: a checkpoint out of tolerance; any command: an internal error (a traceback)
+  2    a usage or input error, named on stderr before any output is written (bad option, text,
+       voice, format, path, checkpoint; argparse's own usage errors too)
+  130  interrupted (SIGINT), 143 terminated (SIGTERM): partial outputs are removed"""
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="kcc", description="Kokoro Circuit Compiler")
+    ap = argparse.ArgumentParser(prog="kcc", description="Kokoro Circuit Compiler", epilog=EXIT_CODES,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("compile", help="lower, plan, emit and build a circuit")
     p.add_argument("circuit")
@@ -216,10 +231,16 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--out", required=True, help="output .pth")
     p.add_argument("--report", help="also write the mapping report as JSON")
     p.set_defaults(fn=cmd_import_onnx)
-    p = sub.add_parser("say", help="speak text into a WAV file")
-    p.add_argument("text", nargs="?", help="the text (or --text-file)")
+    p = sub.add_parser("say", help="speak text into an audio file (or stdout)", epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("text", nargs="?", help="the text (or --text-file, or piped on stdin)")
     p.add_argument("--text-file", help="read UTF-8 text from a file, - for stdin")
-    p.add_argument("-o", "--out", required=True, help="output .wav (written atomically)")
+    p.add_argument("-o", "--out", required=True,
+                   help="output file, written atomically, its format from the extension (.wav .flac .mp3 "
+                        ".ogg/.opus .m4a .aac); - streams to stdout chunk by chunk (WAV unless --format)")
+    from kcc.speech.audio_formats import FORMATS
+    p.add_argument("--format", choices=list(FORMATS), help="audio format (default: from the -o extension)")
+    p.add_argument("--subtitles", metavar="SRT|VTT", help="also write captions (.srt or .vtt) from the word timestamps")
     p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
@@ -227,12 +248,12 @@ def main(argv=None) -> int:
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
     add_speech_args(p)
     p.set_defaults(fn=cmd_say)
-    p = sub.add_parser("synth", help="phoneme ids + voice -> WAV in generated C (no G2P)")
+    p = sub.add_parser("synth", help="phoneme ids + voice -> audio in generated C (no G2P)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--ids", help="Kokoro phoneme ids, e.g. 50,83,54 (boundary 0s are added)")
     g.add_argument("--phonemes", help="a Kokoro phoneme string, mapped through the vocabulary")
     g.add_argument("--demo", action="store_true", help="a built-in phoneme string")
-    p.add_argument("-o", "--out", required=True, help="output .wav (written atomically)")
+    p.add_argument("-o", "--out", required=True, help="output file (format from its extension, as for say) or - for stdout")
     p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")

@@ -11,8 +11,9 @@ def _table() -> list[tuple[str, str, str]]:
     from kcc.speech.batch.item import DEFAULT_MAX_CHARS
     from kcc.speech.batch.manifest import MAX_ID_BYTES
     from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
-    from kcc.model.kokoro import MAX_PHONEMES
-    from kcc.speech.say import MAX_MAX_FRAMES, MAX_SPEED, MAX_TEXT_BYTES, MIN_MAX_FRAMES, MIN_SPEED
+    from kcc.model.kokoro import MAX_PHONEMES, MAX_SPEED, MIN_SPEED
+    from kcc.model.loader import MAX_MAX_FRAMES, MIN_MAX_FRAMES
+    from kcc.speech.say import MAX_TEXT_BYTES
     from kcc.speech.serve.app import HttpLimits
     from kcc.speech.serve.service import Limits as ServiceLimits
     from kcc.speech.serve.voice_set import CACHE_PACKS

@@ -200,7 +200,7 @@ def test_cli_voice_and_speed_errors_are_named(small_ckpt_path, tmp_path, capsys)
     assert f"kcc: VoiceError: voice '{tmp_path / 'nosuch.pt'}': no such file" in capsys.readouterr().err
     assert main(["synth", "--ids", "50,83", "-o", str(tmp_path / "x.wav"), "--speed", "9",
                  "--checkpoint", str(small_ckpt_path)]) == 2
-    assert "kcc: ValueError: --speed must be in (0, 5], got 9.0" in capsys.readouterr().err
+    assert "kcc: SayError: speed must be between 0.25 and 4.0, got 9.0" in capsys.readouterr().err
     assert not (tmp_path / "x.wav").exists()
 
 

@@ -15,10 +15,9 @@ import numpy as np
 from kcc.compiler.abi import run_fn_typedef
 from kcc.compiler.build import STRICT_FLAGS
 from kcc.compiler.emit import numel_expr
-from kcc.speech.g2p import load_vocab
-from kcc.model.pipeline import Synthesizer
-from kcc.speech.voices import PACK_ROWS, STYLE_DIM
 from kcc.model import kokoro
+from kcc.model.pipeline import Synthesizer
+from kcc.model.vocab import load_vocab
 
 # The environment the front stages start from, as C declarations filled by main().
 _SEED_TENSORS = {
@@ -263,9 +262,9 @@ def export(synth: Synthesizer, out_dir: str | Path, voice: np.ndarray | None = N
         c.weights.tofile(out / f"{name}.weights")
     (out / "main.c").write_text(_main_c(synth), encoding="utf-8")
     if voice is not None:
-        pack = np.asarray(voice, dtype=np.float32).reshape(-1, STYLE_DIM)
-        if pack.shape[0] != PACK_ROWS:
-            raise ValueError(f"voice pack has {pack.shape[0]} rows, expected {PACK_ROWS}")
+        pack = np.asarray(voice, dtype=np.float32).reshape(-1, kokoro.REF_S_DIM)
+        if pack.shape[0] != kokoro.VOICE_PACK_ROWS:
+            raise ValueError(f"voice pack has {pack.shape[0]} rows, expected {kokoro.VOICE_PACK_ROWS}")
         pack.tofile(out / "voice.f32")
     flags = " ".join([*STRICT_FLAGS, "-fno-math-errno"])  # the library path's numeric flags
     (out / "Makefile").write_text(

@@ -20,11 +20,19 @@ HIDDEN = 512                             # hidden_dim: d_en (bert_encoder), text
 
 # -- style vectors: a voice pack row is 256 floats, split 128 | 128 ------------------------
 STYLE_DIM = 128                          # style_dim: each half of a voice-pack row
-REF_S_DIM = 2 * STYLE_DIM                # a voice-pack row, ref_s (kcc.speech.voices calls it STYLE_DIM)
+REF_S_DIM = 2 * STYLE_DIM                # a voice-pack row, ref_s
 STYLE_DEC = slice(0, STYLE_DIM)          # ref_s[:, :128]: the decoder / generator style
 STYLE_PRED = slice(STYLE_DIM, REF_S_DIM)  # ref_s[:, 128:]: the predictor style
 VOICE_PACK_ROWS = MAX_PHONEMES           # one style row per phoneme count (510 x 1 x 256)
 PREDICTOR_IN = HIDDEN + STYLE_DIM        # d: hidden + style_pred channels (640)
+
+# -- speaking rate ---------------------------------------------------------------------------
+# The speeds kcc speaks at, everywhere (say, synth, serve, batch, the Python API): OpenAI's
+# 0.25-4. The duration op itself accepts (0, 5] (kcc.ops.duration: a guard on its input, not
+# a promise); outside 0.25-4 durations round to silence or smear, so nothing offers them.
+MIN_SPEED, MAX_SPEED = 0.25, 4.0
+# The sine source's noise seed: the C RNG takes a non-negative 31-bit integer.
+MAX_SEED = 2**31 - 1
 
 # -- audio side: frames and samples --------------------------------------------------------
 SAMPLE_RATE = 24000

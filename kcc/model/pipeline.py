@@ -268,8 +268,8 @@ class Synthesizer:
         ref_s = np.asarray(ref_s, dtype=np.float32).reshape(1, -1)
         if ref_s.shape != (1, kokoro.REF_S_DIM) or not np.isfinite(ref_s).all():
             raise SynthesisError(f"style must be {kokoro.REF_S_DIM} finite floats, got shape {ref_s.shape}")
-        if not (np.isfinite(speed) and 0 < speed <= 5):
-            raise SynthesisError(f"speed must be in (0, 5], got {speed}")
+        if not (np.isfinite(speed) and kokoro.MIN_SPEED <= speed <= kokoro.MAX_SPEED):
+            raise SynthesisError(f"speed must be between {kokoro.MIN_SPEED:g} and {kokoro.MAX_SPEED:g}, got {speed}")
         tokens = np.array([[0, *ids, 0]], dtype=np.int32)
         env = {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
                "lengths": np.array([tokens.shape[1]], dtype=np.int32),

@@ -19,5 +19,5 @@ def add_speech_args(p) -> None:
     p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
                    "use, or $OMP_NUM_THREADS)")
     p.add_argument("--native", action="store_true", help="build for this CPU: -O3 -march=native -mtune=generic (default: portable -O3)")
-    from kcc.compiler.precision import add_precision_argument
+    from kcc.model.loader import add_precision_argument
     add_precision_argument(p)

@@ -3,14 +3,12 @@ backend returns, the errors, the Kokoro vocab, and splitting a phoneme string in
 backends import this module, never kcc.speech.g2p, which dispatches down to them."""
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from kcc.model.vocab import load_vocab  # noqa: F401  (re-exported: the vocabulary is the model's)
 
 # Punctuation Kokoro has ids for; peeled off espeak words into their own tokens, as misaki does.
 PUNCTUATION = frozenset(';:,.!?—…"“”()')
-_VOCAB_PATH = Path(__file__).resolve().parents[1] / "data" / "vocab.json"
 
 
 class G2PError(ValueError):
@@ -47,12 +45,6 @@ class Encoded:
     @property
     def text(self) -> str:
         return "".join(w.text + (" " if w.whitespace else "") for w in self.words).strip()
-
-
-@functools.lru_cache(maxsize=1)
-def load_vocab() -> dict[str, int]:
-    with open(_VOCAB_PATH, encoding="utf-8") as fh:
-        return json.load(fh)["vocab"]
 
 
 def peel(token: str, ipa: str) -> list[Word]:

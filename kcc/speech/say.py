@@ -23,16 +23,21 @@ import numpy as np
 
 from kcc.speech.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
 from kcc.speech.progress_bar import WIDTH, ProgressBar
+from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
+from kcc.model.loader import (MAX_MAX_FRAMES, MIN_MAX_FRAMES, check_max_frames, check_precision,  # noqa: F401
+                              drop_weights_once_used)
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
 
-MIN_SPEED, MAX_SPEED = 0.25, 4.0         # OpenAI's range; the circuits accept (0, 5]
-
 
 class SayError(ValueError):
     """The request cannot be spoken; the message names the problem."""
+
+
+class NothingToSay(SayError):
+    """The text is empty, or none of it has phonemes to speak (only punctuation, say)."""
 
 
 @dataclass
@@ -88,26 +93,18 @@ def check_speed(speed) -> float:
     return s
 
 
-# --max-frames: the back stages' arena grows with it. 8192 frames (3.4 min) hold a full
-# 510-phoneme chunk even at speed 0.25; below 64 a single slow token may not fit.
-MIN_MAX_FRAMES, MAX_MAX_FRAMES = 64, 8192
-
-
-def check_max_frames(value) -> int:
-    """None: the default plan (kcc.model.pipeline.DEFAULT_MAX_FRAMES); else a whole number in range."""
-    if value is None:
-        return DEFAULT_MAX_FRAMES
-    if isinstance(value, bool) or not isinstance(value, int) or not MIN_MAX_FRAMES <= value <= MAX_MAX_FRAMES:
-        raise SayError(f"--max-frames must be a whole number from {MIN_MAX_FRAMES} to {MAX_MAX_FRAMES}, got {value!r}")
-    return value
-
-
-def check_precision(value: str | None) -> str | None:
-    """--precision, refused by name before any G2P or compile (int8 compute is not built yet)."""
-    if value is None:
-        return None
-    from kcc.compiler.precision import check
-    return check(value)
+def check_seed(value) -> int:
+    """The one seed check (say, synth, batch, serve, the Python API): a whole number in
+    [0, 2**31 - 1], the C RNG's range; anything else is refused, never wrapped."""
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        raise SayError(f"seed must be an integer, got {value!r}")
+    try:
+        s = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SayError(f"seed must be an integer, got {value!r}") from None
+    if not 0 <= s <= MAX_SEED:
+        raise SayError(f"seed must be in [0, {MAX_SEED}], got {value!r}")
+    return s
 
 
 # The first chunk is cut short (at a phrase boundary) so the first audio comes early:
@@ -124,7 +121,7 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence
     kcc.speech.text.iter_chunks); words in order. G2P runs one paragraph piece ahead of the chunks."""
     text = clean_text(decode_text(text))
     if not text.strip():
-        raise SayError("input text is empty")
+        raise NothingToSay("input text is empty")
     limit = chunk_limit(limit, check_speed(speed), max_frames)
     ramp = [first_limit] if isinstance(first_limit, int) else list(first_limit or ())
     n = 0
@@ -135,7 +132,7 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence
                 n += 1
                 yield enc
     if n == 0:
-        raise SayError("the text produced no phonemes to speak")
+        raise NothingToSay("the text produced no phonemes to speak")
 
 
 class G2PBackendError(G2PError):
@@ -301,40 +298,9 @@ class Progress(ProgressBar):
 # -- command line ----------------------------------------------------------------------------
 def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False,
                      threads: int | None = None, log=sys.stderr, precision: str | None = None):
-    """The compiled Synthesizer: the real Kokoro-82M by default, or the checkpoint at a path.
-    The first run compiles it into a cached artifact; later runs map that artifact.
-    threads: kernel threads (default: every core this process may use, less those other
-    processes keep busy, measured before each stage; kcc.compiler.threads).
-    precision: fp32 / bf16 / int8 (None: $KCC_PRECISION, else fp32; kcc.compiler.precision)."""
-    from kcc.compiler.build import release_options
-    from kcc.compiler.precision import with_precision
-    from kcc.model.model_store import load_model
-    from kcc.model.pipeline import DEFAULT_MAX_FRAMES
-    from kcc.compiler.threads import FreeCores, resolve_threads
-    n = resolve_threads(threads)
-    options = with_precision(release_options(native), precision)
-    synth = load_model(checkpoint, options, max_frames=max_frames or DEFAULT_MAX_FRAMES, log=log)
-    # Unless a count was asked for, each stage leaves out the cores other processes keep busy:
-    # beside a busy neighbour 2 threads run slower than 1 (kcc.compiler.threads.FreeCores).
-    fixed = threads is not None or "OMP_NUM_THREADS" in os.environ
-    synth.set_threads(n if fixed else FreeCores(n))
-    return synth
-
-
-def release_weights_between_stages(synth) -> None:
-    """A one-shot process needs a weight again only for the next chunk: dropping each from the
-    resident set once its last op ran, and each stage's blob after the stage
-    (Synthesizer.release_weights_after_use; they stay in the page cache), makes the peak about
-    one op's weights, not a stage's or all of them (fp32 on a Zen 3: 347 -> 94 MB,
-    bench/results/bench_say_warm_zen3.md). A model compiled in memory on a cold start is not
-    file-mapped: it keeps them."""
-    from kcc.compiler.runtime import WeightReleaseError
-    release = getattr(synth, "release_weights_after_use", None)     # absent on test doubles
-    try:
-        if release is not None:
-            release()
-    except WeightReleaseError:
-        pass
+    """kcc.model.load with the command line's positional order (serve and batch call it so)."""
+    from kcc.model.loader import load
+    return load(checkpoint, precision=precision, threads=threads, max_frames=max_frames, native=native, log=log)
 
 
 # The longest text `kcc say` reads: about 10 million words, ~1,000 hours of speech (speaking is
@@ -342,21 +308,35 @@ def release_weights_between_stages(synth) -> None:
 MAX_TEXT_BYTES = 64 << 20
 
 
-def read_input(args) -> str:
-    if args.text_file:
+class UsageError(SayError):
+    """The command line asks for two things that exclude each other, or for nothing to speak."""
+
+
+def read_input(args, stdin=None) -> str:
+    """The text: the argument, or --text-file (- for stdin), or stdin itself when neither is
+    given and it is not a terminal (`echo hi | kcc say -o hi.wav`). Both at once is refused:
+    one of them would be ignored without a word."""
+    stdin = stdin if stdin is not None else sys.stdin
+    if args.text is not None and args.text_file:
+        raise UsageError("give the text as an argument or with --text-file, not both")
+    source = args.text_file
+    if source is None and args.text is None:
+        if stdin is None or stdin.isatty():
+            raise UsageError("no text: pass it as an argument, with --text-file PATH, or on stdin (a pipe)")
+        source = "-"
+    if source:
+        what = "stdin" if source == "-" else f"text file {source}"
         try:
-            if args.text_file == "-":
-                data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+            if source == "-":
+                data = stdin.buffer.read(MAX_TEXT_BYTES + 1)
             else:
-                with open(args.text_file, "rb") as fh:
+                with open(source, "rb") as fh:
                     data = fh.read(MAX_TEXT_BYTES + 1)
         except OSError as exc:
-            raise SayError(f"text file {args.text_file}: {exc.strerror or exc}") from None
+            raise SayError(f"{what}: {exc.strerror or exc}") from None
         if len(data) > MAX_TEXT_BYTES:
-            raise SayError(f"text file {args.text_file} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
-        return decode_text(data, f"text file {args.text_file}")
-    if args.text is None:
-        raise SayError("no text: pass it as an argument or with --text-file PATH (- for stdin)")
+            raise SayError(f"{what} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
+        return decode_text(data, what)
     return decode_text(args.text, "the text argument")
 
 
@@ -453,35 +433,48 @@ class TimestampStream:
         self.file.close()
 
 
-def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: Path, timestamps: Path | None,
-                  speed: float, seed: int, g2p: str, progress: Progress) -> tuple[int, int, int]:
-    """Chunks -> a WAV (and the timestamps) written as they come, memory one chunk of audio;
-    both renamed into place at the end, an error or interrupt leaves neither.
-    -> (samples, chunks, phoneme ids)."""
-    from kcc.speech.wav import WavWriter
+def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: "Path | str", timestamps: Path | None,
+                  speed: float, seed: int, g2p: str, progress: Progress, fmt: str = "wav",
+                  subtitles: Path | None = None) -> tuple[int, int, int]:
+    """Chunks -> the audio (a file in fmt, or stdout for "-"), and the timestamps and subtitles,
+    written as they come, memory one chunk of audio; the files renamed into place at the end,
+    an error or interrupt leaves none of them. -> (samples, chunks, phoneme ids)."""
+    from kcc.speech.audio_out import open_audio
+    from kcc.speech.subtitles import SubtitleStream
     n_chunks = n_ids = 0
     with contextlib.ExitStack() as stack:
-        wav = stack.enter_context(WavWriter(out))
+        audio = stack.enter_context(open_audio(out, fmt))
         ts = TimestampStream(timestamps, g2p) if timestamps is not None else None
         if ts is not None:
             stack.enter_context(ts.file)
+        subs = SubtitleStream(subtitles) if subtitles is not None else None
+        if subs is not None:
+            stack.enter_context(subs.file)
         for c in synthesize_chunks(chunks, synth, pack, speed, seed, progress):
-            wav.write(c.audio)
+            audio.write(c.audio)
             n_chunks, n_ids = n_chunks + 1, n_ids + len(c.encoded.ids)
             if ts is not None:
                 ts.add(c)
-        wav.close()
+            if subs is not None:
+                subs.add(c.words)
+        audio.close()
         if ts is not None:
-            ts.finish(wav.samples)
-        wav.commit()
-        if ts is not None:
-            ts.file.commit()
-    return wav.samples, n_chunks, n_ids
+            ts.finish(audio.samples)
+        if subs is not None:
+            subs.finish()
+        audio.commit()
+        for side in (ts, subs):
+            if side is not None:
+                side.file.commit()
+    return audio.samples, n_chunks, n_ids
 
 
 def run_cli(args) -> int:
     from kcc.speech.outputs import OutputError
     from kcc.model.pipeline import SynthesisError
+    from kcc.model.loader import ModelOptionsError
+    from kcc.model.loader import PrecisionError
+    from kcc.speech.audio_formats import AudioFormatError
     from kcc.speech.voices import VoiceError
     from kcc.speech.wav import WavError
     warnings.showwarning = _show_warning
@@ -492,12 +485,14 @@ def run_cli(args) -> int:
         except Interrupted as exc:
             print("\nkcc: interrupted; no output written", file=sys.stderr)
             return exc.exit_code
-        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError, OSError) as exc:
+        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError, ModelOptionsError,
+                PrecisionError, AudioFormatError, OSError) as exc:
             # OSError: the output could not be written (disk full, file too large): nothing is left of it
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
+    # With -o - stdout carries the audio: every message goes to stderr.
     print(f"{args.out}: {samples / SAMPLE_RATE:.2f} s, {n_chunks} chunk(s), {n_ids} phonemes, "
-          f"{time.perf_counter() - t0:.1f} s")
+          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr if args.out == "-" else sys.stdout)
     return 0
 
 
@@ -506,10 +501,19 @@ def _run(args) -> tuple[int, int, int]:
     then the model is loaded and the text spoken chunk by chunk into the output."""
     import os
     from itertools import chain
+    from kcc.speech.audio_formats import format_for
     from kcc.speech.outputs import check_outputs
-    outs = check_outputs(**{"-o": args.out, "--timestamps": args.timestamps})
+    from kcc.speech.subtitles import subtitle_kind
+    subtitles = getattr(args, "subtitles", None)
+    to_stdout = args.out == "-"
+    outs = check_outputs(**{"-o": None if to_stdout else args.out, "--timestamps": args.timestamps,
+                            "--subtitles": subtitles})
+    fmt = format_for(args.out, getattr(args, "format", None))
+    if subtitles is not None:
+        subtitle_kind(subtitles)
     text = read_input(args)
     speed = check_speed(args.speed)
+    seed = check_seed(args.seed)
     max_frames = check_max_frames(args.max_frames)
     check_precision(getattr(args, "precision", None))
     from kcc.speech.overrides import load_lexicon
@@ -524,6 +528,8 @@ def _run(args) -> tuple[int, int, int]:
     synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
                              native=getattr(args, "native", False), threads=getattr(args, "threads", None),
                              precision=getattr(args, "precision", None))
-    release_weights_between_stages(synth)
-    return speak_to_file(chain([first], chunks), synth, pack, outs["-o"], outs.get("--timestamps"),
-                         speed, args.seed, getattr(g2p, "description", ""), progress)
+    # A one-shot process needs a weight again only for the next chunk (kcc.model.loader.drop_weights_once_used).
+    drop_weights_once_used(synth)
+    return speak_to_file(chain([first], chunks), synth, pack, "-" if to_stdout else outs["-o"],
+                         outs.get("--timestamps"), speed, seed, getattr(g2p, "description", ""), progress, fmt,
+                         outs.get("--subtitles"))

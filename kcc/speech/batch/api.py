@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator
 from kcc import __version__
 from kcc.speech.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_atomic
 from kcc.speech.batch.local_pool import SynthSpec, load, run_processes, run_threads, split_cores
-from kcc.compiler.threads import available_cores
+from kcc.model.loader import available_cores
 from kcc.speech.batch.manifest import RUN_MANIFEST, Defaults, Item, Rejected, items_from_records, read_manifest
 
 ENGINES = ("local", "ray")

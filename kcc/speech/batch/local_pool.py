@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Iterator
 
 from kcc.speech.batch.item import ItemWorker, JobOptions, Outcome
 from kcc.speech.batch.manifest import Item
-from kcc.compiler.threads import available_cores
+from kcc.model.loader import available_cores
 
 MAX_ATTEMPTS = 3
 

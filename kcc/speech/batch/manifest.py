@@ -19,14 +19,13 @@ from typing import Iterator
 
 from kcc.speech.batch.audio import FORMATS
 from kcc.speech.g2p import G2PError, canonical_language, decode_text
-from kcc.speech.say import check_speed
+from kcc.speech.say import check_seed, check_speed
 
 COLUMNS = ("id", "text", "phonemes", "voice", "lang", "speed", "seed", "format")
 OPTIONS = ("voice", "lang", "speed", "seed", "format")
 MAX_ID_BYTES = 200                       # leaves room for '.json' / '.opus' and the temp-file prefix
 RUN_MANIFEST = "kcc-batch.json"          # the run manifest in OUTDIR
 RESERVED_IDS = frozenset({"kcc-batch"})  # its stem: no item may write kcc-batch.json
-SEED_RANGE = (0, 2**31 - 1)              # the C RNG takes a 31-bit seed
 
 
 class ManifestError(ValueError):
@@ -110,15 +109,7 @@ def check_option(name: str, value, defaults: Defaults):
     if name == "speed":
         return check_speed(value)            # a SayError is a ValueError
     if name == "seed":
-        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
-            raise ValueError(f"seed must be an integer, got {value!r}")
-        try:
-            s = int(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"seed must be an integer, got {value!r}") from None
-        if not SEED_RANGE[0] <= s <= SEED_RANGE[1]:
-            raise ValueError(f"seed must be in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {value!r}")
-        return s
+        return check_seed(value)             # the one seed check (kcc.speech.say); a SayError is a ValueError
     raise AssertionError(name)
 
 

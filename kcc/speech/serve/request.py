@@ -11,12 +11,13 @@ import json
 import math
 from dataclasses import dataclass
 
+from kcc.model.kokoro import MAX_SPEED, MIN_SPEED      # the one speed range (re-exported)
 from kcc.speech.g2p import G2PError, canonical_language
+from kcc.speech.say import SayError, check_seed
 from kcc.speech.serve.audio_formats import FORMATS
 
 MAX_INPUT_CHARS = 4096                 # OpenAI's limit
 MAX_INSTRUCTIONS_CHARS = 4096
-MIN_SPEED, MAX_SPEED = 0.25, 4.0
 
 
 class ApiError(Exception):
@@ -136,8 +137,12 @@ def parse_speech(body: bytes, max_input_chars: int = MAX_INPUT_CHARS) -> SpeechR
         except G2PError as exc:
             raise ApiError(422, str(exc), "lang_code") from None
     seed = doc.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 31:
+    if not isinstance(seed, int):     # JSON: 1e3 and 1.0 are numbers, not the integers a seed is
         raise ApiError(422, "'seed' must be an integer in [0, 2**31)", "seed")
+    try:
+        seed = check_seed(seed)       # the one seed check (kcc.speech.say)
+    except SayError:
+        raise ApiError(422, "'seed' must be an integer in [0, 2**31)", "seed") from None
     return SpeechRequest(
         text=text, voice=voice, model=_string(doc, "model", "kokoro"), response_format=fmt,
         speed=_number(doc, "speed", 1.0, MIN_SPEED, MAX_SPEED), stream=_bool(doc, "stream", True),

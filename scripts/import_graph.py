@@ -1,0 +1,172 @@
+"""The import graph of the kcc package, read from the source with ast (nothing is imported).
+
+Prints the edges between kcc's packages (kcc.speech -> kcc.model: how many imports, how many
+of them inside functions), the imports that point the wrong way (tests/test_import_graph.py
+asserts there are none), and the import cycles between modules. Usage:
+
+    python scripts/import_graph.py [ROOT]      # ROOT: the checkout (default: this script's parent)
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+# Imports point down only: speech -> model -> compiler (CONTRIBUTING, issue 35). A package on
+# the left never imports one on the right.
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "kcc.model": ("kcc.speech",),
+    "kcc.compiler": ("kcc.speech", "kcc.model"),
+    "kcc.weights": ("kcc.speech",),
+    "kcc.ops": ("kcc.speech", "kcc.model"),
+    "kcc.kernels": ("kcc.speech", "kcc.model"),
+}
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str            # importing module, e.g. kcc.speech.say
+    target: str            # imported kcc module, e.g. kcc.model.pipeline
+    line: int
+    top_level: bool        # False: inside a function (runs when called, not when imported)
+    type_only: bool = False  # under `if TYPE_CHECKING:` (never runs: counts for the direction, not for cycles)
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every kcc module: dotted name -> file (a package is its __init__.py)."""
+    out = {}
+    for path in sorted((root / "kcc").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module a dotted import names (`from kcc.model import load` -> kcc.model)."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _inside(tree: ast.AST) -> tuple[set[int], set[int]]:
+    """(ids of the nodes inside a function, ids of those under `if TYPE_CHECKING:`)."""
+    inner, typing_only = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inner.update(id(n) for n in ast.walk(node) if n is not node)
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(n) for n in ast.walk(node) if n is not node)
+    return inner, typing_only
+
+
+def edges(root: Path) -> list[Edge]:
+    known = modules(root)
+    out = []
+    for mod, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        inner, typing_only = _inside(tree)
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")
+                    up = up[:len(up) - (node.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                # `from kcc.speech import say` imports the module kcc.speech.say
+                names = [f"{base}.{a.name}" for a in node.names] or [base]
+            else:
+                continue
+            for name in names:
+                target = _resolve(name, known)
+                if target is not None and target != mod:
+                    out.append(Edge(mod, target, node.lineno, id(node) not in inner | typing_only,
+                                    id(node) in typing_only))
+    return out
+
+
+def package_of(mod: str) -> str:
+    """kcc.speech.serve.app -> kcc.speech; kcc.cli -> kcc.cli (the first two parts)."""
+    return ".".join(mod.split(".")[:2])
+
+
+def wrong_way(es: list[Edge]) -> list[Edge]:
+    return [e for e in es
+            if any(e.source == p or e.source.startswith(p + ".") for p in FORBIDDEN)
+            and any(e.target == t or e.target.startswith(t + ".")
+                    for p, ts in FORBIDDEN.items() if e.source == p or e.source.startswith(p + ".") for t in ts)]
+
+
+def cycles(es: list[Edge], top_level_only: bool) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for e in es:
+        if not e.type_only and (e.top_level or not top_level_only):
+            graph.setdefault(e.source, set()).add(e.target)
+            graph.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:                  # recursion depth: the module count (~200)
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def summary(root: Path) -> str:
+    es = edges(root)
+    lines = [f"{len(modules(root))} modules, {len(es)} imports between them "
+             f"({sum(not e.top_level for e in es)} inside functions)", "", "package edges (imports, inside functions):"]
+    pairs = Counter((package_of(e.source), package_of(e.target)) for e in es
+                    if package_of(e.source) != package_of(e.target))
+    inner = Counter((package_of(e.source), package_of(e.target)) for e in es
+                    if package_of(e.source) != package_of(e.target) and not e.top_level)
+    for (a, b), n in sorted(pairs.items()):
+        lines.append(f"  {a:<14} -> {b:<14} {n:4d} ({inner[(a, b)]})")
+    bad = wrong_way(es)
+    lines += ["", f"imports against the direction speech -> model -> compiler: {len(bad)}"]
+    lines += [f"  {e.source}:{e.line} -> {e.target}{'' if e.top_level else ' (in a function)'}" for e in bad]
+    for top_only, what in ((True, "module-level imports"), (False, "all imports, inside functions too")):
+        cs = cycles(es, top_only)
+        lines += ["", f"cycles ({what}): {len(cs)}"]
+        lines += [f"  {' <-> '.join(c)}" for c in cs]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(summary(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent))
