@@ -439,7 +439,7 @@ def test_body_caps(tmp_path):
 def test_slow_body_is_a_408(tmp_path):
     with serving(tmp_path, http=HttpLimits(body_timeout_s=0.5)) as srv:
         sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
-        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"input\": ")
+        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\": ")
         resp = http.client.HTTPResponse(sock)
         resp.begin()
         status, body = resp.status, resp.read()
@@ -544,7 +544,7 @@ def test_client_disconnect_cancels_the_synthesis(tmp_path, stream):
     with serving(tmp_path, synth) as srv:
         body = json.dumps({"input": text, "response_format": "pcm", "stream": stream}).encode()
         sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
-        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: "
+        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
                      + str(len(body)).encode() + b"\r\n\r\n" + body)
         _wait(lambda: len(synth.calls) >= 2)
         sock.close()

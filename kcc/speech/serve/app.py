@@ -28,6 +28,7 @@ from kcc.speech.serve import sse
 from kcc.speech.serve.audio_formats import FORMATS
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
+from kcc.speech.serve.security import Access, guarded
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 
@@ -41,6 +42,9 @@ class HttpLimits:
     max_input_chars: int = MAX_INPUT_CHARS
     max_connections: int = 64        # requests in flight, all routes
     body_timeout_s: float = 30.0
+    # A response's writing, first byte to last: generous, as a player that reads in real time
+    # takes as long as the audio lasts (4096 characters speak for about 5 minutes).
+    response_timeout_s: float = 900.0
 
 
 async def read_body(request: Request, limits: HttpLimits) -> bytes:
@@ -72,7 +76,9 @@ async def watch_disconnect(request: Request, job) -> None:
             job.cancel.set()
 
 
-def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate:
+def create_app(service: SpeechService, limits: HttpLimits | None = None, access: Access | None = None) -> Gate:
+    """access: key, CORS origins and Host allow-list (kcc.speech.serve.security); None: none of them
+    (tests; `kcc serve` always passes one)."""
     limits = limits or HttpLimits()
 
     async def speech(request: Request):
@@ -195,4 +201,4 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate
         Route("/v1/audio/voices", voices, methods=["GET"]),
         Route("/v1/audio/speech", speech, methods=["POST"]),
     ], exception_handlers={HTTPException: http_error, Exception: server_error}, lifespan=lifespan)
-    return Gate(app, limits.max_connections)
+    return Gate(guarded(app, access or Access()), limits.max_connections, limits.response_timeout_s)
