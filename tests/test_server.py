@@ -25,6 +25,7 @@ from kcc.speech.g2p import G2PError
 from kcc.speech.first_chunk import chunk_plan
 from kcc.speech.say import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
+from kcc.speech.serve.connection import ConnectionLimits, uvicorn_options
 from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
 from kcc.speech.serve.service import Limits, SpeechService
 from kcc.speech.serve.voice_set import VoiceSet
@@ -66,12 +67,13 @@ class G2PS:
 
 @contextlib.contextmanager
 def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: HttpLimits | None = None,
-            aliases=None, default=None, g2ps=None):
+            aliases=None, default=None, g2ps=None, access=None, connection: ConnectionLimits | None = None):
+    """The app on uvicorn as `kcc serve` runs it (the guarded h11 protocol), on 127.0.0.1."""
     catalog = make_catalog(tmp_path / "voices")
     voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
     service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or FIXED)
-    server = uvicorn.Server(uvicorn.Config(create_app(service, http), log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=5))
+    server = uvicorn.Server(uvicorn.Config(create_app(service, http, access), log_level="warning", access_log=False,
+                                           timeout_graceful_shutdown=5, **uvicorn_options(connection)))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -183,7 +183,7 @@ def _listed(flag_values, env_name: str) -> list[str]:
 def run_serve(args) -> int:
     import uvicorn
     from kcc.speech.serve.app import HttpLimits, create_app
-    from kcc.speech.serve.connection import ConnectionLimits, guarded_protocol
+    from kcc.speech.serve.connection import uvicorn_options
     from kcc.speech.serve.security import access_for, public_bind_warning
     _setup_logging()
     access = access_for(args.host, args.api_key, _listed(args.cors_origin, "CORS_ORIGINS"),
@@ -198,8 +198,7 @@ def run_serve(args) -> int:
     # the protocol (kcc.speech.serve.connection), not by uvicorn's limit_concurrency, which
     # counts idle connections as requests.
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info",
-                http=guarded_protocol(ConnectionLimits()), timeout_graceful_shutdown=args.shutdown_timeout,
-                timeout_keep_alive=5)
+                timeout_graceful_shutdown=args.shutdown_timeout, **uvicorn_options())
     return 0
 
 

@@ -83,3 +83,8 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
             super().connection_lost(exc)
 
     return GuardedH11Protocol
+
+
+def uvicorn_options(limits: ConnectionLimits | None = None) -> dict:
+    """The connection options of uvicorn.Config / uvicorn.run that `kcc serve` (and its tests) use."""
+    return {"http": guarded_protocol(limits or ConnectionLimits()), "timeout_keep_alive": 5}
