@@ -202,3 +202,43 @@ def test_a_wyoming_client_that_stops_reading_is_cut(tmp_path):
         d.close()
         c.close()
     assert calls < 40, "the whole text was synthesised for a client that never read"
+
+
+# -- found by fuzz/fuzz_wyoming.py ----------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["synthesize", "synthesize-start"])
+def test_a_null_voice_is_the_default_voice(tmp_path, kind):
+    """The wyoming package's from_event fails on "voice": null (a TypeError that closed the
+    connection); the server reads the fields itself."""
+    with wyoming_server(tmp_path) as (port, service):
+        c = Raw(port)
+        c.event(kind, {"text": "Hello there.", "voice": None})
+        if kind == "synthesize-start":
+            c.event("synthesize-chunk", {"text": "Hello there."})
+            c.event("synthesize-stop")
+        got = [c.read() for _ in range(2)]
+        assert [g[0] for g in got] == ["audio-start", "audio-chunk"]
+        c.close()
+
+
+def test_events_before_a_broken_one_are_answered_before_the_error(tmp_path):
+    """A header that is not JSON after a synthesize: the synthesize's audio, then the error, then
+    the close (the reader's end of input did not count as the client leaving)."""
+    with wyoming_server(tmp_path) as (port, service):
+        c = Raw(port)
+        c.event("synthesize", {"text": "Hello there."})
+        c.send(b"\x00garbage\n")
+        kinds = []
+        while (got := c.read()) is not None and len(kinds) < 1000:
+            kinds.append(got[0])
+        assert kinds[0] == "audio-start" and kinds[-2:] == ["audio-stop", "error"] and "audio-chunk" in kinds
+        c.close()
+
+
+def test_fuzzed_events_bounded(tmp_path):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
+    from fuzz_wyoming import fuzz
+    with wyoming_server(tmp_path) as (port, service):
+        counts = fuzz(port, n=150, seed=3)
+    assert counts["info"] > 0 and counts["error-close"] > 0 and sum(counts.values()) == 150

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 
 from wyoming.event import Event
+from wyoming.tts import SynthesizeVoice
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def text_field(data: dict, key: str = "text", required: bool = True) -> str:
     return value
 
 
-def voice_field(data: dict) -> dict | None:
+def voice_field(data: dict) -> SynthesizeVoice | None:
     """The `voice` object ({name, language, speaker}, each a string or null), or None."""
     voice = data.get("voice")
     if voice is None:
@@ -110,4 +111,4 @@ def voice_field(data: dict) -> dict | None:
     for key in ("name", "language", "speaker"):
         if voice.get(key) is not None and not isinstance(voice[key], str):
             raise BadEvent(f"'voice.{key}' must be a string, got {type(voice[key]).__name__}")
-    return voice
+    return SynthesizeVoice(name=voice.get("name"), language=voice.get("language"), speaker=voice.get("speaker"))

@@ -82,23 +82,21 @@ class SpeechHandler(AsyncEventHandler):
         events: asyncio.Queue = asyncio.Queue(maxsize=8)
 
         async def read_all():
-            try:
-                while True:
-                    try:
-                        event = await read_event(self.reader, self.limits)
-                    except BadEvent as exc:
-                        await events.put(exc)
-                        if exc.fatal:
-                            return
-                        continue
-                    except (ConnectionError, OSError):
+            while True:
+                try:
+                    event = await read_event(self.reader, self.limits)
+                except BadEvent as exc:          # said after the events before it are answered
+                    await events.put(exc)
+                    if exc.fatal:
                         return
-                    if event is None:
-                        return
-                    await events.put(event)
-            finally:
-                self.gone.set()
-                await events.put(None)
+                    continue
+                except (ConnectionError, OSError):
+                    event = None
+                if event is None:                # the client closed (its sending side at least)
+                    self.gone.set()
+                    await events.put(None)
+                    return
+                await events.put(event)
 
         reader = asyncio.create_task(read_all())
         try:
@@ -152,9 +150,7 @@ class SpeechHandler(AsyncEventHandler):
         if Describe.is_type(event.type):
             await self.write_event(info(self.service).event())
         elif SynthesizeStart.is_type(event.type):
-            voice_field(event.data)
-            start = SynthesizeStart.from_event(event)
-            self.streaming, self.pending, self.voice = True, "", self._voice_for(start.voice)
+            self.streaming, self.pending, self.voice = True, "", self._voice_for(voice_field(event.data))
         elif SynthesizeChunk.is_type(event.type):
             text = text_field(event.data)
             if not self.streaming:
@@ -175,16 +171,14 @@ class SpeechHandler(AsyncEventHandler):
             self.streaming, self.pending = False, ""
             await self.write_event(SynthesizeStopped().event())
         elif Synthesize.is_type(event.type):
-            text = text_field(event.data, required=False)
-            voice_field(event.data)
+            text, voice = text_field(event.data, required=False), voice_field(event.data)
             if self.streaming:                           # sent for servers without streaming: the stream says it
                 return True
-            request = Synthesize.from_event(Event(event.type, {**event.data, "text": text}))
-            if not (request.text or "").strip():         # an empty file, not a wait for one that never comes
+            if not text.strip():                         # an empty file, not a wait for one that never comes
                 await self.write_event(AudioStart(rate=SAMPLE_RATE, width=2, channels=1).event())
                 await self.write_event(AudioStop().event())
                 return True
-            await self.speak(request.text, self._voice_for(request.voice))
+            await self.speak(text, self._voice_for(voice))
         return True
 
     async def speak(self, text: str, voice: str | None) -> None:
