@@ -44,7 +44,8 @@ def _table() -> list[tuple[str, str, str]]:
         ("server", "request head must arrive within / writes paused (client not reading) at most / open "
                    "connections (past it the oldest idle one is closed)",
          f"{conn.head_timeout_s:g} s / {conn.write_stall_s:g} s / {conn.max_open}"),
-        ("server", "a response's writing, first byte to last", f"{app.response_timeout_s:g} s"),
+        ("server", "a response's writing, first byte to last; a stream's reader may fall behind real time by",
+         f"{app.response_timeout_s:g} s; {app.read_lag_s:g} s"),
         ("server", "characters per G2P call (cancel and deadline checked between)", str(G2P_PIECE_CHARS)),
         ("server", "memory per synthesis worker (`--workers` beyond the available memory is refused)",
          _mib(WORKER_MEMORY_BYTES)),

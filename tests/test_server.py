@@ -67,14 +67,20 @@ class G2PS:
 
 @contextlib.contextmanager
 def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: HttpLimits | None = None,
-            aliases=None, default=None, g2ps=None, access=None, connection: ConnectionLimits | None = None):
-    """The app on uvicorn as `kcc serve` runs it (the guarded h11 protocol), on 127.0.0.1."""
+            aliases=None, default=None, g2ps=None, access=None, connection: ConnectionLimits | None = None,
+            sndbuf: int | None = None):
+    """The app on uvicorn as `kcc serve` runs it (the guarded h11 protocol), on 127.0.0.1.
+    sndbuf: the accepted sockets' kernel send buffer (fixed, not autotuned up to megabytes), so
+    that a test's slow reader blocks the server's writes as it would over a real network."""
     catalog = make_catalog(tmp_path / "voices")
     voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
     service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or FIXED)
-    server = uvicorn.Server(uvicorn.Config(create_app(service, http, access), log_level="warning", access_log=False,
+    gate = create_app(service, http, access)
+    server = uvicorn.Server(uvicorn.Config(gate, log_level="warning", access_log=False,
                                            timeout_graceful_shutdown=5, **uvicorn_options(connection)))
     sock = socket.socket()
+    if sndbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     sock.bind(("127.0.0.1", 0))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -84,7 +90,7 @@ def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: Http
         time.sleep(0.01)
     port = sock.getsockname()[1]
     try:
-        yield SimpleNamespace(port=port, url=f"http://127.0.0.1:{port}", service=service, server=server,
+        yield SimpleNamespace(port=port, url=f"http://127.0.0.1:{port}", service=service, server=server, gate=gate,
                               synth=service.synth, voices_dir=tmp_path / "voices")
     finally:
         server.should_exit = True
@@ -525,8 +531,10 @@ def test_connection_cap_answers_503_json(tmp_path):
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
             assert s.status == 200 and s.chunk()
-            status, headers, data = request(srv.port, "GET", "/health")
-            assert status == 503 and "requests in flight" in json_error(status, headers, data)["message"]
+            for path in ("/v1/models", "/ready", "/"):
+                status, headers, data = request(srv.port, "GET", path)
+                assert status == 503 and "requests in flight" in json_error(status, headers, data)["message"]
+            assert request(srv.port, "GET", "/health")[0] == 200     # liveness is never refused
         finally:
             gate.set()
             s.close()

@@ -331,3 +331,55 @@ def test_workers_beyond_the_available_memory_are_refused():
     for workers, free in ((4, 3 * WORKER_MEMORY_BYTES), (256, 64 << 30), (2, WORKER_MEMORY_BYTES)):
         with pytest.raises(MemoryBudgetError, match=rf"--workers {workers} needs about .* use --workers \d+ or fewer"):
             check_memory(workers, available=free)
+
+
+def _read_at(srv, doc: dict, bytes_per_s: float, limit_s: float = 20.0) -> tuple[bytes, bool, float | None]:
+    """A client reading a stream at a fixed rate (for at most limit_s, or until the server let go
+    of it), then as fast as it can:
+    (what it got, whether the stream ended cleanly, seconds until the server had no request in
+    flight while the client was still reading at its rate; None if it never did)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", srv.port))
+    body = json.dumps(doc).encode()
+    s.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    s.settimeout(10)
+    got, t0, freed = b"", time.monotonic(), None
+    _wait(lambda: srv.service.jobs, what="job started")
+    while (part := s.recv(2048)):
+        got += part
+        if freed is None and srv.gate.active == 0:
+            freed = time.monotonic() - t0
+        if freed is None and time.monotonic() - t0 < limit_s:
+            time.sleep(len(part) / bytes_per_s)
+    s.close()
+    return got, got.endswith(b"0\r\n\r\n"), freed
+
+
+@pytest.mark.parametrize("stream_format", ["audio", "sse"])
+def test_a_client_reading_slower_than_real_time_is_cut_one_in_real_time_is_not(tmp_path, stream_format):
+    doc = {"input": sentences(6), "response_format": "pcm", "stream_format": stream_format}   # 20 s, 0.97 MB
+    with serving(tmp_path, http=HttpLimits(read_lag_s=1.0), sndbuf=32 * 1024) as srv:
+        realtime = 24000 * 2 * (4 / 3 if stream_format == "sse" else 1)      # pcm bytes a second (base64: 4/3)
+        got, clean, _ = _read_at(srv, doc, 10 * realtime)
+        assert clean and len(got) > 900_000, "a client reading faster than real time was cut"
+        got, clean, freed = _read_at(srv, doc, realtime / 10)
+        assert not clean, "a client reading at 1/10 real time got the whole stream"
+        assert freed is not None and freed < 15, f"its slot was held {freed} s"
+
+
+def test_fuzzed_hostile_clients_bounded(tmp_path):
+    """fuzz/fuzz_clients.py for a few seconds: idle, slowloris, partial, dropping, non-reading,
+    slow-reading, garbage, pipelining and short-body clients, 30 at once; /health and a short
+    speech request keep being answered, and nothing is left running once they are gone."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
+    from fuzz_clients import fuzz
+    conn = ConnectionLimits(head_timeout_s=1.0, write_stall_s=1.0)
+    with serving(tmp_path, connection=conn, http=HttpLimits(body_timeout_s=1.0, read_lag_s=1.0)) as srv:
+        svc = srv.service
+        result = fuzz(srv.port, seconds=6, clients=30, seed=2,
+                      idle=lambda: svc.running + svc.waiting == 0 and not svc.jobs and srv.gate.active == 0)
+    assert result["probes"] >= 5 and len(result["clients"]) >= 8, result

@@ -52,7 +52,7 @@ class Gate:
             await send(message)
 
         try:
-            if self.active >= self.max_connections:
+            if self.active >= self.max_connections and scope.get("path") != "/health":   # liveness stays cheap
                 err = ApiError(503, f"server busy: {self.active} requests in flight", headers={"Retry-After": "1"})
                 return await error_response(err)(scope, receive, counting_send)
             self.active += 1
