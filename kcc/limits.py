@@ -14,7 +14,7 @@ def _table() -> list[tuple[str, str, str]]:
     from kcc.model.kokoro import MAX_PHONEMES
     from kcc.speech.say import MAX_MAX_FRAMES, MAX_SPEED, MAX_TEXT_BYTES, MIN_MAX_FRAMES, MIN_SPEED
     from kcc.speech.serve.app import HttpLimits
-    from kcc.speech.serve.cli import WORKER_MEMORY_BYTES
+    from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
     from kcc.speech.serve.connection import ConnectionLimits
     from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits as ServiceLimits
     from kcc.speech.serve.wyoming_events import WyomingLimits
@@ -47,8 +47,8 @@ def _table() -> list[tuple[str, str, str]]:
         ("server", "a response's writing, first byte to last; a stream's reader may fall behind real time by",
          f"{app.response_timeout_s:g} s; {app.read_lag_s:g} s"),
         ("server", "characters per G2P call (cancel and deadline checked between)", str(G2P_PIECE_CHARS)),
-        ("server", "memory per synthesis worker (`--workers` beyond the available memory is refused)",
-         _mib(WORKER_MEMORY_BYTES)),
+        ("server", "memory budget: base + per synthesis worker (`--workers` past the available memory is refused)",
+         f"{_mib(SERVER_BASE_BYTES)} + {_mib(WORKER_MEMORY_BYTES)}"),
         ("wyoming", "event header / data / payload bytes; writes paused at most",
          f"{_mib(wy.max_header_bytes)} / {_mib(wy.max_data_bytes)} / {_mib(wy.max_payload_bytes)}; "
          f"{wy.write_stall_s:g} s"),

@@ -4,6 +4,7 @@ JSON content type, CORS, Host allow-list). Every loop here is bounded and stops 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -11,7 +12,8 @@ import time
 import pytest
 
 from kcc.speech.serve.app import HttpLimits
-from kcc.speech.serve.cli import MemoryBudgetError, WORKER_MEMORY_BYTES, check_memory, wyoming_bind_warning
+from kcc.speech.serve.cli import (MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory,
+                                  wyoming_bind_warning)
 from kcc.speech.serve.connection import ConnectionLimits
 from kcc.speech.serve.security import Access, access_for, host_name, is_loopback, public_bind_warning
 from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits
@@ -327,9 +329,14 @@ def test_bind_policy_and_warnings():
 
 
 def test_workers_beyond_the_available_memory_are_refused():
-    check_memory(2, available=3 * WORKER_MEMORY_BYTES)
-    for workers, free in ((4, 3 * WORKER_MEMORY_BYTES), (256, 64 << 30), (2, WORKER_MEMORY_BYTES)):
-        with pytest.raises(MemoryBudgetError, match=rf"--workers {workers} needs about .* use --workers \d+ or fewer"):
+    check_memory(3, available=SERVER_BASE_BYTES + 3 * WORKER_MEMORY_BYTES)
+    for workers, free, advice in ((4, SERVER_BASE_BYTES + 3 * WORKER_MEMORY_BYTES, "use --workers 3 or fewer"),
+                                  (256, 64 << 30, "use --workers 108 or fewer"),
+                                  (2, SERVER_BASE_BYTES + WORKER_MEMORY_BYTES - 1, "free memory first"),
+                                  (1, SERVER_BASE_BYTES, "free memory first")):
+        with pytest.raises(MemoryBudgetError, match=rf"--workers {workers} needs about \d+ MiB .* is available; "):
+            check_memory(workers, available=free)
+        with pytest.raises(MemoryBudgetError, match=re.escape(advice)):
             check_memory(workers, available=free)
 
 

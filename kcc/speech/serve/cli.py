@@ -16,10 +16,13 @@ from pathlib import Path
 
 ENV = "KCC_"
 
-# Resident memory one more synthesis worker adds at the default --max-frames: its generator
-# arena and scratch (measured, `kcc serve` with the real model on the 2-core Xeon: 69 MB idle,
-# ~615 MB after one request, ~1.59 GB with 2 workers busy), so `--workers N` needs N times this.
-WORKER_MEMORY_BYTES = 800 << 20
+# The server's memory: SERVER_BASE_BYTES (the process, G2P, the weights faulted in by the first
+# request) plus WORKER_MEMORY_BYTES for each synthesis worker's arena and scratch at the default
+# --max-frames. Measured with the real fp32 model, `--workers 2`: on the 2-core Xeon (Sapphire
+# Rapids) 69 MB idle, 618 MB after one request, 840 MB with both workers busy; on a 2-core Zen 4
+# ~615 MB after one request, 1.59 GB plateau: ~600 MB an arena at most, so that is the budget.
+SERVER_BASE_BYTES = 400 << 20
+WORKER_MEMORY_BYTES = 600 << 20
 
 
 class MemoryBudgetError(ValueError):
@@ -123,10 +126,13 @@ def check_memory(workers: int, available: int | None = None) -> None:
     """Refuse more workers than the available memory holds at WORKER_MEMORY_BYTES each."""
     from kcc.compiler.threads import available_memory
     free = available_memory() if available is None else available
-    if free is not None and workers * WORKER_MEMORY_BYTES > free:
+    need = SERVER_BASE_BYTES + workers * WORKER_MEMORY_BYTES
+    if free is not None and need > free:
+        fits = max(0, (free - SERVER_BASE_BYTES) // WORKER_MEMORY_BYTES)
         raise MemoryBudgetError(
-            f"--workers {workers} needs about {workers * WORKER_MEMORY_BYTES >> 20} MiB ({WORKER_MEMORY_BYTES >> 20} MiB "
-            f"per worker) but {free >> 20} MiB is available; use --workers {max(1, free // WORKER_MEMORY_BYTES)} or fewer")
+            f"--workers {workers} needs about {need >> 20} MiB ({SERVER_BASE_BYTES >> 20} MiB + {WORKER_MEMORY_BYTES >> 20} "
+            f"MiB per worker) but {free >> 20} MiB is available; "
+            + (f"use --workers {fits} or fewer" if fits else "free memory first"))
 
 
 def lead_frames(ms: int) -> int | None:
