@@ -390,3 +390,26 @@ def test_fuzzed_hostile_clients_bounded(tmp_path):
         result = fuzz(srv.port, seconds=6, clients=30, seed=2,
                       idle=lambda: svc.running + svc.waiting == 0 and not svc.jobs and srv.gate.active == 0)
     assert result["probes"] >= 5 and len(result["clients"]) >= 8, result
+
+
+def test_access_flags_and_their_environment(monkeypatch):
+    import argparse
+    from kcc.speech.serve.cli import access_from_args, add_parsers
+
+    def parsed(*argv):
+        ap = argparse.ArgumentParser()
+        add_parsers(ap.add_subparsers())
+        return access_from_args(ap.parse_args(["serve", *argv]))
+    assert parsed() == Access(None, (), frozenset({"localhost", "127.0.0.1", "::1"}))
+    got = parsed("--api-key", "k1", "--cors-origin", "https://a.example", "--cors-origin", "https://b.example",
+                 "--allowed-host", "TTS.lan:8880")
+    assert got.api_key == "k1" and got.cors_origins == ("https://a.example", "https://b.example")
+    assert got.allowed_hosts == {"localhost", "127.0.0.1", "::1", "tts.lan"}
+    assert parsed("--host", "0.0.0.0").allowed_hosts is None
+    monkeypatch.setenv("KCC_API_KEY", "from-env")
+    monkeypatch.setenv("KCC_CORS_ORIGINS", "https://c.example, https://d.example")
+    monkeypatch.setenv("KCC_ALLOWED_HOSTS", "box.local")
+    got = parsed()
+    assert got.api_key == "from-env" and got.cors_origins == ("https://c.example", "https://d.example")
+    assert "box.local" in got.allowed_hosts
+    assert parsed("--api-key", "flag").api_key == "flag"          # the flag wins over the environment

@@ -186,14 +186,21 @@ def _listed(flag_values, env_name: str) -> list[str]:
     return [v.strip() for v in (_env(env_name, "") or "").split(",") if v.strip()]
 
 
+def access_from_args(args):
+    """The HTTP server's access policy from --api-key / --cors-origin / --allowed-host and their
+    KCC_* variables (kcc.speech.serve.security)."""
+    from kcc.speech.serve.security import access_for
+    return access_for(args.host, args.api_key, _listed(args.cors_origin, "CORS_ORIGINS"),
+                      _listed(args.allowed_host, "ALLOWED_HOSTS"))
+
+
 def run_serve(args) -> int:
     import uvicorn
     from kcc.speech.serve.app import HttpLimits, create_app
     from kcc.speech.serve.connection import uvicorn_options
-    from kcc.speech.serve.security import access_for, public_bind_warning
+    from kcc.speech.serve.security import public_bind_warning
     _setup_logging()
-    access = access_for(args.host, args.api_key, _listed(args.cors_origin, "CORS_ORIGINS"),
-                        _listed(args.allowed_host, "ALLOWED_HOSTS"))
+    access = access_from_args(args)
     service = build_service(args)
     app = create_app(service, HttpLimits(max_body_bytes=args.max_body, max_input_chars=args.max_chars,
                                          max_connections=args.max_connections), access)
