@@ -15,10 +15,13 @@ def _table() -> list[tuple[str, str, str]]:
     from kcc.model.loader import MAX_MAX_FRAMES, MIN_MAX_FRAMES
     from kcc.speech.say import MAX_TEXT_BYTES
     from kcc.speech.serve.app import HttpLimits
-    from kcc.speech.serve.service import Limits as ServiceLimits
+    from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
+    from kcc.speech.serve.connection import ConnectionLimits
+    from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits as ServiceLimits
+    from kcc.speech.serve.wyoming_events import WyomingLimits
     from kcc.speech.serve.voice_set import CACHE_PACKS
     from kcc.speech.voices import MAX_BLEND_PARTS, MAX_STYLE_ABS, PLAUSIBLE_ABS
-    app, svc = HttpLimits(), ServiceLimits()
+    app, svc, conn, wy = HttpLimits(), ServiceLimits(), ConnectionLimits(), WyomingLimits()
     rows = []
     for what, lim in (("checkpoint (.pth / .npz)", CHECKPOINT_LIMITS), ("voice file (.pt / .npy)", VOICE_LIMITS),
                       ("voice bank (.npz)", VOICE_BANK_LIMITS)):
@@ -41,6 +44,17 @@ def _table() -> list[tuple[str, str, str]]:
          f"{svc.workers} / {svc.max_queue} / {svc.request_timeout_s:g} s"),
         ("server", "cached voice packs", str(CACHE_PACKS)),
         ("server", "request body must arrive within", f"{app.body_timeout_s:g} s"),
+        ("server", "request head must arrive within / writes paused (client not reading) at most / open "
+                   "connections (past it the oldest idle one is closed)",
+         f"{conn.head_timeout_s:g} s / {conn.write_stall_s:g} s / {conn.max_open}"),
+        ("server", "a response's writing, first byte to last; a stream's reader may fall behind real time by",
+         f"{app.response_timeout_s:g} s; {app.read_lag_s:g} s"),
+        ("server", "characters per G2P call (cancel and deadline checked between)", str(G2P_PIECE_CHARS)),
+        ("server", "memory budget: base + per synthesis worker (`--workers` past the available memory is refused)",
+         f"{_mib(SERVER_BASE_BYTES)} + {_mib(WORKER_MEMORY_BYTES)}"),
+        ("wyoming", "event header / data / payload bytes; writes paused at most",
+         f"{_mib(wy.max_header_bytes)} / {_mib(wy.max_data_bytes)} / {_mib(wy.max_payload_bytes)}; "
+         f"{wy.write_stall_s:g} s"),
         ("batch", "characters per item / id bytes", f"{DEFAULT_MAX_CHARS} / {MAX_ID_BYTES}"),
     ]
     return rows

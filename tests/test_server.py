@@ -25,6 +25,7 @@ from kcc.speech.g2p import G2PError
 from kcc.speech.first_chunk import chunk_plan
 from kcc.speech.say import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
+from kcc.speech.serve.connection import ConnectionLimits, uvicorn_options
 from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
 from kcc.speech.serve.service import Limits, SpeechService
 from kcc.speech.serve.voice_set import VoiceSet
@@ -66,13 +67,20 @@ class G2PS:
 
 @contextlib.contextmanager
 def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: HttpLimits | None = None,
-            aliases=None, default=None, g2ps=None):
+            aliases=None, default=None, g2ps=None, access=None, connection: ConnectionLimits | None = None,
+            sndbuf: int | None = None):
+    """The app on uvicorn as `kcc serve` runs it (the guarded h11 protocol), on 127.0.0.1.
+    sndbuf: the accepted sockets' kernel send buffer (fixed, not autotuned up to megabytes), so
+    that a test's slow reader blocks the server's writes as it would over a real network."""
     catalog = make_catalog(tmp_path / "voices")
     voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
     service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or FIXED)
-    server = uvicorn.Server(uvicorn.Config(create_app(service, http), log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=5))
+    gate = create_app(service, http, access)
+    server = uvicorn.Server(uvicorn.Config(gate, log_level="warning", access_log=False,
+                                           timeout_graceful_shutdown=5, **uvicorn_options(connection)))
     sock = socket.socket()
+    if sndbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     sock.bind(("127.0.0.1", 0))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -82,7 +90,7 @@ def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: Http
         time.sleep(0.01)
     port = sock.getsockname()[1]
     try:
-        yield SimpleNamespace(port=port, url=f"http://127.0.0.1:{port}", service=service, server=server,
+        yield SimpleNamespace(port=port, url=f"http://127.0.0.1:{port}", service=service, server=server, gate=gate,
                               synth=service.synth, voices_dir=tmp_path / "voices")
     finally:
         server.should_exit = True
@@ -439,7 +447,7 @@ def test_body_caps(tmp_path):
 def test_slow_body_is_a_408(tmp_path):
     with serving(tmp_path, http=HttpLimits(body_timeout_s=0.5)) as srv:
         sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
-        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"input\": ")
+        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\": ")
         resp = http.client.HTTPResponse(sock)
         resp.begin()
         status, body = resp.status, resp.read()
@@ -523,8 +531,10 @@ def test_connection_cap_answers_503_json(tmp_path):
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
             assert s.status == 200 and s.chunk()
-            status, headers, data = request(srv.port, "GET", "/health")
-            assert status == 503 and "requests in flight" in json_error(status, headers, data)["message"]
+            for path in ("/v1/models", "/ready", "/"):
+                status, headers, data = request(srv.port, "GET", path)
+                assert status == 503 and "requests in flight" in json_error(status, headers, data)["message"]
+            assert request(srv.port, "GET", "/health")[0] == 200     # liveness is never refused
         finally:
             gate.set()
             s.close()
@@ -544,7 +554,7 @@ def test_client_disconnect_cancels_the_synthesis(tmp_path, stream):
     with serving(tmp_path, synth) as srv:
         body = json.dumps({"input": text, "response_format": "pcm", "stream": stream}).encode()
         sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
-        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: "
+        sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
                      + str(len(body)).encode() + b"\r\n\r\n" + body)
         _wait(lambda: len(synth.calls) >= 2)
         sock.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,10 +29,12 @@ from kcc.speech.serve import sse
 from kcc.speech.serve.audio_formats import FORMATS
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
+from kcc.speech.serve.security import Access, guarded
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 STATIC = Path(__file__).with_name("static")
+SEND_SLICE = 16 * 1024               # a stream's bytes are sent in slices of at most this (paced)
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 
 
@@ -39,8 +42,15 @@ MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 class HttpLimits:
     max_body_bytes: int = 64 * 1024
     max_input_chars: int = MAX_INPUT_CHARS
-    max_connections: int = 64        # requests in flight, all routes
-    body_timeout_s: float = 30.0
+    max_connections: int = 64        # requests in flight, all routes but /health
+    body_timeout_s: float = 10.0     # a slow body holds a request slot: as long as a slow head may
+    # A streamed response's client may make the server wait on its reading (the send blocked)
+    # at most as long as the audio sent so far lasts, plus this: a player reading in real time
+    # never falls further behind, a client reading slower than real time is cut.
+    read_lag_s: float = 30.0
+    # A response's writing, first byte to last: generous, as a player that reads in real time
+    # takes as long as the audio lasts (4096 characters speak for about 5 minutes).
+    response_timeout_s: float = 900.0
 
 
 async def read_body(request: Request, limits: HttpLimits) -> bytes:
@@ -72,7 +82,9 @@ async def watch_disconnect(request: Request, job) -> None:
             job.cancel.set()
 
 
-def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate:
+def create_app(service: SpeechService, limits: HttpLimits | None = None, access: Access | None = None) -> Gate:
+    """access: key, CORS origins and Host allow-list (kcc.speech.serve.security); None: none of them
+    (tests; `kcc serve` always passes one)."""
     limits = limits or HttpLimits()
 
     async def speech(request: Request):
@@ -126,30 +138,54 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate
             last = await service.next_item(job)
             yield last
 
+    async def paced(parts):
+        """`parts` ((bytes, seconds of audio in them)) yielded on, the time each took to send (the
+        client's reading) added up: past the audio sent so far plus read_lag_s, the client reads
+        slower than real time (cut)."""
+        waited = sent = 0.0
+        async for whole, seconds in parts:
+            for at in range(0, len(whole), SEND_SLICE):   # a chunk's seconds of audio sent in slices, each
+                part = whole[at:at + SEND_SLICE]          # counted as sent once the next one may go
+                t0 = time.monotonic()
+                yield part
+                waited, sent = waited + time.monotonic() - t0, sent + seconds * len(part) / len(whole)
+                if waited > sent + limits.read_lag_s:
+                    raise StreamAborted(f"the client took {waited:.0f} s to read {sent:.0f} s of audio: "
+                                        "slower than real time")
+
+    def seconds(item) -> float:
+        return item[2].audio.size / SAMPLE_RATE if item[2] is not None else 0.0
+
     async def audio_body(job, head, stop):
-        try:
+        async def parts():
             async for item in items(job, head):
                 if item[0] == "bytes" and item[1]:
-                    yield item[1]
+                    yield item[1], seconds(item)
                 elif item[0] == "error":
                     raise StreamAborted(item[1].message)
+        try:
+            async for part in paced(parts()):
+                yield part
         finally:
             stop()
 
     async def sse_body(job, head, ids, stop):
-        samples = 0
-        try:
+        async def parts():
+            samples = 0
             async for item in items(job, head):
                 if item[0] == "bytes":
                     if item[1]:
-                        yield sse.delta(item[1])
+                        yield sse.delta(item[1]), seconds(item)
                     if item[2] is not None:
                         samples += item[2].audio.size
-                        yield sse.words(item[2])
+                        yield sse.words(item[2]), 0.0
                 elif item[0] == "error":
-                    yield sse.error(item[1])
+                    yield sse.error(item[1]), 0.0
                 elif item[0] == "end":
-                    yield sse.done(ids, samples // SAMPLES_PER_FRAME)
+                    yield sse.done(ids, samples // SAMPLES_PER_FRAME), 0.0
+        try:
+            async for part in paced(parts()):
+                yield part
         finally:
             stop()
 
@@ -195,4 +231,4 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None) -> Gate
         Route("/v1/audio/voices", voices, methods=["GET"]),
         Route("/v1/audio/speech", speech, methods=["POST"]),
     ], exception_handlers={HTTPException: http_error, Exception: server_error}, lifespan=lifespan)
-    return Gate(app, limits.max_connections)
+    return Gate(guarded(app, access or Access()), limits.max_connections, limits.response_timeout_s)

@@ -1,7 +1,9 @@
 """`kcc serve` and `kcc wyoming`: flags, each with a KCC_* environment default.
 
 --workers is the number of syntheses that run at once (threads in one process: the compiled
-circuits are shared read-only and release the GIL), not uvicorn worker processes.
+circuits are shared read-only and release the GIL), not uvicorn worker processes. Each worker
+faults in its own generator arena (WORKER_MEMORY_BYTES), so more workers than the available
+memory holds are refused at start.
 """
 from __future__ import annotations
 
@@ -13,6 +15,18 @@ import threading
 from pathlib import Path
 
 ENV = "KCC_"
+
+# The server's memory: SERVER_BASE_BYTES (the process, G2P, the weights faulted in by the first
+# request) plus WORKER_MEMORY_BYTES for each synthesis worker's arena and scratch at the default
+# --max-frames. Measured with the real fp32 model, `--workers 2`: on the 2-core Xeon (Sapphire
+# Rapids) 69 MB idle, 618 MB after one request, 840 MB with both workers busy; on a 2-core Zen 4
+# ~615 MB after one request, 1.59 GB plateau: ~600 MB an arena at most, so that is the budget.
+SERVER_BASE_BYTES = 400 << 20
+WORKER_MEMORY_BYTES = 600 << 20
+
+
+class MemoryBudgetError(ValueError):
+    """--workers asks for more synthesis arenas than the available memory holds."""
 
 
 def _env(name: str, default, kind=str):
@@ -63,6 +77,15 @@ def add_parsers(subparsers) -> None:
                    help="requests in flight before 503 ($KCC_MAX_CONNECTIONS)")
     p.add_argument("--shutdown-timeout", type=float, default=_env("SHUTDOWN_TIMEOUT", 30.0, float),
                    help="seconds SIGTERM waits for requests in flight ($KCC_SHUTDOWN_TIMEOUT)")
+    p.add_argument("--api-key", default=_env("API_KEY", None), metavar="KEY",
+                   help="require 'Authorization: Bearer KEY' on every route but /health, /ready and the web page "
+                        "($KCC_API_KEY; prefer the environment: a flag shows in the process list)")
+    p.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
+                   help="let web pages of ORIGIN (https://app.example) call this server from a browser; "
+                        "repeatable; none by default ($KCC_CORS_ORIGINS, comma-separated)")
+    p.add_argument("--allowed-host", action="append", default=None, metavar="NAME",
+                   help="a Host name to answer besides localhost / 127.0.0.1 / [::1] (a loopback server refuses "
+                        "others: DNS rebinding); repeatable ($KCC_ALLOWED_HOSTS, comma-separated)")
     p.set_defaults(fn=run_serve)
     p = subparsers.add_parser("wyoming", help="Wyoming protocol TTS server (Home Assistant)")
     _common(p, 10200)
@@ -96,6 +119,20 @@ def check_settings(args) -> None:
     for flag, value, lo, hi in checks:
         if not lo <= value <= hi:
             raise ValueError(f"{flag} {value} is outside [{lo}, {hi}]")
+    check_memory(args.workers)
+
+
+def check_memory(workers: int, available: int | None = None) -> None:
+    """Refuse more workers than the available memory holds at WORKER_MEMORY_BYTES each."""
+    from kcc.compiler.threads import available_memory
+    free = available_memory() if available is None else available
+    need = SERVER_BASE_BYTES + workers * WORKER_MEMORY_BYTES
+    if free is not None and need > free:
+        fits = max(0, (free - SERVER_BASE_BYTES) // WORKER_MEMORY_BYTES)
+        raise MemoryBudgetError(
+            f"--workers {workers} needs about {need >> 20} MiB ({SERVER_BASE_BYTES >> 20} MiB + {WORKER_MEMORY_BYTES >> 20} "
+            f"MiB per worker) but {free >> 20} MiB is available; "
+            + (f"use --workers {fits} or fewer" if fits else "free memory first"))
 
 
 def lead_frames(ms: int) -> int | None:
@@ -142,19 +179,52 @@ def _setup_logging() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
 
 
+def _listed(flag_values, env_name: str) -> list[str]:
+    """A repeatable flag, or its comma-separated KCC_* variable when the flag is not given."""
+    if flag_values:
+        return list(flag_values)
+    return [v.strip() for v in (_env(env_name, "") or "").split(",") if v.strip()]
+
+
+def access_from_args(args):
+    """The HTTP server's access policy from --api-key / --cors-origin / --allowed-host and their
+    KCC_* variables (kcc.speech.serve.security)."""
+    from kcc.speech.serve.security import access_for
+    return access_for(args.host, args.api_key, _listed(args.cors_origin, "CORS_ORIGINS"),
+                      _listed(args.allowed_host, "ALLOWED_HOSTS"))
+
+
 def run_serve(args) -> int:
     import uvicorn
     from kcc.speech.serve.app import HttpLimits, create_app
+    from kcc.speech.serve.connection import uvicorn_options
+    from kcc.speech.serve.security import public_bind_warning
     _setup_logging()
+    access = access_from_args(args)
     service = build_service(args)
     app = create_app(service, HttpLimits(max_body_bytes=args.max_body, max_input_chars=args.max_chars,
-                                         max_connections=args.max_connections))
+                                         max_connections=args.max_connections), access)
     print(f"kcc serve: http://{args.host}:{args.port}/ (POST /v1/audio/speech)", file=sys.stderr)
-    # uvicorn's own connection cap is a backstop above the app's JSON 503 (its answer is plain text).
+    if (warning := public_bind_warning(args.host, args.api_key)):
+        print(warning, file=sys.stderr)
+    # Requests in flight are capped by the app (JSON 503); connections are timed and capped by
+    # the protocol (kcc.speech.serve.connection), not by uvicorn's limit_concurrency, which
+    # counts idle connections as requests.
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info",
-                limit_concurrency=args.max_connections + 16, timeout_graceful_shutdown=args.shutdown_timeout,
-                timeout_keep_alive=5)
+                timeout_graceful_shutdown=args.shutdown_timeout, **uvicorn_options())
     return 0
+
+
+def wyoming_bind_warning(uri: str) -> str | None:
+    """The Wyoming protocol has no authentication: listening beyond loopback is worth a word."""
+    from urllib.parse import urlsplit
+    from kcc.speech.serve.security import is_loopback
+    parts = urlsplit(uri)
+    if parts.scheme != "tcp" or is_loopback(parts.hostname or ""):
+        return None
+    return (f"kcc: WARNING: Wyoming listens on {parts.hostname}, beyond this machine; the protocol has no "
+            "authentication, so anyone who can reach this port can use the server (bind 127.0.0.1 unless "
+            "Home Assistant runs on another host, and then firewall the port)")
 
 
 def run_wyoming(args) -> int:
@@ -164,6 +234,8 @@ def run_wyoming(args) -> int:
     service = build_service(args)
     uri = args.uri or f"tcp://{args.host}:{args.port}"
     print(f"kcc wyoming: {uri}", file=sys.stderr)
+    if (warning := wyoming_bind_warning(uri)):
+        print(warning, file=sys.stderr)
     try:
         asyncio.run(serve(service, uri))
     except KeyboardInterrupt:

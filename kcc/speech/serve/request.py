@@ -21,13 +21,17 @@ MAX_INSTRUCTIONS_CHARS = 4096
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None, headers: dict | None = None):
+    def __init__(self, status: int, message: str, param: str | None = None, headers: dict | None = None,
+                 code: str | None = None):
+        """code: OpenAI's error code where it has one (invalid_api_key); else the status."""
         super().__init__(message)
         self.status, self.message, self.param, self.headers = status, message, param, headers or {}
+        self.code = code
 
     def body(self) -> dict:
         kind = "invalid_request_error" if self.status < 500 else "server_error"
-        return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.status}}
+        return {"error": {"message": self.message, "type": kind, "param": self.param,
+                          "code": self.code or self.status}}
 
 
 @dataclass(frozen=True)

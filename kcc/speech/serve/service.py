@@ -10,7 +10,11 @@ The first chunks are short and grow (kcc.speech.first_chunk): the first is sized
 measured cost of recent chunks to be made within `first_chunk_seconds`.
 Between chunks the job stops if the client went away (Job.cancel) or if the next chunk, at the
 measured seconds per phoneme, would end past the request's deadline (504); the server plans
-chunks of at most `chunk_phonemes`, so one chunk's time is bounded too.
+chunks of at most `chunk_phonemes`, so one chunk's time is bounded too. G2P, before the first
+chunk, runs in pieces of at most G2P_PIECE_CHARS characters with the same checks between them
+(BoundedG2P): the backends' cost grows faster than linearly in a piece (OpenJTalk on 2000 kana
+without punctuation: 14 s; in pieces of 200: ~0.07 s each, 1 s for 4096), so a dropped or
+overdue request stops within one piece and the backends' shared lock is held that long at most.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from kcc.speech.languages import pick_language
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
 from kcc.speech.first_chunk import CostModel, chunk_plan
 from kcc.speech.say import SayError, plan, synthesize_chunks
+from kcc.speech.text import pieces
 from kcc.speech.serve.audio_formats import Encoder
 from kcc.speech.serve.request import ApiError, SpeechRequest
 from kcc.speech.serve.scheduler import ChunkScheduler
@@ -37,6 +42,42 @@ from kcc.speech.serve.voice_set import VoiceRequestError, VoiceSet
 from kcc.speech.voices import VoiceError
 
 log = logging.getLogger("kcc.speech.serve")
+
+# The most characters one G2P call gets in the server (kcc.speech.text.pieces cuts at a sentence
+# end, else a space): measured on OpenJTalk, random kana without punctuation (Xeon Sapphire
+# Rapids, 2 cores): 100 chars 0.03 s, 200 0.03-0.07 s, 300 0.11-0.14 s, 400 0.28-0.32 s, 2000 14 s.
+G2P_PIECE_CHARS = 200
+
+
+class G2PInterrupted(G2PError):
+    """G2P stopped between pieces: the request was cancelled (error None) or is past its
+    deadline (error: the 504). A G2PError, so kcc.speech.say passes it through unwrapped."""
+
+    def __init__(self, error: ApiError | None = None):
+        super().__init__(error.message if error else "the request was cancelled during G2P")
+        self.error = error
+
+
+class BoundedG2P:
+    """A job's G2P: the text in pieces of G2P_PIECE_CHARS, the job's cancel and deadline checked
+    before each (G2PInterrupted)."""
+
+    def __init__(self, g2p, job: "Job", timeout_s: float):
+        self.g2p, self.job, self.timeout_s = g2p, job, timeout_s
+
+    def __call__(self, text: str):
+        words = []
+        for piece, spaced in pieces(text, G2P_PIECE_CHARS):
+            if self.job.cancel.is_set():
+                raise G2PInterrupted()
+            if time.monotonic() > self.job.deadline:
+                raise G2PInterrupted(ApiError(504, f"reading the text exceeded this server's {self.timeout_s:g} s "
+                                                   "request limit"))
+            got = self.g2p(piece)
+            if got and spaced:
+                got[-1].whitespace = True
+            words += got
+        return words
 
 
 def shutting_down() -> ApiError:
@@ -196,7 +237,7 @@ class SpeechService:
             # the whole text is planned first: a G2P error anywhere is a JSON error, not a cut
             # stream; chunk sizes also fit the synthesizer's frame plan at this speed
             ramp, min_rest = self.first_chunks()
-            chunks = plan(req.text, g2p, limit=self.limits.chunk_phonemes, first_limit=ramp, min_rest=min_rest,
+            chunks = plan(req.text, BoundedG2P(g2p, job, self.limits.request_timeout_s), limit=self.limits.chunk_phonemes, first_limit=ramp, min_rest=min_rest,
                           speed=req.speed, max_frames=getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES))
             encoder = Encoder(req.response_format, streaming=req.stream or req.sse)
             job.emit("plan", chunks)
@@ -205,7 +246,7 @@ class SpeechService:
             for enc in chunks:           # the generator synthesises a chunk when asked for it
                 if job.cancel.is_set():
                     produced.close()
-                    return
+                    raise SynthesisCancelled("the request was cancelled")
                 self._check_deadline(job, len(enc.ids))
                 chunk = next(produced)
                 audio = chunk.audio * np.float32(req.volume) if req.volume != 1.0 else chunk.audio
@@ -217,13 +258,16 @@ class SpeechService:
             job.emit("end", None)
         except ApiError as exc:
             job.emit("error", exc)
+        except G2PInterrupted as exc:
+            job.emit("error", exc.error or self._cancelled())
         except (SayError, G2PError) as exc:
             job.emit("error", ApiError(422, str(exc), "input"))
         except VoiceError as exc:         # the message names files: for the log, not the client
             log.error("voice %s: %s", parts, exc)
             job.emit("error", ApiError(500, "the voice could not be loaded; see the server log"))
-        except SynthesisCancelled:        # the client went away during a chunk: stopped between stages
-            return
+        except SynthesisCancelled:        # the client went away (or the deadline passed): whoever still
+            # waits on the items (a stream's body, its deadline) ends now rather than at the deadline
+            job.emit("error", self._cancelled())
         except Exception as exc:          # SynthesisError, KccRunError: the message names the stage
             log.exception("synthesis failed")
             job.emit("error", ApiError(500, f"synthesis failed: {type(exc).__name__}: {exc}"))
@@ -236,6 +280,9 @@ class SpeechService:
                 else:
                     self.waiting -= 1
                 self.jobs.discard(job)
+
+    def _cancelled(self) -> ApiError:
+        return shutting_down() if self.draining else ApiError(499, "the request was cancelled")
 
     def _check_deadline(self, job: Job, n_ids: int) -> None:
         expected = self.seconds_per_phoneme * n_ids

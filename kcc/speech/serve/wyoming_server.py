@@ -8,10 +8,20 @@ synthesize-stop, then synthesize-stopped (text that runs past 4096 characters wi
 end is spoken at its last space, so the buffer stays bounded). The plain `synthesize` Home Assistant also sends
 during a streamed request (for servers without streaming) is ignored then. A request that
 cannot be spoken gets a Wyoming `error` event.
+
+Untrusted clients: events are read bounded (kcc.speech.serve.wyoming_events); an event the
+server refuses, or a field of the wrong type, gets an `error` event (code "bad-event") and the
+connection goes on unless its framing is lost (a length over its cap, a header that is not
+JSON). Nothing is ever left unanswered: an empty `synthesize` gets an empty audio-start /
+audio-stop pair, a `synthesize-stop` with no stream open a synthesize-stopped, a
+`synthesize-chunk` outside a stream an error. A client that goes away (or stops reading for
+WyomingLimits.write_stall_s) cancels its synthesis, G2P included. The protocol has no
+authentication: `kcc wyoming` listens on 127.0.0.1 unless told otherwise and warns when not.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from functools import partial
 
@@ -25,6 +35,7 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 from kcc.speech.languages import LANGUAGES, default_voice, from_tag
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, SpeechRequest
 from kcc.speech.serve.service import SpeechService
+from kcc.speech.serve.wyoming_events import BadEvent, WyomingLimits, read_event, text_field, voice_field
 from kcc.speech.timestamps import SAMPLE_RATE
 
 SAMPLES_PER_EVENT = 2048
@@ -56,13 +67,75 @@ def _cut(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
+class ClientGone(ConnectionError):
+    """The client closed the connection or stopped reading."""
+
+
 class SpeechHandler(AsyncEventHandler):
-    def __init__(self, service: SpeechService, *args, **kwargs):
+    def __init__(self, service: SpeechService, *args, limits: WyomingLimits | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.service = service
+        self.limits = limits or WyomingLimits()
         self.streaming = False
         self.voice: str | None = None
         self.pending = ""
+        self.gone = asyncio.Event()
+
+    async def run(self) -> None:
+        """The events in order; a reader task reads ahead (bounded) so that a client that leaves
+        during a synthesis is noticed at once (self.gone)."""
+        events: asyncio.Queue = asyncio.Queue(maxsize=8)
+
+        async def read_all():
+            while True:
+                try:
+                    event = await read_event(self.reader, self.limits)
+                except BadEvent as exc:          # said after the events before it are answered
+                    await events.put(exc)
+                    if exc.fatal:
+                        return
+                    continue
+                except (ConnectionError, OSError):
+                    event = None
+                if event is None:                # the client closed (its sending side at least)
+                    self.gone.set()
+                    await events.put(None)
+                    return
+                await events.put(event)
+
+        reader = asyncio.create_task(read_all())
+        try:
+            while (event := await events.get()) is not None:
+                if isinstance(event, BadEvent):
+                    await self.write_event(Error(text=str(event), code="bad-event").event())
+                    if event.fatal:
+                        break
+                    continue
+                try:
+                    if not await self.handle_event(event):
+                        break
+                except BadEvent as exc:
+                    await self.write_event(Error(text=f"{event.type}: {exc}", code="bad-event").event())
+                except ClientGone:
+                    raise
+                except Exception as exc:         # a bug of ours: said, logged, and the connection goes on
+                    logging.getLogger("kcc.speech.serve").exception("wyoming event %s failed", event.type)
+                    await self.write_event(Error(text=f"internal error: {type(exc).__name__}", code="500").event())
+        except ClientGone:
+            pass
+        finally:
+            reader.cancel()
+            await self.disconnect()
+            self.writer.close()
+
+    async def write_event(self, event: Event) -> None:
+        """Send an event; a client that does not take it within write_stall_s is cut (ClientGone)."""
+        try:
+            await asyncio.wait_for(super().write_event(event), self.limits.write_stall_s)
+        except (TimeoutError, ConnectionError, OSError):
+            self.gone.set()
+            self.writer.transport.abort()
+            raise ClientGone("the client stopped reading or went away") from None
 
     def _voice_for(self, voice) -> str | None:
         if voice is None:
@@ -85,10 +158,12 @@ class SpeechHandler(AsyncEventHandler):
         if Describe.is_type(event.type):
             await self.write_event(info(self.service).event())
         elif SynthesizeStart.is_type(event.type):
-            start = SynthesizeStart.from_event(event)
-            self.streaming, self.pending, self.voice = True, "", self._voice_for(start.voice)
-        elif SynthesizeChunk.is_type(event.type) and self.streaming:
-            self.pending += SynthesizeChunk.from_event(event).text
+            self.streaming, self.pending, self.voice = True, "", self._voice_for(voice_field(event.data))
+        elif SynthesizeChunk.is_type(event.type):
+            text = text_field(event.data)
+            if not self.streaming:
+                raise BadEvent("synthesize-chunk without a synthesize-start")
+            self.pending += text
             ends = list(SENTENCE_END.finditer(self.pending))
             if ends:
                 done, self.pending = self.pending[:ends[-1].end()], self.pending[ends[-1].end():]
@@ -98,14 +173,20 @@ class SpeechHandler(AsyncEventHandler):
             while len(self.pending) > MAX_INPUT_CHARS:     # no sentence end in sight: speak at a space
                 done, self.pending = _cut(self.pending)
                 await self.speak(done, self.voice)
-        elif SynthesizeStop.is_type(event.type) and self.streaming:
-            if self.pending.strip():
+        elif SynthesizeStop.is_type(event.type):        # without a stream open: nothing to speak, still answered
+            if self.streaming and self.pending.strip():
                 await self.speak(self.pending, self.voice)
             self.streaming, self.pending = False, ""
             await self.write_event(SynthesizeStopped().event())
-        elif Synthesize.is_type(event.type) and not self.streaming:
-            request = Synthesize.from_event(event)
-            await self.speak(request.text, self._voice_for(request.voice))
+        elif Synthesize.is_type(event.type):
+            text, voice = text_field(event.data, required=False), voice_field(event.data)
+            if self.streaming:                           # sent for servers without streaming: the stream says it
+                return True
+            if not text.strip():                         # an empty file, not a wait for one that never comes
+                await self.write_event(AudioStart(rate=SAMPLE_RATE, width=2, channels=1).event())
+                await self.write_event(AudioStop().event())
+                return True
+            await self.speak(text, self._voice_for(voice))
         return True
 
     async def speak(self, text: str, voice: str | None) -> None:
@@ -126,7 +207,7 @@ class SpeechHandler(AsyncEventHandler):
         started = False
         try:
             while True:
-                item = await service.next_item(job)
+                item = await self._next_item(job)
                 if item[0] == "error":
                     await self.write_event(Error(text=item[1].message, code=str(item[1].status)).event())
                     break
@@ -146,6 +227,23 @@ class SpeechHandler(AsyncEventHandler):
             job.cancel.set()              # a dropped connection stops the synthesis at its next chunk
 
 
-async def serve(service: SpeechService, uri: str) -> None:
+    async def _next_item(self, job):
+        """The job's next item, or ClientGone as soon as the client leaves (the job is cancelled
+        in speak's finally, G2P included)."""
+        if self.gone.is_set():
+            raise ClientGone("the client went away")
+        item = asyncio.ensure_future(self.service.next_item(job))
+        gone = asyncio.ensure_future(self.gone.wait())
+        try:
+            await asyncio.wait({item, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if item.done():
+            return item.result()
+        item.cancel()
+        raise ClientGone("the client went away")
+
+
+async def serve(service: SpeechService, uri: str, limits: WyomingLimits | None = None) -> None:
     """Serve until cancelled (or SIGTERM, which the wyoming package's server handles)."""
-    await AsyncServer.from_uri(uri).run(partial(SpeechHandler, service))
+    await AsyncServer.from_uri(uri).run(partial(SpeechHandler, service, limits=limits))

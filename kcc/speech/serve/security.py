@@ -1,0 +1,141 @@
+"""Who may use the HTTP server: the Host allow-list, the API key, the JSON content type.
+
+Any web page the user visits can send requests to a server on their machine. Three checks,
+ASGI layers around the routes (CORS, off unless origins are given, is Starlette's
+CORSMiddleware between the first and the second):
+- Host allow-list (`HostCheck`): a server bound to a loopback address answers only Host
+  headers that name loopback (localhost, 127.0.0.1, [::1], any port) plus `--allowed-host`
+  names, so a DNS-rebinding page (its own name resolving to 127.0.0.1) gets 421;
+- API key (`ApiKeyCheck`): with `--api-key`, every route but /health, /ready and the web page
+  itself (/, /static/...) needs `Authorization: Bearer KEY`, as OpenAI clients send it
+  (compared in constant time); otherwise 401 with OpenAI's error JSON;
+- JSON content type (`JsonOnly`): a POST must say `Content-Type: application/json` (415
+  otherwise), so a cross-site "simple" request (text/plain, form data: sent without a CORS
+  preflight) cannot start a synthesis.
+"""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from dataclasses import dataclass
+
+from starlette.middleware.cors import CORSMiddleware
+
+from kcc.speech.serve.middleware import error_response
+from kcc.speech.serve.request import ApiError
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+PUBLIC_PATHS = ("/health", "/ready")           # exact paths open without a key (probes)
+PAGE_PATHS = ("/", "/static/")                 # the web page asks for the key itself
+
+
+def is_loopback(host: str) -> bool:
+    """The bind address is loopback only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(value: str) -> str:
+    """A Host header without its port, lower case; '[::1]:8880' -> '::1'."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _header(scope, name: bytes) -> str | None:
+    for k, v in scope.get("headers", ()):
+        if k == name:
+            return v.decode("latin-1")
+    return None
+
+
+async def _refuse(err: ApiError, scope, receive, send) -> None:
+    await error_response(err)(scope, receive, send)
+
+
+class HostCheck:
+    def __init__(self, app, allowed: frozenset[str]):
+        self.app, self.allowed = app, frozenset(host_name(h) for h in allowed)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            host = _header(scope, b"host")
+            if host is None or host_name(host) not in self.allowed:
+                shown = (host or "")[:100]
+                return await _refuse(ApiError(421, f"Host {shown!r} is not served here (a loopback server answers "
+                                                   "only loopback names; add one with --allowed-host)", "host"),
+                                     scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+class ApiKeyCheck:
+    def __init__(self, app, key: str):
+        self.app, self.expected = app, f"Bearer {key}".encode()
+
+    def _open(self, path: str) -> bool:
+        return path in PUBLIC_PATHS or path == "/" or path.startswith(PAGE_PATHS[1])
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope.get("method") != "OPTIONS" and not self._open(scope.get("path", "")):
+            given = (_header(scope, b"authorization") or "").encode("latin-1")
+            if not hmac.compare_digest(given, self.expected):
+                err = ApiError(401, "Incorrect or missing API key: send 'Authorization: Bearer KEY' with this "
+                                    "server's --api-key", code="invalid_api_key",
+                               headers={"WWW-Authenticate": "Bearer"})
+                return await _refuse(err, scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+class JsonOnly:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            kind = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+            if kind != "application/json":
+                err = ApiError(415, f"Content-Type must be application/json, got {kind[:100] or 'none'!r}",
+                               "content-type")
+                return await _refuse(err, scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+@dataclass(frozen=True)
+class Access:
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = ()          # none: no CORS headers at all
+    allowed_hosts: frozenset[str] | None = None  # None: any Host (a server bound to a public address)
+
+
+def access_for(bind_host: str, api_key: str | None, cors_origins=(), extra_hosts=()) -> Access:
+    """The policy `kcc serve` runs with: the Host allow-list applies to a loopback bind."""
+    hosts = frozenset(LOOPBACK_HOSTS | {host_name(h) for h in extra_hosts}) if is_loopback(bind_host) else None
+    if hosts is None and extra_hosts:
+        hosts = frozenset(host_name(h) for h in extra_hosts) | LOOPBACK_HOSTS | {host_name(bind_host)}
+    return Access(api_key or None, tuple(cors_origins), hosts)
+
+
+def guarded(app, access: Access):
+    """`app` inside the checks `access` asks for: Host, then CORS, then the key, then JSON."""
+    app = JsonOnly(app)
+    if access.api_key:
+        app = ApiKeyCheck(app, access.api_key)
+    if access.cors_origins:
+        app = CORSMiddleware(app, allow_origins=list(access.cors_origins), allow_methods=["GET", "POST"],
+                             allow_headers=["Authorization", "Content-Type"], expose_headers=["X-Kcc-Chunks"])
+    if access.allowed_hosts is not None:
+        app = HostCheck(app, access.allowed_hosts)
+    return app
+
+
+def public_bind_warning(bind_host: str, api_key: str | None) -> str | None:
+    """The warning printed when a server listens beyond loopback without a key."""
+    if is_loopback(bind_host) or api_key:
+        return None
+    return (f"kcc: WARNING: listening on {bind_host}, beyond this machine, with no --api-key: anyone who can "
+            "reach this port can use the server (set --api-key or KCC_API_KEY, or bind 127.0.0.1)")
