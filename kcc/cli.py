@@ -260,8 +260,9 @@ def main(argv=None) -> int:
         from kcc.weights.importers.onnx_graph import OnnxImportError
         from kcc.model.pipeline import SynthesisError
         from kcc.speech.voices import VoiceError
+        from kcc.cache_trust import CacheError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
-                 KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,
+                 KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError, CacheError,
                  ValueError, OSError)  # G2PError and SayError are ValueErrors; OSError: a file (disk full...)
         if isinstance(exc, known):
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kcc import __version__
+from kcc.files import sweep_temporaries
 from kcc.speech.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_atomic
 from kcc.speech.batch.local_pool import SynthSpec, load, run_processes, run_threads, split_cores
 from kcc.compiler.threads import available_cores
@@ -147,12 +147,9 @@ class Batch:
 
 
 def _remove_stale_parts(outdir: Path) -> None:
-    """Temp files a killed run left (write_atomic's '.<name>.<random>.part'); we hold the lock."""
-    for p in outdir.glob(".*.part"):
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
+    """Temporaries a killed run left (kcc.files' '.kcc-tmp.<pid>...part', of a process that is
+    gone); a user's own hidden '*.part' files are not kcc's and stay."""
+    sweep_temporaries(outdir)
 
 
 def synthesize(manifest, outdir: str | Path, **kwargs) -> Iterator[Outcome]:

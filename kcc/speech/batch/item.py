@@ -25,7 +25,7 @@ import numpy as np
 from kcc import __version__
 from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
-from kcc.files import file_sha256
+from kcc.files import TEMP_SUFFIX, file_sha256, temp_prefix
 from kcc.speech.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.say import plan, say
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES
@@ -87,7 +87,7 @@ os.umask(_UMASK)
 
 def write_atomic(path: Path, data: bytes) -> None:
     """A complete file at `path` or none: temp file in the same directory, fsync, rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
