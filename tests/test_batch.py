@@ -280,11 +280,20 @@ def test_rerun_skips_done_items_and_redoes_changed_or_damaged_ones(tmp_path):
     b[-1] ^= 1
     (out / "p1.wav").write_bytes(bytes(b))
     (out / "p2.json").unlink()
-    (out / ".p3.wav.abc.part").write_bytes(b"half")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    killed_runs = [out / f".kcc-tmp.{dead.pid}.p3.wav.abc.part", out / f".kcc-tmp.{dead.pid}.kcc-batch.json.x.part"]
+    for p in killed_runs:
+        p.write_bytes(b"half")
+    users = [out / ".draft.wav.part", out / ".p3.wav.abc.part", out / ".kcc-tmp.notapid.x.part"]
+    for p in users:                                    # not kcc's temporaries: the user's, kept
+        p.write_bytes(b"mine")
     changed = [dict(r, speed=1.5) if r["id"] == "p4" else r for r in PHONEME_ITEMS]
     _, third = run_batch(changed, out)
     assert {o.id: o.status for o in third} == {"p0": "done", "p1": "done", "p2": "done", "p3": "skipped", "p4": "done"}
-    assert not list(out.glob(".*.part"))
+    assert sorted(out.glob(".*.part")) == sorted(users) and all(p.read_bytes() == b"mine" for p in users)
+    for p in users:
+        p.unlink()
     after = outputs(out)
     assert (out / "p4.wav").read_bytes() == expected_bytes(PHONEME_ITEMS[4]["phonemes"], 1.5)
     assert {k: v for k, v in after.items() if not k.startswith("p4")} == {
