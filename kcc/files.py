@@ -33,6 +33,26 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+class InputTooLarge(ValueError):
+    """An input file past the size its reader allows (counted as read: /dev/zero, a FIFO or a
+    /proc file reports size 0)."""
+
+
+def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of `path` ('-': standard input), at most `limit` of them: reads limit + 1 and
+    raises InputTooLarge if they came, so a source that never ends stops here. OSError as the
+    system gives it."""
+    if str(path) == "-":
+        import sys
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputTooLarge(f"{what} {path} is over {limit} bytes ({limit >> 20} MiB); split it")
+    return data
+
+
 def cache_dir() -> Path:
     """kcc's cache root (KCC_CACHE_DIR, default ~/.cache/kcc), made 0700 where missing; a
     CacheError (kcc.cache_trust) unless only the current user can write it."""

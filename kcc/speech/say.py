@@ -343,16 +343,13 @@ MAX_TEXT_BYTES = 64 << 20
 
 def read_input(args) -> str:
     if args.text_file:
+        from kcc.files import InputTooLarge, read_bounded
         try:
-            if args.text_file == "-":
-                data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
-            else:
-                with open(args.text_file, "rb") as fh:
-                    data = fh.read(MAX_TEXT_BYTES + 1)
+            data = read_bounded(args.text_file, MAX_TEXT_BYTES, "text file")
         except OSError as exc:
             raise SayError(f"text file {args.text_file}: {exc.strerror or exc}") from None
-        if len(data) > MAX_TEXT_BYTES:
-            raise SayError(f"text file {args.text_file} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
+        except InputTooLarge as exc:
+            raise SayError(str(exc)) from None
         return decode_text(data, f"text file {args.text_file}")
     if args.text is None:
         raise SayError("no text: pass it as an argument or with --text-file PATH (- for stdin)")

@@ -143,7 +143,10 @@ class Batch:
                            "audio_s_skipped": round(sum(o.audio_s for o in by["skipped"]), 3),
                            "audio_s_per_wall_s": round(made / wall, 3) if wall > 0 else None,
                            "items_per_s": round(len(by["done"]) / wall, 3) if wall > 0 else None}}
-        write_atomic(self.outdir / RUN_MANIFEST, json.dumps(self.summary, indent=1, ensure_ascii=False).encode())
+        # backslashreplace: the summary is the job's record and is always written, whatever text
+        # an engine's reason carries (the manifest's fields are checked at read time)
+        write_atomic(self.outdir / RUN_MANIFEST,
+                     json.dumps(self.summary, indent=1, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
 
 def _remove_stale_parts(outdir: Path) -> None:
