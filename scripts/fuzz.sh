@@ -4,7 +4,9 @@
 # the loader fuzzer's corpus is replayed (at most SECONDS_EACH) with every generated library
 # built -fsanitize=address,undefined and the sanitizer runtimes preloaded, as scripts/sanitize.sh
 # runs the tests (preloaded, they take over libFuzzer's coverage hooks, so that pass replays
-# what the guided pass found instead of searching). Any finding exits non-zero.
+# what the guided pass found instead of searching). Last, bounded random search (SECONDS_EACH
+# each) of the text surface and of the files a user hands kcc: batch manifests (CSV, JSONL,
+# text), lexicons, a --voices-dir's contents. Any finding exits non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs="${SECONDS_EACH:-30}"
@@ -34,4 +36,6 @@ KCC_CACHE_DIR="$plain-asan" KCC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0:abort_on_
   run_target fuzz/fuzz_checkpoint.py "$work/fuzz_checkpoint" -runs=0 -max_total_time="$secs"
 echo "== fuzz/fuzz_text.py (the text surface: kcc.speech.say.plan at speeds 0.25..4) for ${secs}s =="
 PYTHONPATH=. .venv/bin/python fuzz/fuzz_text.py --seconds "$secs" || { echo "finding in fuzz/fuzz_text.py"; exit 1; }
+echo "== fuzz/fuzz_inputs.py (manifests, lexicons, voices-dir contents) for ${secs}s each =="
+PYTHONPATH=. .venv/bin/python -W ignore fuzz/fuzz_inputs.py --seconds "$secs" -n 10000000 || { echo "finding in fuzz/fuzz_inputs.py"; exit 1; }
 echo "fuzz: no findings"
