@@ -49,7 +49,8 @@ def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
     if len(data) > limit:
-        raise InputTooLarge(f"{what} {path} is over {limit} bytes ({limit >> 20} MiB); split it")
+        size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
+        raise InputTooLarge(f"{what} {path} is over {size}; split it")
     return data
 
 

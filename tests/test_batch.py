@@ -286,7 +286,7 @@ def test_the_run_summary_is_finalised_whatever_an_engine_reports(tmp_path, monke
 @pytest.mark.parametrize("source", ["/dev/zero", "/dev/urandom"])
 def test_a_manifest_that_never_ends_is_refused_by_size(source):
     """stat says 0 bytes for these: the reader counts what it reads."""
-    with pytest.raises(ManifestError, match=f"manifest {source} is over 268435456 bytes"):
+    with pytest.raises(ManifestError, match=f"manifest {source} is over 256 MiB"):
         read_manifest(source)
 
 

@@ -119,11 +119,11 @@ def test_bad_lexicon_files_are_refused_by_name(tmp_path):
     big.write_bytes(b"#" * (MAX_LEXICON_BYTES + 1))
     latin1 = tmp_path / "latin1"
     latin1.write_bytes(b"caf\xe9\tka\n")
-    for path, match in ((big, "lexicon .*big is over 1048576 bytes"), (latin1, "not UTF-8"),
+    for path, match in ((big, "lexicon .*big is over 1 MiB"), (latin1, "not UTF-8"),
                         (tmp_path / "absent", "cannot read"), (tmp_path, "cannot read"),
                         # sources whose stat says 0 bytes: the reader counts what it reads
-                        ("/dev/zero", "lexicon /dev/zero is over 1048576 bytes"),
-                        ("/dev/urandom", "lexicon /dev/urandom is over 1048576 bytes")):
+                        ("/dev/zero", "lexicon /dev/zero is over 1 MiB"),
+                        ("/dev/urandom", "lexicon /dev/urandom is over 1 MiB")):
         with pytest.raises(LexiconError, match=match):
             load_lexicon(path)
     assert issubclass(LexiconError, G2PError)
