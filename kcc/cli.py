@@ -288,10 +288,11 @@ def main(argv=None) -> int:
         from kcc.weights.importers.onnx_graph import OnnxImportError
         from kcc.model.pipeline import SynthesisError
         from kcc.speech.voices import VoiceError
+        from kcc.cache_trust import CacheError
         from kcc.weights.real_model import FetchError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
                  KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,
-                 FetchError, ValueError, OSError)  # G2PError and SayError are ValueErrors; OSError: a file (disk full...)
+                 FetchError, CacheError, ValueError, OSError)  # G2PError and SayError are ValueErrors; OSError: a file (disk full...)
         if isinstance(exc, known):
             print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2

@@ -8,9 +8,21 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
+import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
+
+# kcc's own temporaries (files and directories) are named '.kcc-tmp.<pid>.<target>.<random>.part',
+# so a later run can tell them from the user's files and from a live process's: only names of
+# this pattern are ever swept, and only when their process is gone or they are older than
+# TEMP_MAX_AGE_S (a pid reused by an unrelated process, or a writer in another pid namespace).
+TEMP_TAG = ".kcc-tmp."
+TEMP_SUFFIX = ".part"
+TEMP_MAX_AGE_S = 24 * 3600
+_TEMP_RE = re.compile(r"\.kcc-tmp\.(\d+)\..*\.part\Z", re.S)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -21,12 +33,105 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def cache_dir() -> Path:
-    root = os.environ.get("KCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kcc")
-    p = Path(root)
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+class InputTooLarge(ValueError):
+    """An input file past the size its reader allows (counted as read: /dev/zero, a FIFO or a
+    /proc file reports size 0)."""
 
+
+def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of `path` ('-': standard input), at most `limit` of them: reads limit + 1 and
+    raises InputTooLarge if they came, so a source that never ends stops here. OSError as the
+    system gives it."""
+    if str(path) == "-":
+        import sys
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    if len(data) > limit:
+        size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
+        raise InputTooLarge(f"{what} {path} is over {size}; split it")
+    return data
+
+
+def cache_dir() -> Path:
+    """kcc's cache root (KCC_CACHE_DIR, default ~/.cache/kcc), made 0700 where missing; a
+    CacheError (kcc.cache_trust) unless only the current user can write it."""
+    from kcc.cache_trust import private_dir
+    return private_dir(cache_root())
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kcc"))
+
+
+def cache_subdir(*names: str) -> Path:
+    """A directory under the cache root, each component made 0700 and checked like the root."""
+    from kcc.cache_trust import private_dir
+    root = cache_dir()
+    return private_dir(root.joinpath(*names), root)
+
+
+def temp_prefix(target_name: str) -> str:
+    """The mkstemp / mkdtemp prefix for a temporary that becomes `target_name` (suffix TEMP_SUFFIX)."""
+    return f"{TEMP_TAG}{os.getpid()}.{target_name}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:                 # another user's process: alive
+        return True
+    return True
+
+
+def sweep_temporaries(directory: str | Path, max_age_s: float = TEMP_MAX_AGE_S) -> list[Path]:
+    """Remove kcc's temporaries in `directory` (not below it) whose process is gone or that are
+    older than max_age_s; nothing else (a user's '.notes.part' stays). Returns what it removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    now = time.time()
+    for e in entries:
+        m = _TEMP_RE.match(e.name)
+        if not m:
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if st.st_uid != os.geteuid():
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or (_pid_alive(pid) and now - st.st_mtime < max_age_s):
+            continue
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed.append(Path(e.path))
+        except OSError:
+            pass
+    return removed
+
+
+@contextlib.contextmanager
+def temp_dir(parent: Path, target_name: str):
+    """A fresh kcc temporary directory in `parent` (0700) for the block, removed after it unless
+    the block renamed it away; listed in AtomicFile.live meanwhile, so an interrupted process
+    removes it too (and a killed one leaves a name the next sweep recognises)."""
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target_name), suffix=TEMP_SUFFIX, dir=parent))
+    AtomicFile.live.add(tmp)
+    try:
+        yield tmp
+    finally:
+        AtomicFile.live.discard(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -62,10 +167,14 @@ class AtomicFile:
     process ending at once on a signal can remove them (discard_live)."""
 
     live: set[Path] = set()
+    swept: set[Path] = set()
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.parent)
+        if self.path.parent not in AtomicFile.swept:      # once per directory and process
+            AtomicFile.swept.add(self.path.parent)
+            sweep_temporaries(self.path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(self.path.name), suffix=TEMP_SUFFIX, dir=self.path.parent)
         self.tmp = Path(tmp)
         AtomicFile.live.add(self.tmp)
         self.fh = os.fdopen(fd, "wb")
@@ -74,7 +183,10 @@ class AtomicFile:
     def discard_live() -> None:
         for tmp in list(AtomicFile.live):
             try:
-                os.unlink(tmp)
+                if os.path.isdir(tmp) and not os.path.islink(tmp):
+                    shutil.rmtree(tmp)
+                else:
+                    os.unlink(tmp)
             except OSError:
                 pass
             AtomicFile.live.discard(tmp)

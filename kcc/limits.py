@@ -9,7 +9,9 @@ def _mib(n: int) -> str:
 
 def _table() -> list[tuple[str, str, str]]:
     from kcc.speech.batch.item import DEFAULT_MAX_CHARS
-    from kcc.speech.batch.manifest import MAX_ID_BYTES
+    from kcc.speech.batch.manifest import MAX_FIELD_BYTES, MAX_ID_BYTES, MAX_MANIFEST_BYTES
+    from kcc.speech.overrides import MAX_LEXICON_BYTES
+    from kcc.files import TEMP_MAX_AGE_S
     from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
     from kcc.model.kokoro import MAX_PHONEMES, MAX_SPEED, MIN_SPEED
     from kcc.model.loader import MAX_MAX_FRAMES, MIN_MAX_FRAMES
@@ -56,6 +58,10 @@ def _table() -> list[tuple[str, str, str]]:
          f"{_mib(wy.max_header_bytes)} / {_mib(wy.max_data_bytes)} / {_mib(wy.max_payload_bytes)}; "
          f"{wy.write_stall_s:g} s"),
         ("batch", "characters per item / id bytes", f"{DEFAULT_MAX_CHARS} / {MAX_ID_BYTES}"),
+        ("batch", "manifest size (counted as read) / one field (longer: a rejected line)",
+         f"{_mib(MAX_MANIFEST_BYTES)} / {_mib(MAX_FIELD_BYTES)}"),
+        ("lexicon", "file size (counted as read)", _mib(MAX_LEXICON_BYTES)),
+        ("files", "a kcc temporary whose process may still live is swept after", f"{TEMP_MAX_AGE_S // 3600} h"),
     ]
     return rows
 

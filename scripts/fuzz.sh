@@ -4,8 +4,9 @@
 # the loader fuzzer's corpus is replayed (at most SECONDS_EACH) with every generated library
 # built -fsanitize=address,undefined and the sanitizer runtimes preloaded, as scripts/sanitize.sh
 # runs the tests (preloaded, they take over libFuzzer's coverage hooks, so that pass replays
-# what the guided pass found instead of searching). Then the text surface, and the servers'
-# connections and Wyoming events over loopback with the test doubles. Any finding exits non-zero.
+# what the guided pass found instead of searching). Then the text surface, the files a user
+# hands kcc (batch manifests, lexicons, a --voices-dir's contents), and the servers' connections
+# and Wyoming events over loopback with the test doubles. Any finding exits non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs="${SECONDS_EACH:-30}"
@@ -41,4 +42,6 @@ PYTHONPATH=. .venv/bin/python fuzz/fuzz_clients.py --self-serve --seconds "$secs
 echo "== fuzz/fuzz_wyoming.py (kcc wyoming: random events and declared lengths, loopback) for ${secs}s =="
 PYTHONPATH=. .venv/bin/python fuzz/fuzz_wyoming.py --self-serve --seconds "$secs" 2>"$log" \
   || { tail -20 "$log"; echo "finding in fuzz/fuzz_wyoming.py"; exit 1; }
+echo "== fuzz/fuzz_inputs.py (manifests, lexicons, voices-dir contents) for ${secs}s each =="
+PYTHONPATH=. .venv/bin/python -W ignore fuzz/fuzz_inputs.py --seconds "$secs" -n 10000000 || { echo "finding in fuzz/fuzz_inputs.py"; exit 1; }
 echo "fuzz: no findings"

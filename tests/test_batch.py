@@ -201,11 +201,93 @@ def test_a_hostile_jsonl_line_is_rejected_and_reading_goes_on(tmp_path, line, re
     assert got[1].line == 2 and f"not a JSON record kcc reads: {reason}" in got[1].reason
 
 
-def test_a_csv_field_past_the_reader_limit_is_a_manifest_error(tmp_path):
+@pytest.mark.parametrize("kind, big", [
+    ("csv", "huge," + "x" * 200_000),
+    ("csv", 'huge,"' + "x\n" * 70_000 + '"'),                  # quoted, over many lines
+    ("csv", "huge,x\n".replace("x", "é" * 70_000)),             # 140 KB of UTF-8 in 70k characters
+    ("csv", "x" * 200_000 + ",short"),                          # the id column
+    ("jsonl", json.dumps({"id": "huge", "text": "x" * 200_000})),
+    ("jsonl", json.dumps({"id": "huge", "text": "t", "voice": "v" * 140_000})),
+    ("text", "x" * 200_000),
+])
+def test_a_field_over_128_kib_is_a_rejected_line_and_reading_goes_on(tmp_path, kind, big):
+    m = tmp_path / f"m.{ {'text': 'txt'}.get(kind, kind)}"
+    first, last = {"csv": ("ok,fine", "after,more"), "text": ("fine", "more"),
+                   "jsonl": ('{"id": "ok", "text": "fine"}', '{"id": "after", "text": "more"}')}[kind]
+    m.write_text(("id,text\n" if kind == "csv" else "") + f"{first}\n{big}\n{last}\n", encoding="utf-8")
+    got = read_manifest(m)
+    assert [type(r).__name__ for r in got] == ["Item", "Rejected", "Item"], got
+    assert "a field may hold at most 128 KiB" in got[1].reason or "id is longer than 200 bytes" in got[1].reason
+    assert got[1].line == (3 if kind == "csv" else 2) and got[2].text == "more"
+
+
+@pytest.mark.parametrize("body, line", [
+    ('a,"hello\nb,world\nc,"bye"\n', 2),             # the next quote opens a field: swallowed b
+    ('a,fine\nb,"hello\nc,world\nd,more\n', 3),      # never closed: the end of the file inside quotes
+    ('a,"x"y\nb,ok\n', 2),                           # text after a closing quote
+    ('a,"unclosed\n', 2),
+    ('a,ok\nb,"he said "hi""\n', 3),
+])
+def test_a_csv_quote_left_open_is_a_manifest_error_naming_its_line(tmp_path, body, line):
     m = tmp_path / "m.csv"
-    m.write_text("id,text\nok,fine\nhuge," + "x" * 200_000 + "\n", encoding="utf-8")
-    with pytest.raises(ManifestError, match="CSV manifest line 3: field larger than field limit"):
+    m.write_text("id,text\n" + body, encoding="utf-8")
+    with pytest.raises(ManifestError, match=f"CSV manifest line {line}: .*quote opened on this line"):
         read_manifest(m)
+
+
+def test_a_csv_field_over_lines_that_closes_is_one_record(tmp_path):
+    m = tmp_path / "m.csv"
+    m.write_text('id,text\na,"Dear John,\nHello, world"\nb,"say ""hi"""\n', encoding="utf-8")
+    got = read_manifest(m)
+    assert [(r.id, r.text, r.line) for r in got] == [("a", "Dear John,\nHello, world", 2), ("b", 'say "hi"', 4)]
+
+
+@pytest.mark.parametrize("record, column", [
+    ({"id": "\ud800x", "text": "t"}, "id"),
+    ({"id": "ok", "text": "t", "voice": "af_\udc80"}, "voice"),
+    ({"id": "ok", "text": "bad \udfff text"}, "text"),
+    ({"id": "ok", "phonemes": "h\ud83d"}, "phonemes"),
+    ({"id": "ok", "text": "t", "lang": "\ud800"}, "lang"),
+    ({"id": "ok", "text": "t", "format": "wa\udc00v"}, "format"),
+    ({"id": "ok", "text": "t", "\ud800": "x"}, "a column name"),
+])
+def test_a_lone_surrogate_in_any_field_is_a_rejected_line(tmp_path, record, column):
+    m = tmp_path / "m.jsonl"
+    m.write_text('{"id": "a", "text": "one"}\n' + json.dumps(record) + '\n{"id": "b", "text": "two"}\n',
+                 encoding="utf-8")                      # json.dumps escapes the surrogate: valid UTF-8 on disk
+    got = read_manifest(m)
+    assert [type(r).__name__ for r in got] == ["Item", "Rejected", "Item"]
+    assert "not valid" in got[1].reason and (column in got[1].reason or column == "id")
+    assert got[1].id is None or got[1].id.encode("utf-8")       # what is shown can be written
+
+
+def test_a_surrogate_record_does_not_stop_the_batch_or_its_summary(tmp_path):
+    out = tmp_path / "out"
+    records = [{"id": "good", "phonemes": "hɛlO"}, {"id": "\ud800", "phonemes": "hɛlO"},
+               {"id": "v", "phonemes": "hɛlO", "voice": "x\udc80.npy"}, {"id": "good2", "phonemes": "hɛlO"}]
+    job, got = run_batch(records, out)
+    assert [o.status for o in got] == ["error", "error", "done", "done"]
+    run = json.loads((out / RUN_MANIFEST).read_text(encoding="utf-8"))
+    assert run["status"] == "complete" and run["counts"]["done"] == 2 and run["counts"]["failed"] == 2
+    assert run["failures"][0]["id"] == "\\ud800"                      # shown as its escape
+
+
+def test_the_run_summary_is_finalised_whatever_an_engine_reports(tmp_path, monkeypatch):
+    """The summary is written in a finally with text that always encodes: an engine outcome
+    carrying a lone surrogate leaves status 'complete', not 'running'."""
+    from kcc.speech.batch.item import Outcome
+    job = Batch(PHONEME_ITEMS[:1], tmp_path / "out", **job_kwargs())
+    monkeypatch.setattr(job, "_engine_outcomes", lambda: iter([Outcome("p0", 1, "error", "bad \udc80 reason")]))
+    assert [o.status for o in job] == ["error"]
+    run = json.loads((tmp_path / "out" / RUN_MANIFEST).read_text(encoding="utf-8"))
+    assert run["status"] == "complete" and run["failures"][0]["reason"] == "bad \udc80 reason"   # JSON's escape
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "/dev/urandom"])
+def test_a_manifest_that_never_ends_is_refused_by_size(source):
+    """stat says 0 bytes for these: the reader counts what it reads."""
+    with pytest.raises(ManifestError, match=f"manifest {source} is over 256 MiB"):
+        read_manifest(source)
 
 
 def test_bad_lines_and_repeated_ids(tmp_path):
@@ -280,11 +362,20 @@ def test_rerun_skips_done_items_and_redoes_changed_or_damaged_ones(tmp_path):
     b[-1] ^= 1
     (out / "p1.wav").write_bytes(bytes(b))
     (out / "p2.json").unlink()
-    (out / ".p3.wav.abc.part").write_bytes(b"half")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    killed_runs = [out / f".kcc-tmp.{dead.pid}.p3.wav.abc.part", out / f".kcc-tmp.{dead.pid}.kcc-batch.json.x.part"]
+    for p in killed_runs:
+        p.write_bytes(b"half")
+    users = [out / ".draft.wav.part", out / ".p3.wav.abc.part", out / ".kcc-tmp.notapid.x.part"]
+    for p in users:                                    # not kcc's temporaries: the user's, kept
+        p.write_bytes(b"mine")
     changed = [dict(r, speed=1.5) if r["id"] == "p4" else r for r in PHONEME_ITEMS]
     _, third = run_batch(changed, out)
     assert {o.id: o.status for o in third} == {"p0": "done", "p1": "done", "p2": "done", "p3": "skipped", "p4": "done"}
-    assert not list(out.glob(".*.part"))
+    assert sorted(out.glob(".*.part")) == sorted(users) and all(p.read_bytes() == b"mine" for p in users)
+    for p in users:
+        p.unlink()
     after = outputs(out)
     assert (out / "p4.wav").read_bytes() == expected_bytes(PHONEME_ITEMS[4]["phonemes"], 1.5)
     assert {k: v for k, v in after.items() if not k.startswith("p4")} == {

@@ -468,12 +468,14 @@ def test_cache_entry_that_matches_its_sidecar_but_does_not_load_is_rebuilt(tmp_p
     monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))
     first = build_library(_SRC, name="probe")
     first.library.write_bytes(b"\x7fELF garbage that matches its sidecar")
-    (tmp_path / f"probe-{first.key}.so.sha256").write_text(file_sha256(first.library) + "\n")
+    from kcc.cache_trust import sign
+    (tmp_path / f"probe-{first.key}.so.sig").write_text(
+        sign(f"{first.library.name}\0{file_sha256(first.library)}".encode(), "build-library") + "\n")
     again = build_library(_SRC, name="probe")
     assert not again.cached and ctypes.CDLL(str(again.library)).kcc_probe() == 7
 
 
-@pytest.mark.parametrize("entry", [".so", ".c", ".so.sha256", ".lock"])
+@pytest.mark.parametrize("entry", [".so", ".c", ".so.sig", ".lock"])
 def test_a_directory_at_a_cache_path_is_a_named_error(tmp_path, monkeypatch, entry):
     from kcc.compiler.build import BuildError, build_library
     monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path))

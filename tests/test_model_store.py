@@ -20,6 +20,7 @@ IDS = [50, 83, 54, 156, 57, 135, 16, 65, 156, 87]
 @pytest.fixture()
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))      # this test's own signing key
     return tmp_path / "cache"
 
 
@@ -87,20 +88,64 @@ def _damage_missing_blob(d):
     (d / "weights.bin").unlink()
 
 
+def _resign(d, m):
+    """What kcc itself would have written (signed with this user's key): the checks after the
+    signature must still hold on their own."""
+    from kcc.cache_trust import sign
+    text = json.dumps(m)
+    (d / "manifest.json").write_text(text)
+    (d / "manifest.sig").write_text(sign(text.encode(), "artifact-manifest"))
+
+
 def _damage_version(d):
     m = json.loads((d / "manifest.json").read_text())
     m["artifact_version"] = 0
-    text = json.dumps(m)
-    (d / "manifest.json").write_text(text)
-    import hashlib
-    (d / "manifest.sha256").write_text(hashlib.sha256(text.encode()).hexdigest())
+    _resign(d, m)
 
 
-def _resign(d, m):
+def _plant_library_rehashed(d):
+    """An attacker who can write the cache but not ~/.config: a library of theirs, the manifest
+    re-hashed as the old integrity record was, and a signature under a key of their own."""
     import hashlib
+    import hmac
+    lib = next(d.glob("*.so"))
+    planted = _cc_library(d, "int planted(void) { return 1; }\n")
+    planted.replace(lib)
+    m = json.loads((d / "manifest.json").read_text())
+    m["stages"][0]["library_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
     text = json.dumps(m)
     (d / "manifest.json").write_text(text)
     (d / "manifest.sha256").write_text(hashlib.sha256(text.encode()).hexdigest())
+    (d / "manifest.sig").write_text(hmac.new(b"k" * 32, b"artifact-manifest\0" + text.encode(),
+                                             hashlib.sha256).hexdigest())
+
+
+def _drop_signature(d):
+    (d / "manifest.sig").unlink()
+
+
+def _zero_blob_bytes(d):
+    with open(d / "weights.bin", "r+b") as fh:          # in place, same size: a zeroed run of a page
+        fh.seek(4096)
+        fh.write(b"\0" * 4096)
+
+
+def _damage_missing_symbol(d):
+    # a library kcc signed that lacks the stage's entry point (another ABI): a rebuild, not a crash
+    import hashlib
+    m = json.loads((d / "manifest.json").read_text())
+    lib = _cc_library(d, "int kcc_something_else(void) { return 1; }\n", "other.so")
+    m["stages"][0]["library"] = "other.so"
+    m["stages"][0]["library_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
+    _resign(d, m)
+
+
+def _cc_library(d, source, name="planted.tmp"):
+    import subprocess
+    src = d.parent / "planted.c"
+    src.write_text(source)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(d / name), str(src)], check=True)
+    return d / name
 
 
 def _damage_unloadable_library(d):
@@ -120,7 +165,11 @@ def _damage_manifest_field(d):
 
 
 @pytest.mark.parametrize("damage, why", [
-    (_damage_manifest, r"manifest\.json: SHA-256 differs from manifest\.sha256"),
+    (_damage_manifest, r"manifest\.json: not signed with this user's key"),
+    (_plant_library_rehashed, r"manifest\.json: not signed with this user's key"),
+    (_drop_signature, r"no readable manifest .*manifest\.sig"),
+    (_zero_blob_bytes, r"weights\.bin: bytes 0\.\.1048576 differ from the manifest's SHA-256"),
+    (_damage_missing_symbol, r"cannot be loaded: AttributeError: .*undefined symbol: kcc_"),
     (_damage_blob_size, r"weights\.bin: \d+ bytes, the manifest says \d+"),
     (_damage_library, r"\.so: missing or its SHA-256 differs from the manifest"),
     (_damage_missing_blob, r"weights\.bin: .*No such file"),
@@ -141,16 +190,79 @@ def test_a_damaged_artifact_is_refused_then_rebuilt(cache, small_ckpt_path, dama
     artifact.load(d)                                    # whole again
 
 
-def test_verify_rehashes_the_weights(cache, small_ckpt_path):
+def test_a_blob_written_since_the_manifest_is_checked_whole(cache, small_ckpt_path):
+    synth = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
+    d = artifact.artifact_dir(synth.model_id, BuildOptions(), 100, STAGES[:1])
+    del synth
+    artifact.load(d)
+    blob = bytearray((d / "weights.bin").read_bytes())
+    blob[100] ^= 0x40                                  # same size, one weight changed
+    (d / "weights.bin").write_bytes(bytes(blob))       # a write: new mtime and ctime
+    with pytest.raises(artifact.ArtifactError, match=r"bytes 0\.\.1048576 differ"):
+        artifact.load(d)
+
+
+def test_damage_that_kept_the_stamp_is_found_by_the_sampled_chunks(cache, small_ckpt_path, monkeypatch):
+    """A blob whose stat still matches the manifest (restored with its times, bit rot) gets
+    BLOB_SAMPLES random chunks checked on each load; verify=True checks all of them."""
     synth = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
     d = artifact.artifact_dir(synth.model_id, BuildOptions(), 100, STAGES[:1])
     del synth
     blob = bytearray((d / "weights.bin").read_bytes())
-    blob[100] ^= 0x40                                  # same size, one weight changed
+    blob[-1] ^= 0x01
     (d / "weights.bin").write_bytes(bytes(blob))
-    artifact.load(d)                                   # the fast check (size, manifest) passes
-    with pytest.raises(artifact.ArtifactError, match="weights differ"):
+    m = json.loads((d / "manifest.json").read_text())
+    m["blob_stamp"] = artifact._blob_stamp(d / "weights.bin")        # as if unchanged since written
+    _resign(d, m)
+    monkeypatch.setattr(artifact, "BLOB_SAMPLES", 0)
+    artifact.load(d)                                   # no chunk sampled: not found
+    with pytest.raises(artifact.ArtifactError, match="differ from the manifest's SHA-256"):
         artifact.load(d, verify=True)
+    monkeypatch.setattr(artifact, "BLOB_SAMPLES", len(m["blob_chunks"]))
+    with pytest.raises(artifact.ArtifactError, match="differ from the manifest's SHA-256"):
+        artifact.load(d)
+
+
+def test_a_planted_library_never_runs_its_constructor(cache, small_ckpt_path, tmp_path):
+    """dlopen runs a library's constructors, so the digest check must come first: a planted
+    library with a re-hashed manifest is refused and rebuilt, and its constructor never runs."""
+    import hashlib
+    synth = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
+    d = artifact.artifact_dir(synth.model_id, BuildOptions(), 100, STAGES[:1])
+    marker = tmp_path / "constructor-ran"
+    lib = _cc_library(d, '#include <stdio.h>\n__attribute__((constructor)) static void boom(void) '
+                         f'{{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n', "evil.so")
+    m = json.loads((d / "manifest.json").read_text())
+    m["stages"][0]["library"] = "evil.so"
+    m["stages"][0]["library_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
+    text = json.dumps(m)
+    (d / "manifest.json").write_text(text)
+    (d / "manifest.sha256").write_text(hashlib.sha256(text.encode()).hexdigest())
+    rebuilt = model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
+    assert not marker.exists()
+    assert rebuilt.circuits[STAGES[0]].weights_sha256 == synth.circuits[STAGES[0]].weights_sha256
+    assert not (d / "evil.so").exists()
+
+
+def test_an_interrupted_compile_leaves_nothing_the_next_one_keeps(cache, small_ckpt_path):
+    """A killed compile's half artifact (kcc's temp name with a dead pid) is removed by the next
+    compile; a live process's and a user's look-alike stay."""
+    import os
+    import subprocess
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    models = cache / "models"
+    models.mkdir(parents=True)
+    os.chmod(cache, 0o700)
+    half = models / f".kcc-tmp.{dead.pid}.file-abc.x1y2.part"
+    half.mkdir()
+    (half / "weights.bin").write_bytes(b"\0" * 4096)
+    live = models / f".kcc-tmp.{os.getppid()}.file-abc.zz.part"
+    live.mkdir()
+    users = models / ".notes.part"
+    users.write_text("mine")
+    model_store.load_model(small_ckpt_path, max_frames=100, stages=STAGES[:1], log=None)
+    assert not half.exists() and live.is_dir() and users.read_text() == "mine"
 
 
 def test_a_changed_checkpoint_file_is_a_new_model(cache, small_ckpt_path, tmp_path):

@@ -119,8 +119,11 @@ def test_bad_lexicon_files_are_refused_by_name(tmp_path):
     big.write_bytes(b"#" * (MAX_LEXICON_BYTES + 1))
     latin1 = tmp_path / "latin1"
     latin1.write_bytes(b"caf\xe9\tka\n")
-    for path, match in ((big, "at most"), (latin1, "not UTF-8"), (tmp_path / "absent", "cannot read"),
-                        (tmp_path, "cannot read")):
+    for path, match in ((big, "lexicon .*big is over 1 MiB"), (latin1, "not UTF-8"),
+                        (tmp_path / "absent", "cannot read"), (tmp_path, "cannot read"),
+                        # sources whose stat says 0 bytes: the reader counts what it reads
+                        ("/dev/zero", "lexicon /dev/zero is over 1 MiB"),
+                        ("/dev/urandom", "lexicon /dev/urandom is over 1 MiB")):
         with pytest.raises(LexiconError, match=match):
             load_lexicon(path)
     assert issubclass(LexiconError, G2PError)
@@ -154,9 +157,10 @@ def test_factory_is_picklable_and_loads_the_lexicon(tmp_path):
 def test_factory_reads_the_lexicon_once_for_every_language(tmp_path, monkeypatch):
     f = tmp_path / "lex.json"
     f.write_text(json.dumps({"kcc": KCC}), encoding="utf-8")
+    import kcc.speech.overrides
     reads = []
-    real_read = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: (reads.append(self), real_read(self))[1])
+    real_read = kcc.speech.overrides.read_bounded
+    monkeypatch.setattr(kcc.speech.overrides, "read_bounded", lambda path, *a: (reads.append(Path(path)), real_read(path, *a))[1])
     factory = G2PFactory("auto", str(f))
     copy = pickle.loads(pickle.dumps(factory))          # what a batch worker gets
     for make in (factory, copy):

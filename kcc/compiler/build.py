@@ -3,7 +3,8 @@
 The cache key covers the source text, the compiler's identity and every flag, so a change to
 any of them builds anew. Entries are written to a temporary name and renamed into place under
 a per-key lock (concurrent kcc processes never see half a library), and each library has a
-SHA-256 sidecar: an entry whose bytes no longer match is rebuilt, never loaded.
+sidecar holding an HMAC of its SHA-256 under the user's key (kcc.cache_trust): an entry whose
+bytes no longer match, or whose sidecar kcc did not sign, is rebuilt, never loaded.
 """
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ import functools
 import hashlib
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcc.compiler.isa import level_flags, requested
 from kcc.compiler.precision import check as check_precision
 from kcc.compiler.precision import from_env as precision_from_env
-from kcc.files import cache_dir, file_sha256
+from kcc.cache_trust import sign, verify
+from kcc.files import cache_dir, file_sha256, sweep_temporaries, temp_dir
 
 STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
 
@@ -123,12 +124,18 @@ def _check_entry_paths(paths: list[Path]) -> None:
                              "remove it and run again")
 
 
+def _signed(lib: Path, digest: str) -> bytes:
+    return f"{lib.name}\0{digest}".encode()
+
+
 def _cached(lib: Path, sidecar: Path, check_load: bool) -> str | None:
-    """The library's SHA-256 if the entry is whole and loads, else None (rebuild it). A
-    sanitizer build loads only with its runtime preloaded, so its load is not tried here."""
+    """The library's SHA-256 if the entry is whole, kcc signed it and it loads, else None
+    (rebuild it). The signature is checked before dlopen (which runs the library's
+    constructors). A sanitizer build loads only with its runtime preloaded, so its load is not
+    tried here."""
     try:
         digest = file_sha256(lib)
-        if sidecar.read_text().strip() != digest:
+        if not verify(_signed(lib, digest), "build-library", sidecar.read_text()):
             return None
     except (FileNotFoundError, UnicodeDecodeError):
         return None
@@ -149,7 +156,7 @@ def build_library(source: str, options: BuildOptions = BuildOptions(), name: str
                          "directory") from None
     lib = root / f"{name}-{key}.so"
     src = root / f"{name}-{key}.c"
-    sidecar = root / f"{name}-{key}.so.sha256"
+    sidecar = root / f"{name}-{key}.so.sig"
     lock_path = root / f"{name}-{key}.lock"
     _check_entry_paths([lib, src, sidecar, lock_path])
     try:
@@ -166,8 +173,9 @@ def build_library(source: str, options: BuildOptions = BuildOptions(), name: str
         if digest is not None:
             return Built(lib, src, digest, key, tuple(flags), True)
         try:
-            with tempfile.TemporaryDirectory(prefix=f".{name}-{key}.", dir=root) as tmp:
-                tsrc, tlib, tside = Path(tmp) / "unit.c", Path(tmp) / "unit.so", Path(tmp) / "unit.sha256"
+            sweep_temporaries(root)
+            with temp_dir(root, f"{name}-{key}") as tmp:
+                tsrc, tlib, tside = Path(tmp) / "unit.c", Path(tmp) / "unit.so", Path(tmp) / "unit.sig"
                 tsrc.write_text(source, encoding="utf-8")
                 cmd = [cc, *flags, "-o", str(tlib), str(tsrc), "-lm"]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -175,7 +183,7 @@ def build_library(source: str, options: BuildOptions = BuildOptions(), name: str
                     raise BuildError(f"{cc} failed on generated circuit '{name}' ({' '.join(flags)}):\n"
                                      f"{proc.stderr[-4000:]}")
                 digest = file_sha256(tlib)
-                tside.write_text(digest + "\n")
+                tside.write_text(sign(_signed(lib, digest), "build-library") + "\n")
                 os.replace(tsrc, src)
                 os.replace(tlib, lib)
                 os.replace(tside, sidecar)

@@ -16,10 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+from kcc.cache_trust import CacheError
 from kcc.compiler import artifact
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.precision import for_this_cpu
-from kcc.files import AtomicFile, cache_dir, exclusive_lock
+from kcc.files import AtomicFile, cache_subdir, exclusive_lock, sweep_temporaries
 from kcc.files import file_sha256
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 
@@ -29,8 +30,11 @@ def file_identity(path: Path) -> str:
     not re-read hundreds of megabytes to learn what it already knows."""
     path = Path(path).resolve()
     st = path.stat()
-    memo = cache_dir() / "file-digests" / (hashlib.sha256(str(path).encode()).hexdigest()[:32] + ".json")
     stamp = {"path": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    try:
+        memo = cache_subdir("file-digests") / (hashlib.sha256(str(path).encode()).hexdigest()[:32] + ".json")
+    except (OSError, CacheError):          # no memo: this start re-hashes, the next one too
+        return file_sha256(path)
     try:
         known = json.loads(memo.read_text())
         if {k: known.get(k) for k in stamp} == stamp and len(known.get("sha256", "")) == 64:
@@ -79,6 +83,7 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
         found = _load_existing(where, verify, log)
         if found is not None:
             return Synthesizer.from_circuits(found, max_frames, model_id, label)
+        sweep_temporaries(where.parent)      # an interrupted or killed compile's half artifact
         return _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log)
 
 

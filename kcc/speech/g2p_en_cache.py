@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
-from kcc.files import AtomicFile, cache_dir
+from kcc.files import AtomicFile, cache_subdir
 
 CACHE_VERSION = 1
 _TABLES = ("golds", "silvers")
@@ -36,7 +36,7 @@ def _data_key(british: bool) -> str:
 
 
 def _cache_path(british: bool) -> Path:
-    d = cache_dir() / "g2p"
+    d = cache_subdir("g2p")
     d.mkdir(parents=True, exist_ok=True)
     return d / f"lexicon-{_data_key(british)}.sqlite"
 

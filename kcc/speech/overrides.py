@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcc.speech.g2p_base import G2PError, load_vocab
+from kcc.files import InputTooLarge, read_bounded
 
 MAX_LEXICON_BYTES = 1 << 20
 MAX_LEXICON_ENTRIES = 10_000
@@ -132,10 +133,9 @@ def load_lexicon(path: str | Path, vocab: dict[str, int] | None = None) -> UserL
     vocab = vocab if vocab is not None else load_vocab()
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_LEXICON_BYTES:
-            raise LexiconError(f"{path}: {size} bytes; a lexicon file may have at most {MAX_LEXICON_BYTES}")
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_LEXICON_BYTES, "lexicon")
+    except InputTooLarge as e:
+        raise LexiconError(str(e)) from None
     except OSError as e:
         raise LexiconError(f"{path}: cannot read the lexicon ({e.strerror or e})") from None
     try:

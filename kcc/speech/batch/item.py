@@ -25,7 +25,7 @@ import numpy as np
 from kcc import __version__
 from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
-from kcc.files import file_sha256
+from kcc.files import TEMP_SUFFIX, file_sha256, read_bounded, temp_prefix
 from kcc.speech.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.say import plan, say
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES
@@ -87,7 +87,7 @@ os.umask(_UMASK)
 
 def write_atomic(path: Path, data: bytes) -> None:
     """A complete file at `path` or none: temp file in the same directory, fsync, rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
@@ -113,10 +113,15 @@ def fingerprint(item: Item, voice_digest: str, g2p: str, model_digest: str) -> s
     return _digest(json.dumps(doc, sort_keys=True, ensure_ascii=False).encode("utf-8"))
 
 
+SIDECAR_MAX_BYTES = 1 << 20
+
+
 def is_done(audio_path: Path, sidecar_path: Path, fp: str) -> dict | None:
     """The sidecar when the item's outputs are complete and current, else None."""
     try:
-        side = json.loads(sidecar_path.read_text(encoding="utf-8"))
+        # a sidecar is a few hundred bytes; anything past SIDECAR_MAX_BYTES is not ours (InputTooLarge
+        # is a ValueError: redo the item)
+        side = json.loads(read_bounded(sidecar_path, SIDECAR_MAX_BYTES, "sidecar").decode("utf-8"))
         meta = side["audio"]
         if side.get("fingerprint") != fp or meta.get("file") != audio_path.name:
             return None

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
+from kcc.files import InputTooLarge, read_bounded
 from kcc.speech.batch.audio import FORMATS
 from kcc.speech.g2p import G2PError, canonical_language, decode_text
 from kcc.speech.say import check_seed, check_speed
@@ -24,12 +25,40 @@ from kcc.speech.say import check_seed, check_speed
 COLUMNS = ("id", "text", "phonemes", "voice", "lang", "speed", "seed", "format")
 OPTIONS = ("voice", "lang", "speed", "seed", "format")
 MAX_ID_BYTES = 200                       # leaves room for '.json' / '.opus' and the temp-file prefix
+MAX_MANIFEST_BYTES = 256 << 20           # read counting bytes: `kcc batch /dev/zero` ends, by name
+MAX_FIELD_BYTES = 128 << 10              # one field (a text, an id...); a longer one is a Rejected line
 RUN_MANIFEST = "kcc-batch.json"          # the run manifest in OUTDIR
 RESERVED_IDS = frozenset({"kcc-batch"})  # its stem: no item may write kcc-batch.json
 
 
 class ManifestError(ValueError):
-    """The manifest as a whole cannot be read (missing, not UTF-8, a CSV without an id column)."""
+    """The manifest as a whole cannot be read (missing, too large, not UTF-8, a CSV without an id
+    column, a CSV quote left open)."""
+
+
+def _has_surrogate(s: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in s)
+
+
+def shown(value) -> str | None:
+    """`value` as text that can be written anywhere (a lone surrogate, which JSON escapes can
+    carry, as its \\udxxx escape), or None when it is not a string."""
+    if not isinstance(value, str):
+        return None
+    return value.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(value) else value
+
+
+def text_problem(record: dict) -> str | None:
+    """Why a record's keys or string values cannot be an item's text (a lone surrogate: not
+    encodable as UTF-8 in a file name, a sidecar or the run manifest; a field over
+    MAX_FIELD_BYTES), or None."""
+    for key, value in record.items():
+        for what, s in (("a column name", key), (f"column {shown(key)!r}", value)):
+            if isinstance(s, str) and _has_surrogate(s):
+                return f"{what} is not valid text (a lone surrogate: {shown(s)[:60]!r})"
+            if isinstance(s, str) and len(s) > MAX_FIELD_BYTES // 4 and len(s.encode("utf-8")) > MAX_FIELD_BYTES:
+                return f"{what} holds {len(s.encode('utf-8'))} bytes; a field may hold at most {MAX_FIELD_BYTES >> 10} KiB"
+    return None
 
 
 @dataclass(frozen=True)
@@ -118,10 +147,9 @@ def make_item(record: dict, line: int, defaults: Defaults) -> Item | Rejected:
     raw_id = record.get("id")
     if isinstance(raw_id, int) and not isinstance(raw_id, bool):
         raw_id = str(raw_id)
-    shown = raw_id if isinstance(raw_id, str) else None
-    problem = id_problem(raw_id)
+    problem = id_problem(raw_id) or text_problem(record)
     if problem:
-        return Rejected(line, problem, shown)
+        return Rejected(line, problem, shown(raw_id))
     unknown = sorted(set(record) - set(COLUMNS))
     if unknown:
         return Rejected(line, f"unknown column(s) {unknown}; columns are {', '.join(COLUMNS)}", raw_id)
@@ -156,19 +184,26 @@ def _jsonl_records(lines: list[str]) -> Iterator[tuple[int, dict | str]]:
 
 
 def _csv_records(text: str) -> Iterator[tuple[int, dict | str]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if not reader.fieldnames or "id" not in reader.fieldnames:
-        raise ManifestError(f"CSV manifest needs a header row with an 'id' column, got {reader.fieldnames}")
-    line = reader.line_num + 1
+    # csv's own field limit (128 KiB, process-wide) would stop the reader mid-file; the whole
+    # text is bounded by MAX_MANIFEST_BYTES, and a long field becomes a Rejected line (make_item).
+    # strict: a quote left open does not swallow the records after it (the next quote, followed
+    # by anything but a delimiter, or the end of the file inside quotes, is an error).
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_MANIFEST_BYTES))
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    line = 1
     try:
+        if not reader.fieldnames or "id" not in reader.fieldnames:
+            raise ManifestError(f"CSV manifest needs a header row with an 'id' column, got {reader.fieldnames}")
+        line = reader.line_num + 1
         for row in reader:
             if None in row:
                 yield line, f"{len(row[None])} more field(s) than the header has"
             else:
                 yield line, {k: v for k, v in row.items() if v not in (None, "")}
             line = reader.line_num + 1
-    except csv.Error as exc:             # a field past csv's limit (128 KiB): the reader cannot go on
-        raise ManifestError(f"CSV manifest line {line}: {exc}") from None
+    except csv.Error as exc:
+        raise ManifestError(f"CSV manifest line {line}: {exc} (a quote opened on this line and never closed?); "
+                            "nothing was run") from None
 
 
 def _text_records(lines: list[str]) -> Iterator[tuple[int, dict]]:
@@ -189,7 +224,9 @@ def read_manifest(path: str | Path, defaults: Defaults = Defaults(), kind: str |
     from the suffix, .jsonl / .ndjson / .json / .csv, anything else is text)."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_MANIFEST_BYTES, "manifest")
+    except InputTooLarge as exc:
+        raise ManifestError(str(exc)) from None
     except OSError as exc:
         raise ManifestError(f"manifest {path}: {exc.strerror or exc}") from None
     try:

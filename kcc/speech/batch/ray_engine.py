@@ -55,13 +55,17 @@ def run_ray(items: Iterable[Item], options: JobOptions, factory: Callable, worke
     if isinstance(factory, SynthSpec) and not address:
         load(factory)          # a local Ray's actors share this node: build the artifact once, here
     started = not ray.is_initialized()
+    restore_env = {}
     if started:
         try:
             if address:
                 ray.init(address=address, log_to_driver=False)
             else:
-                ray.init(num_cpus=workers * threads, include_dashboard=False, log_to_driver=False)
+                restore_env = _require_token_for_local_ray()
+                ray.init(num_cpus=workers * threads, include_dashboard=False, log_to_driver=False,
+                         _node_ip_address="127.0.0.1")
         except Exception as exc:
+            _restore(restore_env)
             raise RayUnavailable(f"cannot start Ray{f' at {address}' if address else ''}: {exc}") from None
     try:
         ctx = ray.data.DataContext.get_current()
@@ -74,3 +78,48 @@ def run_ray(items: Iterable[Item], options: JobOptions, factory: Callable, worke
     finally:
         if started:
             ray.shutdown()
+            _restore(restore_env)
+
+
+# The local Ray kcc starts: Ray's GCS and raylet accept connections on every interface (Ray 2.60
+# keeps binding them to all addresses whatever _node_ip_address says; where a Ray honours it,
+# they bind loopback), and whoever reaches them can run code as the user. So kcc's own Ray
+# requires Ray's token authentication with a fresh random token per run, handed to Ray's
+# processes in their environment and never written to disk; a client without it is refused
+# (Unauthenticated). A cluster given with --address is the user's to secure.
+_AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _require_token_for_local_ray() -> dict:
+    """Set Ray's token mode and a per-run token in this process's environment (Ray's processes
+    inherit it); returns what to put back afterwards."""
+    import os
+    import secrets
+    before = {k: os.environ.get(k) for k in _AUTH_ENV}
+    os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    _reload_ray_auth()
+    return before
+
+
+def _restore(before: dict) -> None:
+    import os
+    if not before:
+        return
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    _reload_ray_auth()
+
+
+def _reload_ray_auth() -> None:
+    """Ray caches its auth mode and token per process: make it read the environment again."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:          # a Ray without token authentication: nothing cached
+        return
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
