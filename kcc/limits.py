@@ -10,6 +10,8 @@ def _mib(n: int) -> str:
 def _table() -> list[tuple[str, str, str]]:
     from kcc.speech.batch.item import DEFAULT_MAX_CHARS
     from kcc.speech.batch.manifest import MAX_ID_BYTES
+    from kcc.speech.book.bounds import LIMITS as BOOK
+    from kcc.speech.book.layout import ITEM_CHARS
     from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
     from kcc.model.kokoro import MAX_PHONEMES
     from kcc.speech.say import MAX_MAX_FRAMES, MAX_SPEED, MAX_TEXT_BYTES, MIN_MAX_FRAMES, MIN_SPEED
@@ -39,6 +41,12 @@ def _table() -> list[tuple[str, str, str]]:
         ("server", "voices in a blend / cached voice packs", f"{MAX_BLEND_PARTS} / {CACHE_PACKS}"),
         ("server", "request body must arrive within", f"{app.body_timeout_s:g} s"),
         ("batch", "characters per item / id bytes", f"{DEFAULT_MAX_CHARS} / {MAX_ID_BYTES}"),
+        ("book", "input file / chapters / characters per chapter / per book",
+         f"{_mib(BOOK.max_file_bytes)} / {BOOK.max_chapters} / {BOOK.max_chapter_chars} / {BOOK.max_book_chars}"),
+        ("book (EPUB zip)", "members / one member unpacked / all unpacked / unpacked:packed ratio",
+         f"{BOOK.max_members} / {_mib(BOOK.max_member_bytes)} / {_mib(BOOK.max_unpacked_bytes)} / {BOOK.max_ratio}:1"),
+        ("book", "HTML nesting depth / PDF pages / characters per synthesis item",
+         f"{BOOK.max_depth} / {BOOK.max_pdf_pages} / {ITEM_CHARS}"),
     ]
     return rows
 
