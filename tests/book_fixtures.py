@@ -95,7 +95,7 @@ def write_pdf(path: Path, text: str = None, encrypt: bool = False) -> Path:
     if encrypt:
         from pypdf import PdfReader, PdfWriter
         w = PdfWriter(clone_from=PdfReader(str(path)))
-        w.encrypt(user_password="secret", owner_password="owner", algorithm="AES-128")
+        w.encrypt(user_password="secret", owner_password="owner", algorithm="RC4-128")  # RC4: no cryptography package
         with open(path, "wb") as fh:
             w.write(fh)
     return path

@@ -426,7 +426,9 @@ def _read_epub(path: Path, limits: BookLimits) -> Book:
             continue
         if isinstance(item, epub.EpubNav) or "nav" in (getattr(item, "properties", None) or []):
             continue
-        data = item.get_content()
+        # the raw bytes: EpubHtml.get_content() re-serialises through lxml, which silently
+        # drops what is nested past libxml2's depth limit (text lost without a word)
+        data = item.content
         soup = _soup(data, f"{path}:{item.get_name()}", limits)
         body = soup.find("body")
         if body is not None and any(_types(t) & _SKIP_DOCS for t in [body, *body.find_all(["section", "div"], limit=3)]):
