@@ -3,6 +3,7 @@
 clicks at the joins, resume after kill -9, Ray's bytes equal to the local engine's."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -69,7 +70,9 @@ def test_m4b_has_the_chapters_title_author_and_cover(tmp_path, voices):
         assert abs(c.duration / 1e6 - sides[-1]["audio"]["end_s"]) < 0.1
     vtt = (tmp_path / "alice.001.vtt").read_text()
     assert vtt.startswith("WEBVTT") and "tired." in vtt and "nobody" not in vtt     # the footnote is not read
-    assert sum(isinstance(e, ChapterDone) for e in events) == 3
+    done = [(e.index, e.status) for e in events if isinstance(e, ChapterDone)]
+    assert done == [(1, "synthesized"), (2, "synthesized"), (3, "synthesized"),
+                    (1, "written"), (2, "written"), (3, "written")]
 
 
 @pytest.mark.parametrize("fmt", AUDIO_FORMATS)
@@ -129,6 +132,39 @@ def test_rerun_writes_nothing_and_a_changed_pause_redoes_no_synthesis(tmp_path, 
     assert {e.status for e in events if not isinstance(e, ChapterDone)} == {"skipped"}      # no synthesis
     # chapters 2 and 3 are one paragraph each: their only pause is the chapter's
     assert [e.status for e in events if isinstance(e, ChapterDone)] == ["written", "current", "current"]
+
+
+def test_voice_from_the_books_language_and_blends(tmp_path, voices):
+    from kcc.speech.book.sources import Book, Chapter
+    np.save(voices / "vb.npy", random_voice(2))
+    book = Book("B", chapters=[Chapter("Un", ["Bonjour."])], language="fr-FR")
+    job = BookJob(book, tmp_path / "o1", BookOptions(format="wav", voice="va:0.7,vb:0.3"), **batch_kw(voices))
+    assert job.lang == "fr-fr" and job.voice == "va:0.7,vb:0.3"
+    list(job)
+    assert job.ok, job.failures
+    side = json.loads(next((tmp_path / "o1").glob("001-*.json")).read_text())
+    assert side["lang"] == "fr-fr" and side["voice"] == "va:0.7,vb:0.3"
+    item = json.loads((tmp_path / "o1" / ".kcc-book" / "c0001-00001.json").read_text())
+    from kcc.speech.voices import load_voice
+
+    def digest(pack):
+        return hashlib.sha256(np.ascontiguousarray(pack, "<f4").tobytes()).hexdigest()
+    blend = load_voice("va:0.7,vb:0.3", [voices])
+    assert np.allclose(blend, 0.7 * random_voice(1) + 0.3 * random_voice(2), atol=1e-6)
+    assert item["voice_sha256"] == digest(blend) != digest(random_voice(1))
+
+
+def test_progress_counts_chapters_audio_hours_and_eta():
+    import io
+    from kcc.speech.batch.item import Outcome
+    from kcc.speech.book.progress import BookProgress
+    bar = BookProgress(chapters=2, items=4, enabled=True, stream=io.StringIO())
+    assert bar.line().endswith("0/2 chapters, 0.000 h audio, ETA ?")
+    bar.item(Outcome("a", 1, "skipped", audio_s=1800.0))
+    bar.item(Outcome("b", 2, "done", audio_s=1800.0))
+    bar.chapter()
+    assert "1/2 chapters, 1.000 h audio, ETA 00:00:0" in bar.line()
+    assert bar.eta_s() is not None and bar.eta_s() >= 0
 
 
 def _script() -> str:
@@ -240,3 +276,12 @@ def test_real_speech_joins_carry_no_clicks(tmp_path):
     spans = [(int(round(i["start_s"] * 24000)), int(round(i["end_s"] * 24000))) for i in side["items"]]
     at_joins, inside = join_clicks(audio, [j for s in spans for j in s], spans)
     assert inside > 0.005 and at_joins <= inside, (at_joins, inside)
+
+
+@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.weights.real_model)")
+def test_default_voice_follows_the_declared_language(tmp_path, voices):
+    from kcc.speech.book.sources import Book, Chapter
+    np.save(voices / "ff_test.npy", random_voice(3))                # a French voice, by its name's letter
+    for lang, want in (("fr", "ff_test"), ("ja-JP", "jf_alpha"), (None, "jf_alpha")):
+        book = Book("B", chapters=[Chapter("Un", ["Bonjour."])], language=lang)
+        assert BookJob(book, tmp_path / "o", BookOptions(), **batch_kw(voices)).voice == want, lang

@@ -87,7 +87,8 @@ def run_cli(args) -> int:
         try:
             for event in job:
                 if isinstance(event, ChapterDone):
-                    bar.chapter()
+                    if event.status != "written" or not m4b:       # a .m4b's chapters count once synthesised
+                        bar.chapter()
                     continue
                 bar.item(event)
                 if event.status == "error":

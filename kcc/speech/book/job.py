@@ -59,7 +59,7 @@ class BookOptions:
 class ChapterDone:
     index: int
     title: str
-    status: str                          # "written" or "current" (already complete, left alone)
+    status: str      # "written"; "current" (complete already, left alone); "synthesized" (its items, for a .m4b)
     seconds: float
     files: list[str]
 
@@ -122,8 +122,12 @@ class BookJob:
                 self.failures.append(outcome)
                 failed.add(plan.index)
             left[plan.index] -= 1
-            if left[plan.index] == 0 and plan.index not in failed and not self.m4b:
-                yield self._write_chapter(plan)
+            if left[plan.index] == 0 and plan.index not in failed:
+                # a chapter file is written as soon as its items are; the .m4b only at the end
+                if self.m4b:
+                    yield ChapterDone(plan.index, plan.title, "synthesized", 0.0, [])
+                else:
+                    yield self._write_chapter(plan)
         if self.m4b and not self.failures:
             yield from self._write_m4b()
         if self.ok and self.options.clean:
@@ -131,7 +135,7 @@ class BookJob:
 
     def _remove_stale_parts(self) -> None:
         """Temporaries a killed run left (kcc.files.AtomicFile: '.<name>.<random>.part')."""
-        where = self.out.parent.glob(f".{self.out.stem}*.part") if self.m4b else self.out.glob(".*.part")
+        where = self.out.parent.glob(f".{self.out.stem}.*.part") if self.m4b else self.out.glob(".*.part")
         for p in where:
             p.unlink(missing_ok=True)
 
