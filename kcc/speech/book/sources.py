@@ -99,10 +99,6 @@ def read_book(path: str | Path, fmt: str | None = None, limits: BookLimits = LIM
     return book
 
 
-def _read_bytes(path: Path) -> bytes:
-    return path.read_bytes()
-
-
 def _decode(data: bytes, path: Path) -> str:
     from kcc.speech.g2p import G2PError, decode_text
     try:
@@ -208,13 +204,11 @@ def chapters_from_blocks(blocks: list[tuple[int, str]], fallback: str) -> tuple[
             if not chapters:
                 chapters.append(Chapter(title or fallback, []))
             chapters[-1].paragraphs.append(text)
-    if level is not None and len(chapters) > 1 and chapters[0].title == (title or fallback) and chapters[0].paragraphs:
-        chapters[0].title = title or fallback
     return chapters, title
 
 
 def _read_html(path: Path, limits: BookLimits) -> Book:
-    data = _read_bytes(path)
+    data = path.read_bytes()
     soup = _soup(data, str(path), limits)
     html = soup.find("html")
     lang = (html.get("lang") or html.get("xml:lang")) if html is not None else None
@@ -246,7 +240,7 @@ def front_matter(text: str) -> tuple[dict[str, str], str]:
 
 def _read_markdown(path: Path, limits: BookLimits) -> Book:
     from markdown_it import MarkdownIt
-    fields, body = front_matter(_decode(_read_bytes(path), path))
+    fields, body = front_matter(_decode(path.read_bytes(), path))
     html = MarkdownIt("commonmark").render(body)
     chapters, title = chapters_from_blocks(html_blocks(_soup(html, str(path), limits)), fields.get("title") or path.stem)
     return Book(fields.get("title") or title, fields.get("author", ""),
@@ -312,7 +306,7 @@ def title_page(chapters: list[Chapter], fallback: str) -> tuple[str, str, list[C
 
 
 def _read_text(path: Path, limits: BookLimits) -> Book:
-    title, author, chapters = title_page(chapters_from_text(_decode(_read_bytes(path), path), path.stem), path.stem)
+    title, author, chapters = title_page(chapters_from_text(_decode(path.read_bytes(), path), path.stem), path.stem)
     return Book(title, author, None, chapters)
 
 
