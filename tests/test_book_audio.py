@@ -285,3 +285,15 @@ def test_default_voice_follows_the_declared_language(tmp_path, voices):
     for lang, want in (("fr", "ff_test"), ("ja-JP", "jf_alpha"), (None, "jf_alpha")):
         book = Book("B", chapters=[Chapter("Un", ["Bonjour."])], language=lang)
         assert BookJob(book, tmp_path / "o", BookOptions(), **batch_kw(voices)).voice == want, lang
+
+
+def test_bad_outputs_are_refused_before_the_book_is_read(tmp_path):
+    from kcc.speech.outputs import OutputError
+    (tmp_path / "dir.m4b").mkdir()
+    (tmp_path / "file").write_text("x")
+    os.symlink(tmp_path / "elsewhere.m4b", tmp_path / "link.m4b")
+    missing = tmp_path / "no-such-book.epub"                  # would be a BookError if it were read first
+    for out, fmt in ((tmp_path / "dir.m4b", "m4b"), (tmp_path / "link.m4b", "m4b"), (tmp_path / "file", "wav"),
+                     (tmp_path / "no" / "such" / "dir", "flac")):
+        with pytest.raises(OutputError):
+            BookJob(missing, out, BookOptions(format=fmt))

@@ -3,7 +3,7 @@
     job = BookJob("alice.epub", "alice.m4b")            # or an OUT directory, one file per chapter
     for event in job:                                  # batch Outcomes, then chapters as written
         ...
-    job.ok, job.failures, job.written
+    job.ok, job.failures, job.audio_s
 
 Outputs: `-o NAME.m4b` writes one .m4b with chapter markers and metadata, and beside it
 NAME.NNN.json (and NAME.NNN.srt / .vtt) per chapter; `-o DIR` writes DIR/NNN-title.<format>
@@ -23,7 +23,7 @@ import re
 import shutil
 import unicodedata
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -41,7 +41,7 @@ CHAPTER_SCHEMA = "kcc.speech.book.chapter/1"
 WORK_DIR = ".kcc-book"
 
 
-@dataclass
+@dataclass(frozen=True)
 class BookOptions:
     format: str = "m4b"                  # m4b, or a per-chapter audio format (assemble.AUDIO_FORMATS)
     subtitles: str | None = None         # srt / vtt
@@ -69,22 +69,22 @@ class BookJob:
     workers, threads, synth, voices_dirs, g2p, address, processes) go to kcc.speech.batch.Batch."""
 
     def __init__(self, book, out: str | Path, options: BookOptions = BookOptions(), **batch):
+        from kcc.speech.outputs import check_output, check_output_dir
+        self.m4b = options.format == "m4b"
+        if not self.m4b and options.format not in AUDIO_FORMATS:
+            raise BookError(f"format {options.format!r} is not m4b or one of {', '.join(AUDIO_FORMATS)}")
+        self.out = check_output(out, "-o") if self.m4b else check_output_dir(out, "-o")    # before any work
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             self.book: Book = book if isinstance(book, Book) else read_book(book)
             self.lang = options.lang or book_language(self.book.language)
         self.notes = [str(w.message) for w in caught]
         self.options, self.batch = options, batch
-        self.out = Path(out)
-        self.m4b = options.format == "m4b"
-        if not self.m4b and options.format not in AUDIO_FORMATS:
-            raise BookError(f"format {options.format!r} is not m4b or one of {', '.join(AUDIO_FORMATS)}")
         self.work = self.out.parent / f".{self.out.name}{WORK_DIR}" if self.m4b else self.out / WORK_DIR
         dirs = [Path(d) for d in batch.get("voices_dirs", ())]
         self.voice = options.voice or default_voice(self.lang, dirs)
         self.plans: list[ChapterPlan] = plan_chapters(self.book, options.pauses, options.announce, options.item_chars)
         self.failures: list[Outcome] = []
-        self.written: list[Path] = []
         self.audio_s = 0.0
 
     # -- the items --------------------------------------------------------------------------
@@ -176,7 +176,6 @@ class BookJob:
         write_atomic(side_path, json.dumps(chapter_sidecar(plan, got, fp, meta), ensure_ascii=False,
                                            indent=1).encode("utf-8"))
         self.audio_s += seconds
-        self.written += [audio_path, side_path]
         return ChapterDone(plan.index, plan.title, "written", seconds, [audio_path.name, side_path.name, *files])
 
     def _captions(self, plan: ChapterPlan, words: list[dict], stem: str) -> list[str]:
@@ -186,7 +185,6 @@ class BookJob:
         breaks = {i for i, w in enumerate(words) if i and w["item"] != words[i - 1]["item"]}
         path = self.out.parent / f"{stem}.{fmt}" if self.m4b else self.out / f"{stem}.{fmt}"
         write_atomic(path, render(cues(words, breaks), fmt).encode("utf-8"))
-        self.written.append(path)
         return [path.name]
 
     def _write_m4b(self) -> Iterator[ChapterDone]:
@@ -206,23 +204,14 @@ class BookJob:
                 side_path = self.out.parent / f"{stem}.json"
                 write_atomic(side_path, json.dumps(chapter_sidecar(plan, got, self._fingerprint(plan), meta),
                                                    ensure_ascii=False, indent=1).encode("utf-8"))
-                self.written.append(side_path)
                 dones.append(ChapterDone(plan.index, plan.title, "written", got.samples / SAMPLE_RATE,
                                          [side_path.name, *files]))
             writer.commit(marks, self.book.title, self.book.author, self.book.cover, self.book.cover_mime)
         except BaseException:
             writer.abort()
             raise
-        self.written.append(self.out)
         self.audio_s = writer.samples / SAMPLE_RATE
         yield from dones
-
-    def summary(self) -> dict:
-        return {"title": self.book.title, "author": self.book.author, "format": self.book.format,
-                "language": self.lang, "voice": self.voice, "chapters": len(self.plans),
-                "items": sum(len(p.segments) for p in self.plans), "audio_s": round(self.audio_s, 3),
-                "failures": [{"id": o.id, "reason": o.reason} for o in self.failures],
-                "options": asdict(self.options), "notes": self.notes}
 
 
 def slug(title: str, limit: int = 48) -> str:
