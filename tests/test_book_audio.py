@@ -297,3 +297,11 @@ def test_bad_outputs_are_refused_before_the_book_is_read(tmp_path):
                      (tmp_path / "no" / "such" / "dir", "flac")):
         with pytest.raises(OutputError):
             BookJob(missing, out, BookOptions(format=fmt))
+
+
+def test_a_pdf_job_carries_the_warning_of_what_is_lost(tmp_path, voices, capsys):
+    from kcc.speech.book.sources import PDF_WARNING
+    files = write_all(tmp_path / "in")
+    job = BookJob(files["pdf"], tmp_path / "pdf.m4b", BookOptions(voice="va.npy"), **batch_kw(voices))
+    assert job.notes == [PDF_WARNING] and "text layer" in PDF_WARNING and "images" in PDF_WARNING
+    assert job.book.format == "pdf" and len(job.plans) == 3
