@@ -78,6 +78,38 @@ def write_epub(path: Path, chapters=CHAPTERS, lang: str = "en", cover: bytes | N
     return path
 
 
+def write_epub2(path: Path, chapters=CHAPTERS) -> Path:
+    """EPUB 2.0.1 written by hand (ebooklib writes only EPUB 3): an OPF 2.0 package, the table
+    of contents in an NCX only, XHTML 1.1 chapters whose headings differ from the NCX titles."""
+    import zipfile
+    items = "".join(f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
+                    for i in range(1, len(chapters) + 1))
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(1, len(chapters) + 1))
+    opf = (f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="2.0" unique-identifier="id">'
+           f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{TITLE}</dc:title>'
+           f'<dc:creator>{AUTHOR}</dc:creator><dc:language>en-GB</dc:language><dc:identifier id="id">x</dc:identifier>'
+           f'</metadata><manifest><item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>{items}'
+           f'</manifest><spine toc="ncx">{spine}</spine></package>')
+    points = "".join(f'<navPoint id="n{i}" playOrder="{i}"><navLabel><text>{t}</text></navLabel>'
+                     f'<content src="c{i}.xhtml"/></navPoint>' for i, (t, _) in enumerate(chapters, 1))
+    ncx = (f'<?xml version="1.0"?><ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1"><head/>'
+           f'<docTitle><text>{TITLE}</text></docTitle><navMap>{points}</navMap></ncx>')
+    container = ('<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                 '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+                 '</rootfiles></container>')
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")
+        zf.writestr("META-INF/container.xml", container)
+        zf.writestr("OEBPS/content.opf", opf)
+        zf.writestr("OEBPS/toc.ncx", ncx)
+        for i, (t, paras) in enumerate(chapters, 1):
+            body = "".join(f"<p>{p}</p>" for p in paras)
+            zf.writestr(f"OEBPS/c{i}.xhtml", '<?xml version="1.0"?><!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" '
+                        '"http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd"><html xmlns="http://www.w3.org/1999/xhtml">'
+                        f'<head><title>c{i}</title></head><body><h2>Chapter {i}</h2>{body}</body></html>')
+    return path
+
+
 def markdown_text(chapters=CHAPTERS, lang: str = "en") -> str:
     body = "".join(f"## {t}\n\n" + "".join(f"{p}\n\n" for p in paras) for t, paras in chapters)
     return f"---\ntitle: {TITLE}\nauthor: {AUTHOR}\nlang: {lang}\n---\n\n# {TITLE}\n\n{body}"

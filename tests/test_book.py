@@ -54,6 +54,14 @@ def test_epub_drops_footnotes_notes_documents_and_the_contents_page(books, tmp_p
     assert [c.title for c in covered.chapters] == [t for t, _ in CHAPTERS]   # the cover page is not a chapter
 
 
+def test_epub2_takes_titles_from_its_ncx(tmp_path):
+    from book_fixtures import write_epub2
+    book, notes = read(write_epub2(tmp_path / "two.epub"))
+    assert (book.title, book.author, book.language) == (TITLE, AUTHOR, "en-GB")
+    assert [c.title for c in book.chapters] == [t for t, _ in CHAPTERS]          # the NCX's, not the <h2>s
+    assert [c.paragraphs for c in book.chapters] == [p for _, p in CHAPTERS]     # the heading is not read twice
+
+
 @pytest.mark.parametrize("fmt", ["text", "pdf"])
 def test_plain_formats_find_chapters_at_headings(books, fmt):
     book, notes = read(books[fmt])
