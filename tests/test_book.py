@@ -180,17 +180,38 @@ DEEP = "<div>" * 5000 + "deep" + "</div>" * 5000
 def test_deeply_nested_markup_is_refused(tmp_path, suffix, content):
     path = tmp_path / f"deep{suffix}"
     if content is None:                  # ebooklib would tidy the markup: put it in by hand
-        src = write_epub(tmp_path / "plain.epub", notes=False)
-        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
-            for info in zin.infolist():
-                data = zin.read(info)
-                if info.filename.endswith("chap_2.xhtml"):
-                    data = f"<html><body><h1>Deep</h1>{DEEP}</body></html>".encode()
-                zout.writestr(info, data)
+        _replace_member(write_epub(tmp_path / "plain.epub", notes=False), path, "chap_2.xhtml",
+                        lambda _: f"<html><body><h1>Deep</h1>{DEEP}</body></html>".encode())
     else:
         path.write_text(content, encoding="utf-8")
     with pytest.raises(NestingTooDeep):
         read_book(path)
+
+
+LOL_DTD = "<!ENTITY a \"aaaaaaaaaa\">" + "".join(f"<!ENTITY {chr(98 + i)} \"{('&' + chr(97 + i) + ';') * 10}\">"
+                                                 for i in range(9))          # &j; would be 10^10 characters
+
+
+def _replace_member(src: Path, dst: Path, suffix: str, edit) -> Path:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            zout.writestr(info, edit(data) if info.filename.endswith(suffix) else data)
+    return dst
+
+
+def test_entity_expansion_bombs_are_not_expanded(tmp_path):
+    src = write_epub(tmp_path / "plain.epub", notes=False)
+    doc = (f'<?xml version="1.0"?><!DOCTYPE html [{LOL_DTD}]><html xmlns="http://www.w3.org/1999/xhtml">'
+           '<body><h1>Lol</h1><p>&j;</p><p>After.</p></body></html>').encode()
+    in_chapter = _replace_member(src, tmp_path / "chapter.epub", "chap_2.xhtml", lambda _: doc)
+    book = read_book(in_chapter)
+    assert sum(c.chars for c in book.chapters) < 1000
+    assert book.chapters[1].paragraphs == ["&j;", "After."]            # the reference as written, not expanded
+    in_package = _replace_member(src, tmp_path / "opf.epub", "content.opf", lambda d: d.replace(
+        b"<package", f"<!DOCTYPE package [{LOL_DTD}]><package".encode(), 1).replace(b"<dc:title>", b"<dc:title>&j;", 1))
+    with pytest.raises(UnsupportedBook):
+        read_book(in_package)
 
 
 def test_flat_html_with_unclosed_paragraphs_is_fine(tmp_path):

@@ -108,6 +108,7 @@ def _decode(data: bytes, path: Path) -> str:
 
 
 # -- HTML -----------------------------------------------------------------------------------
+_INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^\[>]*\[.*?\]\s*>", re.S | re.I)
 _TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*?(/?)>")
 # Elements with no end tag, or whose end tag HTML lets an author leave out: they add no depth.
 _FLAT = frozenset(b"area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
@@ -139,6 +140,9 @@ def _soup(data: bytes | str, where: str, limits: BookLimits):
     from bs4 import BeautifulSoup
     raw = data.encode("utf-8") if isinstance(data, str) else data
     check_depth(raw, where, limits)
+    # An XHTML internal DTD subset (entity declarations): the HTML parser neither expands it
+    # (no entity bomb) nor understands it, and would read its tail aloud; it holds no text.
+    raw = _INTERNAL_SUBSET.sub(b"", raw, count=1)
     with warnings.catch_warnings():            # XHTML through the HTML parser: fine for text
         warnings.simplefilter("ignore")
         return BeautifulSoup(raw, "lxml")
