@@ -40,7 +40,8 @@ def _stamp(t: float, sep: str) -> str:
 
 def render(cue_list: list[tuple[float, float, str]], fmt: str) -> str:
     if fmt == "srt":
-        return "".join(f"{n}\n{_stamp(a, ',')} --> {_stamp(b, ',')}\n{t}\n\n" for n, (a, b, t) in enumerate(cue_list, 1))
+        return "".join(f"{n}\n{_stamp(a, ',')} --> {_stamp(b, ',')}\n{t}\n\n"
+                       for n, (a, b, t) in enumerate(cue_list, 1))
     if fmt == "vtt":
         return "WEBVTT\n\n" + "".join(f"{_stamp(a, '.')} --> {_stamp(b, '.')}\n{t}\n\n" for a, b, t in cue_list)
     raise ValueError(f"subtitle format {fmt!r} is not one of {', '.join(FORMATS)}")

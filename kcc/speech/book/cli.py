@@ -19,7 +19,8 @@ def add_parser(subparsers) -> None:
     from kcc.speech.book.captions import FORMATS as CAPTIONS
     from kcc.speech.book.layout import Pauses
     from kcc.speech.cli_args import add_speech_args
-    p = subparsers.add_parser("book", help="read a book (EPUB, Markdown, HTML, text, PDF) into an audiobook (resumable)")
+    p = subparsers.add_parser("book", help="read a book (EPUB, Markdown, HTML, text, PDF) into an audiobook "
+                                           "(resumable)")
     p.add_argument("input", help="the book: .epub, .md, .html, .txt or .pdf")
     p.add_argument("-o", "--out", required=True,
                    help="NAME.m4b for one chaptered audiobook, or a directory for one file per chapter")
@@ -33,7 +34,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--title-pause", type=float, default=d.title, metavar="S", help="silence after a chapter title")
     p.add_argument("--voice", help="voice: NAME or a blend 'a:0.6,b:0.4' (default: one for the book's language)")
     p.add_argument("--speed", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0, help=f"seed of the sine source's noise ({SEED_RANGE[0]}..{SEED_RANGE[1]})")
+    p.add_argument("--seed", type=int, default=0,
+                   help=f"seed of the sine source's noise ({SEED_RANGE[0]}..{SEED_RANGE[1]})")
     p.add_argument("--engine", default="local", choices=["local", "ray"], help="the batch engine (kcc batch)")
     p.add_argument("--address", help="--engine ray: an existing Ray cluster (default: start a local Ray)")
     p.add_argument("--workers", type=int, help="paragraphs at once (default: one per core)")
@@ -70,7 +72,8 @@ def run_cli(args) -> int:
                         _pause("title-pause", args.title_pause))
         options = BookOptions("m4b" if m4b else args.format or "flac", args.subtitles, not args.no_titles, pauses,
                               args.voice, None if args.lang == "auto" else args.lang,
-                              check_option("speed", args.speed, Defaults()), check_option("seed", args.seed, Defaults()),
+                              check_option("speed", args.speed, Defaults()),
+                              check_option("seed", args.seed, Defaults()),
                               args.clean)
         spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
                          precision=args.precision)

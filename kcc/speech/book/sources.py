@@ -246,7 +246,8 @@ def _read_markdown(path: Path, limits: BookLimits) -> Book:
     from markdown_it import MarkdownIt
     fields, body = front_matter(_decode(path.read_bytes(), path))
     html = MarkdownIt("commonmark").render(body)
-    chapters, title = chapters_from_blocks(html_blocks(_soup(html, str(path), limits)), fields.get("title") or path.stem)
+    blocks = html_blocks(_soup(html, str(path), limits))
+    chapters, title = chapters_from_blocks(blocks, fields.get("title") or path.stem)
     return Book(fields.get("title") or title, fields.get("author", ""),
                 fields.get("lang") or fields.get("language") or None, chapters)
 
@@ -429,7 +430,8 @@ def _read_epub(path: Path, limits: BookLimits) -> Book:
         data = item.content
         soup = _soup(data, f"{path}:{item.get_name()}", limits)
         body = soup.find("body")
-        if body is not None and any(_types(t) & _SKIP_DOCS for t in [body, *body.find_all(["section", "div"], limit=3)]):
+        marked = [body, *body.find_all(["section", "div"], limit=3)] if body is not None else []
+        if any(_types(t) & _SKIP_DOCS for t in marked):
             continue
         blocks = html_blocks(soup)
         if not blocks:
