@@ -239,7 +239,7 @@ def _real_model_here() -> bool:
 
 
 @pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.weights.real_model)")
-def test_real_model_cli_m4b_with_captions(tmp_path):
+def test_real_model_cli_m4b_with_captions(tmp_path, capsys):
     """The command line end to end on the real model: a tiny EPUB, English, a real voice."""
     from kcc.cli import main
     from kcc.weights.real_model import fetch
@@ -247,8 +247,11 @@ def test_real_model_cli_m4b_with_captions(tmp_path):
     book = write_epub(tmp_path / "tiny.epub", chapters, notes=False)
     voice = f"{fetch(offline=True)['voices']}:jf_alpha"
     rc = main(["book", str(book), "-o", str(tmp_path / "tiny.m4b"), "--voice", voice, "--subtitles", "srt",
-               "--workers", "1", "--threads", "2"])
+               "--workers", "1", "--threads", "2", "--progress", "--clean"])
     assert rc == 0
+    err = capsys.readouterr().err
+    assert "language en-us" in err and "2/2 chapters" in err and " h audio, ETA " in err
+    assert not (tmp_path / ".tiny.m4b.kcc-book").exists()                        # --clean
     assert [t for t, _ in read_chapters(tmp_path / "tiny.m4b")] == ["One", "Two"]
     srt = (tmp_path / "tiny.001.srt").read_text()
     assert srt.startswith("1\n00:00:0") and "tired." in srt
