@@ -228,6 +228,7 @@ def test_flat_html_with_unclosed_paragraphs_is_fine(tmp_path):
     ("long.txt", "".join(f"CHAPTER {i}\n\n{'w ' * 900}\n\n" for i in range(30)),
      BookLimits(max_book_chars=20_000), "characters of text"),
     ("big.txt", "x" * 3000, BookLimits(max_file_bytes=2000), "bytes"),
+    ("default.txt", "CHAPTER 1\n\n" + "word " * (BookLimits().max_chapter_chars // 5 + 1), BookLimits(), "chapter 1"),
 ])
 def test_huge_chapters_and_books_are_refused(tmp_path, name, content, limits, match):
     (tmp_path / name).write_text(content, encoding="utf-8")

@@ -19,8 +19,10 @@ class BookLimits:
     max_unpacked_bytes: int = 512 << 20      # all members unpacked
     max_ratio: int = 200                     # unpacked / packed per member: text compresses ~3-10x
     max_depth: int = 256                     # HTML element nesting
-    max_chapter_chars: int = 2_000_000       # ~40 h of speech; War and Peace is 3.2 M in all
-    max_book_chars: int = 32_000_000         # the text held while the book is made (~640 h)
+    # ~10 h of speech. A chapter's word timestamps are held while its sidecar and captions are
+    # written (~100 k words at this limit); the chapters of long novels are far shorter.
+    max_chapter_chars: int = 500_000
+    max_book_chars: int = 32_000_000         # the text held while the book is made (~600 h; War and Peace: 3.2 M)
     max_chapters: int = 5_000
     max_pdf_pages: int = 10_000
 
