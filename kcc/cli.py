@@ -271,9 +271,11 @@ def main(argv=None) -> int:
                    "even if a fetch failed recently; fails if they cannot be had")
     p.set_defaults(fn=cmd_voices)
     from kcc.speech.batch.cli import add_parser as add_batch
+    from kcc.speech.book.cli import add_parser as add_book
     from kcc.speech.serve.cli import add_parsers as add_serve
     add_serve(sub)                        # serve, wyoming
     add_batch(sub)
+    add_book(sub)
     args = ap.parse_args(argv)
     try:
         return args.fn(args)
