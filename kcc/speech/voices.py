@@ -310,11 +310,14 @@ def check_plausible(pack: np.ndarray, name: str) -> np.ndarray:
 
 def default_voice_for(language: str, offered=None) -> str:
     """The voice spoken when none is asked for: upstream's voice for `language` ('' / 'auto': the
-    default language's), or FALLBACK_VOICE when `offered` (names; None: the built-in voices)
-    lacks it."""
+    default language's); when `offered` (names; None: the built-in voices) lacks it, the first
+    offered voice whose name says that language, else FALLBACK_VOICE."""
     name = default_voice(language)
     names = offered if offered is not None else builtin_voices()
-    return name if name in names else FALLBACK_VOICE
+    if name in names:
+        return name
+    code = voice_language(name)
+    return next((n for n in sorted(names) if voice_language(n) == code), FALLBACK_VOICE)
 
 
 def spec_language(spec: str) -> str:
