@@ -25,9 +25,8 @@ class BuildPyWithPrebuilt(build_py):
 
 
 class PlatformWheel(bdist_wheel):
-    def finalize_options(self):
-        super().finalize_options()
-        self.root_is_pure = False
+    """Tagged by the machines whose libraries it carries (the files stay in purelib: no extension
+    module is imported; the libraries are loaded with ctypes)."""
 
     def get_tag(self):
         built = Path(self.get_finalized_command("build_py").build_lib) / "kcc" / "prebuilt"

@@ -87,17 +87,23 @@ def prebuilt_machines(wheel: Path) -> dict[str, dict]:
                 if n.startswith("kcc/prebuilt/") and n.endswith("/table.json")}
 
 
+def _outside() -> dict[str, str]:
+    """This environment without what would put a checkout on the child's sys.path (pip would
+    take a checkout's kcc.egg-info for kcc installed)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+
+
 def make_venv(where: Path, wheel: Path, deps: str) -> Path:
     """A venv at `where` holding the wheel; returns its python."""
-    _run([sys.executable, "-m", "venv", str(where)], "venv")
+    _run([sys.executable, "-m", "venv", str(where)], "venv", env=_outside(), cwd=where.parent)
     py = where / "bin" / "python"
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if deps == "index":
-        _run([*pip, str(wheel)], "pip install (dependencies from the index)")
+        _run([*pip, str(wheel)], "pip install (dependencies from the index)", env=_outside(), cwd=where.parent)
     elif deps == "shared":
-        _run([*pip, "--no-deps", str(wheel)], "pip install --no-deps")
+        _run([*pip, "--no-deps", str(wheel)], "pip install --no-deps", env=_outside(), cwd=where.parent)
         site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                         "venv site").stdout.strip())
+                         "venv site", env=_outside(), cwd=where.parent).stdout.strip())
         ours = [p for p in sys.path if p.endswith("site-packages")]
         (site / "zz_shared_dependencies.pth").write_text("\n".join(ours) + "\n")
     else:
@@ -113,8 +119,7 @@ def warm_real_weights() -> Path:
 
 
 def clean_env(venv: Path, cache: Path, compiler: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("KCC_") and k not in ("CC", "PYTHONPATH", "VIRTUAL_ENV")}
+    env = {k: v for k, v in _outside().items() if not k.startswith("KCC_") and k != "CC"}
     path = [str(venv / "bin")]
     if compiler:
         path.append(str(Path(shutil.which(os.environ.get("CC", "cc")) or "/usr/bin/cc").parent))
@@ -122,12 +127,16 @@ def clean_env(venv: Path, cache: Path, compiler: bool) -> dict[str, str]:
     return env
 
 
-def speak(venv: Path, real: Path, work: Path, compiler: bool, text: str = TEXT) -> Spoken:
-    """First `kcc say` of a fresh cache holding only the real weights."""
-    cache = work / ("cache-cc" if compiler else "cache-nocc")
+def speak(venv: Path, real: Path, work: Path, compiler: bool, prebuilt: bool = True, text: str = TEXT) -> Spoken:
+    """First `kcc say` of a fresh cache holding only the real weights (prebuilt=False: with
+    KCC_PREBUILT=0, compiling as a checkout does)."""
+    tag = ("cc" if compiler else "nocc") + ("" if prebuilt else "-compiled")
+    cache = work / f"cache-{tag}"
     cache.mkdir(parents=True)
     (cache / "real").symlink_to(real)
     env = clean_env(venv, cache, compiler)
+    if not prebuilt:
+        env["KCC_PREBUILT"] = "0"
     probe = json.loads(_run([str(venv / "bin" / "python"), "-c", _PROBE], "probe", env=env, cwd=work).stdout)
     if not compiler and any(probe["cc"]):
         raise WheelCheckError(f"a C compiler is still on PATH: {probe['cc']}")
@@ -135,7 +144,7 @@ def speak(venv: Path, real: Path, work: Path, compiler: bool, text: str = TEXT) 
         raise WheelCheckError("no C compiler found for the with-compiler run")
     if not Path(probe["kcc"]).resolve().is_relative_to(venv.resolve()):
         raise WheelCheckError(f"kcc was imported from {probe['kcc']}, not from the venv {venv}")
-    wav = work / ("cc.wav" if compiler else "nocc.wav")
+    wav = work / f"{tag}.wav"
     t0 = time.perf_counter()
     proc = _run([str(venv / "bin" / "kcc"), "say", text, "-o", str(wav)], "kcc say", env=env, cwd=work)
     seconds = time.perf_counter() - t0
@@ -181,7 +190,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--deps", choices=("index", "shared"), default="index")
     ap.add_argument("--no-isolation", action="store_true", help="build with this venv's setuptools and numpy")
-    ap.add_argument("--with-compiler", action="store_true", help="also time a first say with a compiler on PATH")
+    ap.add_argument("--with-compiler", action="store_true",
+                    help="also time a first say with a compiler on PATH: with the prebuilt libraries, and compiling")
     ap.add_argument("--out", type=Path, help="write the markdown report here (bench/results/...)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kcc-wheel-") as tmp:
@@ -192,11 +202,14 @@ def main(argv=None) -> int:
               f"({dist.sdist.stat().st_size:,} B) in {time.perf_counter() - t0:.0f} s", flush=True)
         real = warm_real_weights()
         t0 = time.perf_counter()
-        venv = make_venv(work / "venv", dist.wheel, args.deps)
+        venv = work / "venv"
+        make_venv(venv, dist.wheel, args.deps)
         install_s = time.perf_counter() - t0
-        runs = {"no C compiler on PATH": speak(venv.parents[1], real, work, compiler=False)}
+        runs = {"no C compiler on PATH": speak(venv, real, work, compiler=False)}
         if args.with_compiler:
-            runs["a C compiler on PATH"] = speak(venv.parents[1], real, work, compiler=True)
+            runs["a C compiler on PATH"] = speak(venv, real, work, compiler=True)
+            runs["a C compiler on PATH, KCC_PREBUILT=0"] = speak(venv, real, work, compiler=True,
+                                                                 prebuilt=False)
         for name, s in runs.items():
             if s.duration < 0.5 or s.rms < 0.01:
                 raise WheelCheckError(f"{name}: {s.wav} is not speech ({s.duration:.2f} s, rms {s.rms:.4f})\n{s.log}")
