@@ -56,15 +56,27 @@ def cross_compile(source: str, prefix: str, out: Path, extra: tuple[str, ...] = 
     return out
 
 
-class QemuCircuit(CompiledCircuit):
-    """A compiled circuit whose calls run the aarch64 build of its C under qemu-user."""
+def link_library(library: Path, prefix: str, out: Path) -> Path:
+    """The harness linked against an aarch64 stage library compiled elsewhere (a wheel's prebuilt
+    one), found at run time beside it."""
+    cmd = [CROSS_CC, *CROSS_FLAGS, f"-DKCC_ENTRY={prefix}_run", "-o", str(out), str(HARNESS), str(library),
+           f"-Wl,-rpath,{Path(library).parent}", "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CrossError(f"{CROSS_CC} could not link the harness against {library}:\n{proc.stderr[-4000:]}")
+    return out
 
-    def __init__(self, compiled: CompiledCircuit, workdir: Path):
+
+class QemuCircuit(CompiledCircuit):
+    """A compiled circuit whose calls run the aarch64 build of its C under qemu-user (`program`:
+    a harness already linked, e.g. by link_library; else its C is cross-compiled here)."""
+
+    def __init__(self, compiled: CompiledCircuit, workdir: Path, program: Path | None = None):
         self.__dict__.update(compiled.__dict__)
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         prefix = symbol_prefix(self.graph.name)
-        self.program = cross_compile(self.source, prefix, self.workdir / f"{prefix}.aarch64")
+        self.program = program or cross_compile(self.source, prefix, self.workdir / f"{prefix}.aarch64")
         digest = hashlib.sha256(self.program.read_bytes()).hexdigest()
         self.built = Built(self.program, self.program.with_suffix(".c"), digest, digest[:32],
                            (CROSS_CC, *CROSS_FLAGS), False)

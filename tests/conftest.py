@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from dev_tools import require as require_tools
 from kcc.compiler.threads import available_cores, available_memory
 from kcc.weights.checkpoint import load_checkpoint
 
 MAX_WORKERS = 4                # past this the listening files (minutes each, on one worker) set the time
 WORKER_PEAK_BYTES = 6 << 30    # one worker's peak resident set (measured 5.4-6.0 GB: the real model + torch)
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("tools"):
+        require_tools(*mark.args)
 
 
 def pytest_xdist_auto_num_workers(config):

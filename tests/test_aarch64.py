@@ -16,8 +16,7 @@ try:
 finally:
     sys.path.pop(0)
 
-pytestmark = pytest.mark.skipif(bool(ap.missing_tools()), reason=f"{', '.join(ap.missing_tools())} not installed "
-                                "(apt-get install gcc-aarch64-linux-gnu qemu-user)")
+pytestmark = pytest.mark.tools("aarch64-linux-gnu-gcc", "qemu-aarch64")
 
 
 @pytest.fixture(scope="module")

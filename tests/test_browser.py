@@ -12,10 +12,9 @@ from test_say import FakeSynth, sentences
 from kcc.speech.wav import pcm16
 from test_server import expected, s16, serving
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="chromium / chromedriver not installed "
-                                "(Debian: apt-get install chromium chromium-driver)")
+pytestmark = pytest.mark.tools("chromium", "chromedriver")
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """The standalone C runner: exported, built with make, run with no Python; bit-identical audio."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -13,7 +12,7 @@ from kcc.speech.say import random_voice
 from kcc.speech.voices import style_for
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.tools("make")
 def test_exported_program_matches_the_library_bit_for_bit(small_ckpt, tmp_path):
     synth = Synthesizer(small_ckpt, max_frames=200)
     pack = random_voice(1)

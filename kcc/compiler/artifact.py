@@ -76,8 +76,8 @@ def compiler_digest() -> str:
 
 def artifact_key(model_id: str, options: BuildOptions, max_frames: int, stages: list[str]) -> str:
     from kcc import __version__
-    from kcc.compiler.build import compiler, compiler_identity
-    text = "\0".join([model_id, __version__, compiler_digest(), compiler_identity(compiler()),
+    from kcc.compiler.build import toolchain_identity
+    text = "\0".join([model_id, __version__, compiler_digest(), toolchain_identity(),
                       *options.flags(), f"precision={options.precision}", str(max_frames), *stages])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

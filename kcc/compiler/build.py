@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcc.compiler import prebuilt
 from kcc.compiler.isa import level_flags, requested
 from kcc.compiler.precision import check as check_precision
 from kcc.compiler.precision import from_env as precision_from_env
@@ -93,7 +94,25 @@ def compiler_identity(cc: str) -> str:
     try:
         return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise BuildError(f"C compiler '{cc}' is not usable: {exc}")
+        raise BuildError(f"no usable C compiler '{cc}' ({exc}): these build options need one (install gcc or "
+                         "set CC); an installed wheel's prebuilt libraries cover the default build only")
+
+
+def toolchain_identity() -> str:
+    """What makes this process's libraries, for artifact keys: the C compiler's identity ('no C
+    compiler' where there is none: prebuilt libraries only) and the prebuilt table's digest."""
+    try:
+        cc = compiler_identity(compiler())
+    except BuildError:
+        cc = "no C compiler"
+    return f"{cc}\0prebuilt {prebuilt.identity()}"
+
+
+def compile_to(cc: str, flags: list[str], source: Path, out: Path, name: str) -> None:
+    """The one compile command (the build cache's, and the wheel's prebuilt libraries')."""
+    proc = subprocess.run([cc, *flags, "-o", str(out), str(source), "-lm"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{cc} failed on generated circuit '{name}' ({' '.join(flags)}):\n{proc.stderr[-4000:]}")
 
 
 @dataclass(frozen=True)
@@ -146,8 +165,11 @@ def build_library(source: str, options: BuildOptions = BuildOptions(), name: str
     """Compile `source` or reuse its cached library. A read-only cache still serves the
     entries it holds (unlocked: nothing can change them); one it lacks is a BuildError naming
     KCC_CACHE_DIR. Temporary files are unique per build, so racing processes never share one."""
-    cc = compiler()
     flags = options.flags()
+    found = _prebuilt(source, flags)
+    if found is not None:
+        return found
+    cc = compiler()
     key = hashlib.sha256("\0".join([source, cc, compiler_identity(cc), *flags]).encode()).hexdigest()[:32]
     try:
         root = cache_dir()
@@ -177,11 +199,7 @@ def build_library(source: str, options: BuildOptions = BuildOptions(), name: str
             with temp_dir(root, f"{name}-{key}") as tmp:
                 tsrc, tlib, tside = Path(tmp) / "unit.c", Path(tmp) / "unit.so", Path(tmp) / "unit.sig"
                 tsrc.write_text(source, encoding="utf-8")
-                cmd = [cc, *flags, "-o", str(tlib), str(tsrc), "-lm"]
-                proc = subprocess.run(cmd, capture_output=True, text=True)
-                if proc.returncode != 0:
-                    raise BuildError(f"{cc} failed on generated circuit '{name}' ({' '.join(flags)}):\n"
-                                     f"{proc.stderr[-4000:]}")
+                compile_to(cc, flags, tsrc, tlib, name)
                 digest = file_sha256(tlib)
                 tside.write_text(sign(_signed(lib, digest), "build-library") + "\n")
                 os.replace(tsrc, src)
@@ -190,3 +208,16 @@ def build_library(source: str, options: BuildOptions = BuildOptions(), name: str
         except OSError as exc:
             raise BuildError(f"cannot write '{name}' into the build cache {root}: {exc}") from None
         return Built(lib, src, digest, key, tuple(flags), False)
+
+
+def _prebuilt(source: str, flags: list[str]) -> Built | None:
+    """This install's prebuilt library for `source` and `flags` (kcc.compiler.prebuilt), when it
+    has one that loads here (one needing a libgomp this machine lacks compiles instead). Its
+    source is not shipped: callers hold the text (compile_graph passes it on)."""
+    try:
+        found = prebuilt.find(source, flags)
+    except prebuilt.PrebuiltError as exc:
+        raise BuildError(str(exc)) from None
+    if found is None or not _loads(found.path):
+        return None
+    return Built(found.path, found.path.with_suffix(".c"), found.sha256, found.key, tuple(flags), True)

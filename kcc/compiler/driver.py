@@ -43,6 +43,20 @@ def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpo
                     options: BuildOptions = BuildOptions(), dims: dict[str, int] | None = None,
                     passes=None, reuse: bool = True) -> CompiledCircuit:
     """circuit: a shipped name, a JSON path or a dict; dims: optional new max per runtime dim."""
+    g, arrays = lower(circuit, checkpoint, options, dims, passes)
+    return compile_graph(g, arrays, options, reuse)
+
+
+def generated_source(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint,
+                     options: BuildOptions = BuildOptions(), dims: dict[str, int] | None = None) -> str:
+    """The C that compile_circuit would build, without building it (the wheel's prebuilt libraries)."""
+    g, _arrays = lower(circuit, checkpoint, options, dims)
+    return emit_c(g, plan_memory(g))
+
+
+def lower(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint, options: BuildOptions = BuildOptions(),
+          dims: dict[str, int] | None = None, passes=None) -> tuple[Graph, dict[str, np.ndarray]]:
+    """The graph compile_circuit builds and its weight arrays: validated, re-planned, lowered, passes run."""
     if isinstance(circuit, dict):
         validate_circuit(circuit, known_ops=set(OPS), source=circuit.get("name", "circuit"))
         doc = circuit
@@ -57,5 +71,4 @@ def compile_circuit(circuit: str | Path | dict, checkpoint: str | Path | Checkpo
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
     from kcc.compiler.passes import DEFAULT_PASSES, for_precision
     passes = for_precision(DEFAULT_PASSES if passes is None else passes, options.precision)   # fp32-only ones left out
-    g, arrays = lower_circuit(doc, ckpt, [*passes, *precision_passes(options.precision)])   # precision's last: bf16 rewrites the others' ops
-    return compile_graph(g, arrays, options, reuse)
+    return lower_circuit(doc, ckpt, [*passes, *precision_passes(options.precision)])   # precision's last: bf16 rewrites the others' ops

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from kcc.cache_trust import CacheError
-from kcc.compiler import artifact
+from kcc.compiler import artifact, prebuilt
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.precision import for_this_cpu
 from kcc.files import AtomicFile, cache_subdir, exclusive_lock, sweep_temporaries
@@ -99,16 +99,31 @@ def _load_existing(where: Path, verify: bool, log):
         return None
 
 
+def _announce_build(label: str, options: BuildOptions, where: Path, log) -> str:
+    """Say what a first load does: pack the weights for this install's prebuilt stage libraries
+    (kcc.compiler.prebuilt), or compile, and why when the install has prebuilt ones for other
+    options. Returns the verb for each stage's progress line."""
+    table = prebuilt.table()
+    if prebuilt.covers(options.flags()):
+        if log is not None:
+            print(f"kcc: packing {label} for this install's prebuilt stage libraries (once per model; cached in "
+                  f"{where.parent})", file=log, flush=True)
+        return "packing"
+    if log is not None:
+        why = "" if table is None else (f"; this install's prebuilt libraries are for the default build "
+                                        f"({' '.join(table['flags'])}), not these options")
+        print(f"kcc: compiling {label} into generated C (once per model and build options; cached in "
+              f"{where.parent}){why}", file=log, flush=True)
+    return "compiling"
+
+
 def _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log) -> Synthesizer:
     t0 = time.perf_counter()
-    if log is not None:
-        print(f"kcc: compiling {label} into generated C (once per model and build options; cached in "
-              f"{where.parent})",
-              file=log, flush=True)
+    verb = _announce_build(label, options, where, log)
 
     def progress(i, n, stage):
         if log is not None:
-            print(f"kcc: [{i + 1}/{n}] compiling {stage} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)
+            print(f"kcc: [{i + 1}/{n}] {verb} {stage} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)
     synth = Synthesizer(make_checkpoint(), options, max_frames=max_frames, stages=stages, progress=progress)
     artifact.save(where, synth.circuits, {"model_id": model_id, "label": label, "max_frames": max_frames,
                                           "options": {k: getattr(options, k) for k in options.__dataclass_fields__}})

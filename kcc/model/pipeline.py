@@ -45,6 +45,11 @@ def frame_dims(frames: int) -> dict[str, int]:
     return {"F": frames, "N": 2 * frames}
 
 
+def stage_dims(doc: dict, max_frames: int) -> dict[str, int] | None:
+    """The frame dims a stage circuit is planned for (None: a front stage, planned as shipped)."""
+    return {d: n for d, n in frame_dims(max_frames).items() if d in doc["dims"]} or None
+
+
 class SynthesisError(Exception):
     """Synthesis cannot proceed; the message names the stage and the problem."""
 
@@ -120,7 +125,6 @@ class Synthesizer:
         self.checkpoint_path = ckpt.path
         self.stages = stages or FRONT + BACK
         self.max_frames = max_frames
-        planned = frame_dims(max_frames)
         started = iter(range(len(self.stages)))
         announce = threading.Lock()
 
@@ -129,8 +133,7 @@ class Synthesizer:
                 if progress is not None:
                     progress(next(started), len(self.stages), name)
             doc = load_circuit(name)
-            dims = {d: n for d, n in planned.items() if d in doc["dims"]}
-            return compile_circuit(doc, ckpt, options, dims=dims or None)
+            return compile_circuit(doc, ckpt, options, dims=stage_dims(doc, max_frames))
 
         # The stages compile side by side: each is its own C file and compiler process (~90% of
         # a first run's time), so one stage's lowering overlaps another's compile. The back

@@ -27,6 +27,7 @@ import numpy as np
 from kcc.weights.importers.onnx_graph import (GraphIndex, OnnxImportError, dequant_conv_integer, dequant_gather,
                                       dequant_lstm, dequant_matmul_integer, quantised_gather, quantised_lstm,
                                       quantised_matmul_integer, weight_norm_split)
+from kcc.weights.checkpoint import Checkpoint
 from kcc.weights.quantised import Quantised, check_exact
 from kcc.weights.real_model import MODEL_LABEL as LABEL
 
@@ -99,6 +100,32 @@ def target_layout() -> dict[str, tuple[int, ...]]:
     package (made from upstream by scripts/make_layout_table.py, checked by a test)."""
     doc = json.loads(_LAYOUT_TABLE.read_text(encoding="utf-8"))
     return {k: tuple(v) for k, v in doc["tensors"].items()}
+
+
+_INT8_TABLE = Path(__file__).resolve().parents[2] / "data" / "kokoro_int8.json"
+
+
+def int8_tensors() -> list[str]:
+    """The tensors import_onnx_quantised records with int8 provenance from the real export (the
+    table shipped in the package, made by scripts/make_int8_table.py, checked by a test)."""
+    return json.loads(_INT8_TABLE.read_text(encoding="utf-8"))["int8"]
+
+
+def skeleton() -> Checkpoint:
+    """What import_onnx_quantised makes of the real export with every value zero: the same tensor
+    names and shapes and the same int8 provenance. The generated C depends on those and the build
+    options only (the values live in the weight blob), so this builds the default model's stage
+    libraries without its weights (kcc.model.prebuilt_build, at wheel build time)."""
+    tensors = {k: _frozen(np.zeros(shape, np.float32)) for k, shape in target_layout().items()
+               if not _ABSENT.match(k)}
+    quant = {k: Quantised(_frozen(np.zeros(tensors[k].shape, np.int8)),
+                          _frozen(np.ones(tensors[k].shape[0], np.float32))) for k in int8_tensors()}
+    return Checkpoint(path=_INT8_TABLE, tensors=tensors, quant=quant)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
 
 
 def scope_module(node_name: str) -> str | None:
