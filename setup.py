@@ -29,6 +29,8 @@ class PlatformWheel(bdist_wheel):
     module is imported; the libraries are loaded with ctypes)."""
 
     def get_tag(self):
+        if "editable_wheel" in self.distribution.command_obj:   # `pip install -e`: runs from the source tree,
+            return "py3", "none", "any"                          # which compiles what it needs
         built = Path(self.get_finalized_command("build_py").build_lib) / "kcc" / "prebuilt"
         machines = sorted(p.parent.name for p in built.glob("*/table.json"))
         if not machines:

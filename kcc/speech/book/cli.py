@@ -14,7 +14,7 @@ import time
 
 
 def add_parser(subparsers) -> None:
-    from kcc.speech.batch.manifest import SEED_RANGE
+    from kcc.model.kokoro import MAX_SEED
     from kcc.speech.book.assemble import AUDIO_FORMATS
     from kcc.speech.book.captions import FORMATS as CAPTIONS
     from kcc.speech.book.layout import Pauses
@@ -35,7 +35,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--voice", help="voice: NAME or a blend 'a:0.6,b:0.4' (default: one for the book's language)")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0,
-                   help=f"seed of the sine source's noise ({SEED_RANGE[0]}..{SEED_RANGE[1]})")
+                   help=f"seed of the sine source's noise (0..{MAX_SEED})")
     p.add_argument("--engine", default="local", choices=["local", "ray"], help="the batch engine (kcc batch)")
     p.add_argument("--address", help="--engine ray: an existing Ray cluster (default: start a local Ray)")
     p.add_argument("--workers", type=int, help="paragraphs at once (default: one per core)")
