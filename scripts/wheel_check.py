@@ -118,6 +118,23 @@ def warm_real_weights() -> Path:
     return Path(files["onnx"]).parent
 
 
+def seed_cache(cache: Path, real: Path) -> None:
+    """A fresh cache holding only the fetched weights and voices: `real`'s files hard-linked (copied
+    across file systems) into real directories of its own, since kcc refuses a cache directory that
+    is a symbolic link (kcc.cache_trust)."""
+    for src_dir, dst_dir in ((real, cache / "real"), (real / "voices", cache / "real" / "voices")):
+        if not src_dir.is_dir():
+            continue
+        dst_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for f in src_dir.iterdir():
+            if not f.is_file() or f.name.startswith(".") or f.suffix == ".pth":
+                continue
+            try:
+                os.link(f, dst_dir / f.name)
+            except OSError:
+                shutil.copy2(f, dst_dir / f.name)
+
+
 def clean_env(venv: Path, cache: Path, compiler: bool) -> dict[str, str]:
     env = {k: v for k, v in _outside().items() if not k.startswith("KCC_") and k != "CC"}
     path = [str(venv / "bin")]
@@ -132,8 +149,8 @@ def speak(venv: Path, real: Path, work: Path, compiler: bool, prebuilt: bool = T
     KCC_PREBUILT=0, compiling as a checkout does)."""
     tag = ("cc" if compiler else "nocc") + ("" if prebuilt else "-compiled")
     cache = work / f"cache-{tag}"
-    cache.mkdir(parents=True)
-    (cache / "real").symlink_to(real)
+    cache.mkdir(mode=0o700, parents=True)
+    seed_cache(cache, real)
     env = clean_env(venv, cache, compiler)
     if not prebuilt:
         env["KCC_PREBUILT"] = "0"

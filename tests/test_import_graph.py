@@ -17,9 +17,6 @@ ALLOWED_CYCLES = {
     # real_model imports the ONNX importer only when it must build a checkpoint (onnx is heavy);
     # the importer names its output with real_model's label. Not a start-up circle.
     ("kcc.weights.importers.onnx_kokoro", "kcc.weights.real_model"),
-    # g2p.py and its backends call each other (G2P picks a backend; the backends reuse G2P's
-    # word type and overrides): being broken up on the g2p branch (issue 35); drop this entry then.
-    ("kcc.speech.g2p", "kcc.speech.g2p_en", "kcc.speech.g2p_intl", "kcc.speech.overrides"),
 }
 
 

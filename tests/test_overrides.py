@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kcc.speech.g2p import G2P, G2PError, load_vocab
-from kcc.speech.overrides import (MAX_LEXICON_BYTES, MAX_LEXICON_ENTRIES, G2PFactory, LexiconError, Override,
+from kcc.speech.g2p import G2PFactory
+from kcc.speech.overrides import (MAX_LEXICON_BYTES, MAX_LEXICON_ENTRIES, LexiconError, Override,
                                   UserLexicon, load_lexicon, split_inline, split_overrides)
 from kcc.speech.text import pieces
 

@@ -87,7 +87,8 @@ def test_the_wheel_speaks_with_no_c_compiler_on_path(spoken, dist):
 
 @pytest.mark.tools("qemu-aarch64")
 @pytest.mark.parametrize("stage", ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"])
-def test_the_aarch64_prebuilt_library_computes_what_the_x86_one_does_under_qemu(spoken, dist, stage, tmp_path):
+def test_the_aarch64_prebuilt_library_computes_what_the_x86_one_does_under_qemu(spoken, dist, stage, tmp_path,
+                                                                                monkeypatch):
     """The wheel's aarch64 library for a stage, linked into the qemu harness
     (scripts/aarch64_parity.py), run on the real weights and the inputs the x86 library got in a
     whole synthesis: the same outputs, to float rounding (the x86 build takes FMA twins)."""
@@ -97,6 +98,8 @@ def test_the_aarch64_prebuilt_library_computes_what_the_x86_one_does_under_qemu(
     from kcc.compiler.abi import symbol_prefix
     from kcc.model.pipeline import BACK, Synthesizer
     _said, where = spoken
+    # the artifact is signed with the key of the child's HOME (wc.clean_env: the cache's parent)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(Path(where).parents[2] / ".config"))
     circuits, manifest = artifact.load(where)
     synth = Synthesizer.from_circuits(circuits, manifest["max_frames"], manifest["model_id"])
     ids = [50, 83, 156, 43, 102, 16, 47, 61, 123, 56, 16, 46, 68, 102, 62]
@@ -127,7 +130,7 @@ def test_other_build_options_without_a_compiler_name_the_missing_compiler(venv, 
     naming it (exit code of a known error, no traceback)."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / "real").symlink_to(wc.warm_real_weights())
+    wc.seed_cache(cache, wc.warm_real_weights())
     env = wc.clean_env(venv, cache, compiler=False)
     import subprocess
     proc = subprocess.run([str(venv / "bin" / "kcc"), "say", "Hi.", "--native", "-o", str(tmp_path / "n.wav")],

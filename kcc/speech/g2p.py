@@ -15,18 +15,19 @@ from __future__ import annotations
 import re
 import threading
 import warnings
+from dataclasses import dataclass, field
 
 from kcc.speech import g2p_en, g2p_intl
 from kcc.speech.g2p_base import (PUNCTUATION, Encoded, G2PError, G2PWarning, Unknown, Word, load_vocab, peel,
                                  words_from_phonemes)
 from kcc.speech.g2p_scripts import detect_language as _detect, keep_speakable, warn_dropped
 from kcc.speech.normalize import normalize
-from kcc.speech.overrides import Override, split_overrides
+from kcc.speech.overrides import Override, UserLexicon, load_lexicon, split_overrides
 
 # Public names of kcc.speech.g2p (the backends and kcc.speech.g2p_base share the types).
 __all__ = ["ALIASES", "G2P", "G2P_BACKENDS", "LANGUAGE_CHOICES", "PUNCTUATION", "Encoded", "G2PError", "G2PWarning",
            "Unknown", "Word", "canonical_language", "decode_text", "detect_language", "encode", "espeak_available",
-           "load_vocab", "misaki_available", "peel", "words_from_phonemes"]
+           "G2PFactory", "load_vocab", "misaki_available", "peel", "words_from_phonemes"]
 
 # Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
 from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
@@ -187,3 +188,21 @@ class G2P:
             return speak(text)
 
 
+@dataclass(frozen=True)
+class G2PFactory:
+    """language -> G2P with one backend choice and an optional lexicon file; picklable, so batch
+    workers (processes, Ray actors) build their own.
+
+    The file is read and checked once, when the factory is made: a bad file fails there, not at
+    the first item of some language, and every language (and every worker, which gets the parsed
+    lexicon pickled) shares that one reading."""
+    backend: str = "auto"
+    lexicon_path: str | None = None
+    lexicon: UserLexicon | None = field(init=False, default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.lexicon_path:
+            object.__setattr__(self, "lexicon", load_lexicon(self.lexicon_path))
+
+    def __call__(self, language: str):
+        return G2P(language, self.backend, lexicon=self.lexicon)

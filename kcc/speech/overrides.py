@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from kcc.speech.g2p_base import G2PError, load_vocab
@@ -104,29 +104,6 @@ class UserLexicon:
         if self._pattern is None:
             return [text] if text else []
         return _cut(text, self._pattern, lambda m: Override(m.group(0), self.entries[m.group(0)]))
-
-
-@dataclass(frozen=True)
-class G2PFactory:
-    """language -> G2P with one backend choice and an optional lexicon file; picklable, so batch
-    workers (processes, Ray actors) build their own.
-
-    The file is read and checked once, when the factory is made: a bad file fails there, not at
-    the first item of some language, and every language (and every worker, which gets the parsed
-    lexicon pickled) shares that one reading."""
-    backend: str = "auto"
-    lexicon_path: str | None = None
-    lexicon: UserLexicon | None = field(init=False, default=None, repr=False, compare=False)
-
-    def __post_init__(self):
-        if self.lexicon_path:
-            object.__setattr__(self, "lexicon", load_lexicon(self.lexicon_path))
-
-    def __call__(self, language: str):
-        # kcc.speech.g2p imports this module (inline overrides); the factory reaches up for G2P
-        # only when called. It belongs beside G2P in kcc.speech.g2p (its users: serve, batch).
-        from kcc.speech.g2p import G2P
-        return G2P(language, self.backend, lexicon=self.lexicon)
 
 
 def load_lexicon(path: str | Path, vocab: dict[str, int] | None = None) -> UserLexicon:

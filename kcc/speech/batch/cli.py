@@ -44,7 +44,7 @@ def run_cli(args) -> int:
     from kcc.speech.batch.manifest import Defaults, ManifestError, check_option
     from kcc.speech.batch.progress import BatchProgress
     from kcc.speech.batch.ray_engine import RayUnavailable
-    from kcc.speech.overrides import G2PFactory
+    from kcc.speech.g2p import G2PFactory
     try:
         g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
         defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),

@@ -61,7 +61,7 @@ def run_cli(args) -> int:
     from kcc.speech.book.job import BookJob, BookOptions, ChapterDone
     from kcc.speech.book.layout import Pauses
     from kcc.speech.book.progress import BookProgress
-    from kcc.speech.overrides import G2PFactory
+    from kcc.speech.g2p import G2PFactory
     t0 = time.perf_counter()
     m4b = args.out.lower().endswith(".m4b")
     if m4b and args.format:
