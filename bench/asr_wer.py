@@ -157,7 +157,7 @@ def run(engines: Engines, sentences=SENTENCES, seeds=(0, 1), log=sys.stderr) -> 
     "finished" heard under some seeds and not others, for both engines alike), so the WER is
     pooled over the seeds."""
     from kcc.speech.g2p import G2P
-    from kcc.speech.say import plan
+    from kcc.speech.engine import plan
     t0 = time.perf_counter()
     g2p = G2P("en-us")
     rows = []

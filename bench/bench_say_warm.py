@@ -32,7 +32,7 @@ TEXT = "Hello from generated C."
 _PHASES = r"""
 import time, json, sys
 t0 = time.perf_counter()
-from kcc.speech.say import load_synthesizer, plan, say, resolve_voice
+from kcc.speech.engine import load_synthesizer, plan, say, resolve_voice
 from kcc.speech.g2p import G2P
 from kcc.speech.wav import write_wav
 t1 = time.perf_counter()

@@ -7,7 +7,7 @@ TTFA is from sending the request to the first audio byte; xRT is audio seconds p
 of one request; throughput is audio seconds per wall second over a whole phase; peak RSS is the
 server's VmHWM; worst gap is the most silence a listener playing from the first byte would hear
 (audio arriving after what came before had played out), over the phase's requests. Every phase stops issuing requests after --time-limit seconds.
-    python bench/bench_serve.py                       # the real model (kcc.speech.say.load_synthesizer(None))
+    python bench/bench_serve.py                       # the real model (kcc.speech.engine.load_synthesizer(None))
     python bench/bench_serve.py --fake                # tests' FakeSynth / LetterG2P: the server alone
 """
 from __future__ import annotations
@@ -33,10 +33,10 @@ from pathlib import Path
 sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]) / "tests")]
 if sys.argv[2] == "fake":
     import tempfile
-    import kcc.speech.g2p, kcc.speech.say, kcc.speech.voices
+    import kcc.speech.engine, kcc.speech.g2p, kcc.speech.voices
     from test_say import FakeSynth, LetterG2P
     from test_server import make_catalog
-    kcc.speech.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.02)
+    kcc.speech.engine.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.02)
     kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(tempfile.mkdtemp()))
     kcc.speech.g2p.G2P = lambda lang, backend, **options: LetterG2P()
 import argparse

@@ -22,7 +22,7 @@ chaotic in F0, so the bench also measures upstream against itself with F0 scaled
 Then a round robin (--rr-rounds, --rr-lengths): torch, ORT and kcc native loaded side by side,
 each length run on each engine in turn, the order rotated by round, the ratios taken within a
 round (a noisy neighbour then slows all three alike). Then time to first audio for ~1,000 words
-through kcc.speech.say's chunking, and the roofline of each stage (kcc.compiler.report) at the measured dims. Writes bench/results/bench_synth.{json,md}.
+through kcc.speech.engine's chunking, and the roofline of each stage (kcc.compiler.report) at the measured dims. Writes bench/results/bench_synth.{json,md}.
 """
 from __future__ import annotations
 
@@ -272,12 +272,12 @@ TTFA_PARAGRAPH = (
 
 
 def child_ttfa(a, inp) -> None:
-    """~1,000 words through kcc.speech.say's planning and chunked synthesis; the first chunk's audio
+    """~1,000 words through kcc.speech.engine's planning and chunked synthesis; the first chunk's audio
     time vs the whole. Chunks after the first `a.ttfa_chunks` are costed from their frame
     counts (front stages run for every chunk) when the time budget runs out."""
     from kcc.speech.g2p import G2P
     from kcc.model.pipeline import BACK
-    from kcc.speech.say import plan, resolve_voice, synthesize_chunks
+    from kcc.speech.engine import plan, resolve_voice, synthesize_chunks
     from kcc.speech.voices import style_for
     base = vm_rss_kb()
     paras = [TTFA_PARAGRAPH] * a.ttfa_repeat
@@ -741,7 +741,7 @@ def render_md(r: dict) -> str:
             L.append("")
     t = r.get("ttfa")
     if t and "error" not in t:
-        L.append("## Time to first audio (kcc native, chunked through kcc.speech.say)")
+        L.append("## Time to first audio (kcc native, chunked through kcc.speech.engine)")
         L.append("")
         L.append(f"- text: {t['words']} words ({t['paragraphs']} paragraphs), {t['chunks']} chunks "
                  f"(phonemes {t['chunk_phonemes']}), {t['audio_total_s']:.0f} s of audio; checkpoint {t['checkpoint']}, "
@@ -753,7 +753,7 @@ def render_md(r: dict) -> str:
         L.append(f"- **time to first audio {t['ttfa_s']:.2f} s** (G2P of the whole text first, as kcc say / serve "
                  f"plan today); {t['ttfa_streamed_g2p_s']:.2f} s if G2P ran per paragraph")
         sf = t["short_first_chunk"]
-        L.append(f"- with a short first chunk (kcc.speech.say.plan limit 100 phonemes: {sf['phonemes']} phonemes) the "
+        L.append(f"- with a short first chunk (kcc.speech.engine.plan limit 100 phonemes: {sf['phonemes']} phonemes) the "
                  f"first audio would come after {t['g2p_first_paragraph_s'] + sf['synth_s']:.2f} s")
         L.append(f"- total {t['total_s']:.1f} s" + (f" ({t['chunks_synthesized']} of {t['chunks']} chunks measured, "
                  f"the rest estimated from their frame counts at the measured s/frame)" if t["total_is_estimate"] else ""))

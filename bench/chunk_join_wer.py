@@ -35,7 +35,7 @@ def main(argv=None) -> int:
 
     from kcc.speech.first_chunk import chunk_plan
     from kcc.speech.g2p import G2P
-    from kcc.speech.say import load_synthesizer, plan, synthesize_chunks
+    from kcc.speech.engine import load_synthesizer, plan, synthesize_chunks
     from kcc.speech.voices import load_voice
     synth = load_synthesizer(None, threads=2, precision=args.precision, log=open(os.devnull, "w"))
     pack, g2p, whisper = load_voice(args.voice), G2P(), Whisper()

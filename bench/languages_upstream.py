@@ -128,7 +128,7 @@ def run(voices: Path, threads: int, log=sys.stderr) -> dict:
     import jiwer
 
     from kcc.speech.g2p import G2P, encode, load_vocab
-    from kcc.speech.say import plan
+    from kcc.speech.engine import plan
     vocab = load_vocab()
     engines = asr_wer.Engines("jf_alpha", threads, log=log)
     wdir = whisper_base_dir()

@@ -80,7 +80,7 @@ def ort_reference(texts: list[str], log=sys.stderr) -> dict:
     """The int8 onnxruntime export against torch (its deterministic source) on each sentence's
     ids and voice row: log-mel distances and duration agreement."""
     from kcc.speech.g2p import G2P
-    from kcc.speech.say import plan
+    from kcc.speech.engine import plan
     from kcc.speech.voices import load_voice, style_for
     from oracle.ort_check import load_kmodel, run_ort, run_torch
     files = asr_wer.real_files()
@@ -108,7 +108,7 @@ class Shared:
         from kcc.compiler.build import BuildOptions
         from kcc.model.pipeline import Synthesizer
         from kcc.speech.g2p import G2P
-        from kcc.speech.say import plan
+        from kcc.speech.engine import plan
         from kcc.speech.voices import load_voice, style_for
         self.seeds, self.log = tuple(seeds), log
         self.files = asr_wer.real_files()

@@ -1,4 +1,4 @@
-"""Bounded fuzzing of the text surface: kcc.speech.say.plan over random unicode at every speed.
+"""Bounded fuzzing of the text surface: kcc.speech.engine.plan over random unicode at every speed.
 
 Texts mix control characters (NUL, ESC, C1), lone surrogates, huge words, right-to-left
 scripts and marks, emoji with joiners, digits and numbers, punctuation runs, CJK and kana,
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kcc.speech.g2p import G2PError  # noqa: E402
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES  # noqa: E402
-from kcc.speech.say import G2PBackendError, SayError, plan  # noqa: E402
+from kcc.speech.engine import G2PBackendError, SayError, plan  # noqa: E402
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, frame_estimate  # noqa: E402
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)

@@ -29,7 +29,7 @@ import numpy as np
 from kcc.model import loader
 from kcc.model.kokoro import MAX_SPEED, MIN_SPEED, SAMPLE_RATE
 from kcc.speech.g2p import G2P, G2PError, canonical_language
-from kcc.speech.say import NothingToSay, SayError, check_seed, check_speed, iter_plan, resolve_voice, synthesize_chunks
+from kcc.speech.engine import (NothingToSay, SayError, check_seed, check_speed, iter_plan, resolve_voice, synthesize_chunks)
 from kcc.speech.voices import voice_catalog
 
 _END = object()

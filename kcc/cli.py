@@ -81,8 +81,9 @@ def cmd_synth(args) -> int:
     from pathlib import Path
 
     from kcc.speech.outputs import check_output
-    from kcc.speech.say import (Interrupted, check_max_frames, check_precision, check_seed, check_speed,
-                                interruptible, interrupts_raise, load_synthesizer, resolve_voice)
+    from kcc.speech.interrupts import Interrupted, interruptible, interrupts_raise
+    from kcc.model.loader import check_max_frames, check_precision
+    from kcc.speech.engine import check_seed, check_speed, load_synthesizer, resolve_voice
     from kcc.speech.voices import style_for
     from kcc.speech.audio_formats import format_for
     from kcc.speech.audio_out import STDOUT, open_audio
@@ -152,7 +153,8 @@ def cmd_export(args) -> int:
 
     from kcc.model.export import export
     from kcc.speech.outputs import check_output_dir
-    from kcc.speech.say import check_max_frames, check_precision, load_synthesizer, resolve_voice
+    from kcc.model.loader import check_max_frames, check_precision
+    from kcc.speech.engine import load_synthesizer, resolve_voice
     check_output_dir(args.dir, "export directory")
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)

@@ -34,7 +34,7 @@ KCC_CACHE_DIR="$plain-asan" KCC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0:abort_on_
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
   run_target fuzz/fuzz_checkpoint.py "$work/fuzz_checkpoint" -runs=0 -max_total_time="$secs"
-echo "== fuzz/fuzz_text.py (the text surface: kcc.speech.say.plan at speeds 0.25..4) for ${secs}s =="
+echo "== fuzz/fuzz_text.py (the text surface: kcc.speech.engine.plan at speeds 0.25..4) for ${secs}s =="
 PYTHONPATH=. .venv/bin/python fuzz/fuzz_text.py --seconds "$secs" || { echo "finding in fuzz/fuzz_text.py"; exit 1; }
 echo "== fuzz/fuzz_clients.py (kcc serve: idle / slow / non-reading / dropping clients, loopback) for ${secs}s =="
 PYTHONPATH=. .venv/bin/python fuzz/fuzz_clients.py --self-serve --seconds "$secs" 2>"$log" \

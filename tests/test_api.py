@@ -19,7 +19,7 @@ import pytest
 
 import kcc
 from kcc.speech.g2p import G2P, espeak_available
-from kcc.speech.say import plan
+from kcc.speech.engine import plan
 
 ENGLISH = "Hello there. This is a short test of the public interface."
 

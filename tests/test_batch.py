@@ -23,7 +23,7 @@ from kcc.speech.batch.item import ItemWorker, JobOptions, is_done
 from kcc.speech.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cores
 from kcc.speech.batch.manifest import RUN_MANIFEST, read_manifest
 from kcc.speech.g2p import Word, load_vocab
-from kcc.speech.say import random_voice
+from kcc.speech.engine import random_voice
 from test_say import FakeSynth, LetterG2P
 
 REPO = Path(__file__).resolve().parents[1]

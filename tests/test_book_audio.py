@@ -21,7 +21,7 @@ from kcc.speech.book.assemble import AUDIO_FORMATS
 from kcc.speech.book.job import BookJob, BookOptions, ChapterDone
 from kcc.speech.book.layout import Pauses
 from kcc.speech.book.m4b import read_chapters
-from kcc.speech.say import random_voice
+from kcc.speech.engine import random_voice
 from test_batch import FakeFactory, letters
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from kcc import cli
+from kcc.speech import engine
 from kcc.speech import say as say_mod
-from kcc.speech.say import random_voice, say
+from kcc.speech.engine import random_voice, say
 from kcc.speech.wav import pcm16
 from tests.test_say import FakeSynth, LetterG2P, sentences
 
@@ -32,7 +33,8 @@ def voice(tmp_path):
 def _run(monkeypatch, capsysbinary, argv, synth=None, stdin=None):
     """(exit code, stdout bytes, stderr text, the synthesizer); stdin: a file-like for sys.stdin."""
     synth = synth or FakeSynth()
-    monkeypatch.setattr(say_mod, "load_synthesizer", lambda *a, **k: synth)
+    for front in (say_mod, engine):        # kcc say, and kcc synth (which loads through the engine)
+        monkeypatch.setattr(front, "load_synthesizer", lambda *a, **k: synth)
     monkeypatch.setattr(say_mod, "G2P", lambda lang, backend, **kw: LetterG2P())
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", stdin)
@@ -188,7 +190,7 @@ def test_say_and_synth_refuse_a_seed_out_of_range(tmp_path, monkeypatch, capsysb
 def test_batch_serve_and_the_api_refuse_the_same_seeds(seed):
     from kcc.speech.batch.manifest import Defaults, check_option
     from kcc.speech.serve.request import ApiError, parse_speech
-    from kcc.speech.say import SayError, check_seed
+    from kcc.speech.engine import SayError, check_seed
     with pytest.raises(SayError, match=r"seed must be in \[0, 2147483647\]"):
         check_seed(seed)
     with pytest.raises(ValueError, match=r"seed must be in \[0, 2147483647\]"):
@@ -200,7 +202,7 @@ def test_batch_serve_and_the_api_refuse_the_same_seeds(seed):
 @pytest.mark.parametrize("seed", [0, 1, 2**31 - 1])
 def test_every_seed_in_range_is_kept_as_given(seed):
     from kcc.speech.batch.manifest import Defaults, check_option
-    from kcc.speech.say import check_seed
+    from kcc.speech.engine import check_seed
     assert check_seed(seed) == seed == check_option("seed", seed, Defaults())
 
 

@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 
 from kcc.speech import say as say_mod
+from kcc.speech import engine
 from kcc.speech.g2p import espeak_available, load_vocab
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError, continuing_durations
-from kcc.speech.say import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
+from kcc.speech.engine import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
 from kcc.speech.wav import pcm16
 from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
@@ -412,7 +413,7 @@ def test_an_interrupt_leaves_no_output(tmp_path, monkeypatch, capsys):
 _SLOW_SAY = r"""
 import ctypes, signal, sys
 sys.path[:0] = [{root!r}, {root!r} + "/tests"]
-from kcc.speech import say
+from kcc.speech import engine, say
 from test_say import FakeSynth, LetterG2P
 libc = ctypes.CDLL(None)
 class Slow(FakeSynth):
@@ -422,7 +423,7 @@ class Slow(FakeSynth):
         open({mark!r}, "a").write("x")
         libc.usleep(2000000)
         return super().synthesize(*a, **k)
-say.load_synthesizer = lambda *a, **k: Slow()
+say.load_synthesizer = engine.load_synthesizer = lambda *a, **k: Slow()
 say.G2P = lambda lang, backend, **kw: LetterG2P()
 from kcc.cli import main
 sys.exit(main(sys.argv[1:]))
@@ -581,7 +582,7 @@ def test_a_g2p_backend_crash_is_a_named_error(tmp_path, monkeypatch, capsys):
     class Crashing(LetterG2P):
         def __call__(self, text):
             raise RuntimeError("backend fell over")
-    with pytest.raises(say_mod.G2PBackendError, match=r"G2P failed on the text 'hello there': RuntimeError: backend fell over"):
+    with pytest.raises(engine.G2PBackendError, match=r"G2P failed on the text 'hello there': RuntimeError: backend fell over"):
         plan("hello there", Crashing())
     from kcc import cli
     monkeypatch.setattr(say_mod, "G2P", lambda lang, backend, **kw: Crashing())

@@ -8,7 +8,7 @@ import pytest
 
 from kcc.model.export import export
 from kcc.model.pipeline import Synthesizer
-from kcc.speech.say import random_voice
+from kcc.speech.engine import random_voice
 from kcc.speech.voices import style_for
 
 

@@ -12,7 +12,7 @@ from kcc.model.pipeline import SynthesisCancelled
 from kcc.speech.first_chunk import CostModel, chunk_plan, chunk_ramp
 from kcc.speech.g2p import Word
 from kcc.model.pipeline import CONTINUING_TRAIL_FRAMES, continuing_durations
-from kcc.speech.say import ends_sentence, plan, synthesize_chunks
+from kcc.speech.engine import ends_sentence, plan, synthesize_chunks
 from kcc.speech.timestamps import SAMPLES_PER_FRAME
 from kcc.speech.serve.scheduler import ChunkScheduler, SchedulerClosed
 from kcc.speech.serve.service import Limits

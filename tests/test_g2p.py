@@ -11,7 +11,7 @@ import pytest
 from kcc.speech.g2p import (G2P, G2PError, G2PWarning, Word, decode_text, encode, espeak_available, load_vocab,
                      misaki_available)
 from kcc.speech.g2p_en import align_groups, lexicon_available
-from kcc.speech.say import plan
+from kcc.speech.engine import plan
 from kcc.speech.text import MAX_PHONEMES, chunk_words, phoneme_string
 
 ESPEAK, WHY = espeak_available()

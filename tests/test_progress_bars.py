@@ -1,4 +1,4 @@
-"""The one-line progress bars of `kcc say` (speech.say.Progress) and `kcc batch`
+"""The one-line progress bars of `kcc say` (speech.engine.Progress) and `kcc batch`
 (speech.batch.progress.BatchProgress): exactly what they draw, on a fake clock; on by default only
 for a tty; closed with one newline, once."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from kcc.speech.batch.progress import BatchProgress
-from kcc.speech.say import Progress
+from kcc.speech.engine import Progress
 
 
 class Tty(io.StringIO):

@@ -162,7 +162,7 @@ def test_real_weights_english_is_recognised_by_asr(ours, real):
     measured 5 of 6 recognised exactly (the voice is a Japanese one, jf_alpha)."""
     ps = pytest.importorskip("pocketsphinx", reason="pocketsphinx (ships an English ASR model) is not installed")
     from kcc.speech.g2p import G2P
-    from kcc.speech.say import resolve_voice, say
+    from kcc.speech.engine import resolve_voice, say
     synth = ours[1]
     pack = resolve_voice(f"{real['voices']}:jf_alpha")
     g2p = G2P("en-us", "auto")

@@ -13,7 +13,7 @@ import pytest
 from kcc.model.pipeline import continuing_durations
 from kcc.speech import say as say_mod
 from kcc.speech.g2p import PUNCTUATION, G2PError, Word, espeak_available
-from kcc.speech.say import SayError, plan, random_voice, say
+from kcc.speech.engine import SayError, plan, random_voice, say
 from kcc.speech.text import MAX_PHONEMES
 from kcc.speech.timestamps import SAMPLES_PER_FRAME
 from kcc.speech.wav import pcm16

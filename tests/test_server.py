@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kcc.speech.g2p import G2PError
 from kcc.speech.first_chunk import chunk_plan
-from kcc.speech.say import plan, random_voice, say
+from kcc.speech.engine import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
 from kcc.speech.serve.connection import ConnectionLimits, uvicorn_options
 from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
@@ -372,7 +372,9 @@ def _deep(n):
     (b'{"input": "hi", "speed": NaN}', 400, "not valid JSON"),
     (b'{"input": "hi", "speed": true}', 422, "'speed' must be a number"),
     (b'{"input": "hi", "speed": 9}', 422, "'speed' must be between"),
-    (b'{"input": "hi", "seed": 1e3}', 422, "'seed' must be an integer"),
+    (b'{"input": "hi", "seed": 1e3}', 422, "seed must be an integer, got 1000.0"),
+    (b'{"input": "hi", "seed": 2147483648}', 422, "seed must be in [0, 2147483647], got 2147483648"),
+    (b'{"input": "hi", "seed": -1}', 422, "seed must be in [0, 2147483647], got -1"),
     (b'{"input": "a\\ud800b"}', 422, "lone surrogate (U+D800) at character 1"),
     (b'{"input": "\\udfff"}', 422, "lone surrogate"),
     (b'{"input": "caf\xe9"}', 400, "not valid UTF-8 (byte 0xe9 at offset 14)"),
@@ -637,10 +639,10 @@ SERVE_SCRIPT = """
 import sys
 from pathlib import Path
 sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]
-import kcc.speech.g2p, kcc.speech.say, kcc.speech.voices
+import kcc.speech.engine, kcc.speech.g2p, kcc.speech.voices
 from test_say import FakeSynth, LetterG2P
 from test_server import make_catalog
-kcc.speech.say.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.1)
+kcc.speech.engine.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.1)
 kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(sys.argv[2]))
 kcc.speech.g2p.G2P = lambda lang, backend, **options: LetterG2P()
 import argparse

@@ -104,7 +104,7 @@ class _Recorder:
 @pytest.mark.parametrize("threads, env, fixed", [(None, None, False), (1, None, True), (None, "1", True)])
 def test_say_measures_free_cores_unless_a_count_was_asked_for(monkeypatch, threads, env, fixed):
     from kcc.model import model_store
-    from kcc.speech.say import load_synthesizer
+    from kcc.speech.engine import load_synthesizer
     monkeypatch.setattr(model_store, "load_model", lambda *a, **k: _Recorder())
     if env is None:
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from kcc.speech.g2p import Word, encode
-from kcc.speech.say import random_voice, say
+from kcc.speech.engine import random_voice, say
 from kcc.speech.timestamps import SAMPLES_PER_FRAME, TimestampError, word_timestamps
 
 from test_say import FakeSynth, LetterG2P, sentences

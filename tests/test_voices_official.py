@@ -231,7 +231,7 @@ def test_packs_that_are_not_voices_are_refused(make):
 
 
 def test_implausible_files_are_refused_on_load(tmp_path):
-    from kcc.speech.say import random_voice
+    from kcc.speech.engine import random_voice
     np.save(tmp_path / "flat.npy", np.full((510, 1, 256), 0.5, np.float32))
     np.save(tmp_path / "loud.npy", np.full((510, 1, 256), 1.0, np.float32) * np.sign(np.arange(256) - 127.5) * 4.6)
     np.save(tmp_path / "neg.npy", -np.tile(voices.style_mean().astype(np.float32), (510, 1))[:, None, :] * 3)
@@ -243,7 +243,7 @@ def test_implausible_files_are_refused_on_load(tmp_path):
 
 
 def test_random_stand_ins_stay_plausible():
-    from kcc.speech.say import random_voice
+    from kcc.speech.engine import random_voice
     for seed in range(200):
         check_plausible(random_voice(seed), str(seed))
 
@@ -322,7 +322,7 @@ def test_the_voice_speaks_its_language_and_no_voice_the_text_s():
 def test_say_speaks_the_language_s_voice_end_to_end(text, voice, expected):
     from test_say import FakeSynth
     from kcc.speech.g2p import G2P
-    from kcc.speech.say import say
+    from kcc.speech.engine import say
     synth = FakeSynth()
     say(text, synth, voice, g2p=G2P("auto"))
     call = synth.calls[0]                                  # upstream's row: pack[len(phonemes) - 1]

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(ov._complete(ov.voices_dir(), ov.TABLE) is None,
 
 @pytest.fixture(scope="module")
 def synth():
-    from kcc.speech.say import load_synthesizer
+    from kcc.speech.engine import load_synthesizer
     try:
         return load_synthesizer(None, 512)
     except Exception as exc:     # no real weights here: the fetch says why
@@ -41,7 +41,7 @@ def g2ps():
 
 @pytest.mark.parametrize("name", sorted(ov.TABLE.voices))
 def test_each_official_voice_speaks_its_language(name, synth, g2ps):
-    from kcc.speech.say import say
+    from kcc.speech.engine import say
     lang = voice_language(name)
     g2p = g2ps[lang]
     if isinstance(g2p, Exception):

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from kcc.speech.say import random_voice
+from kcc.speech.engine import random_voice
 from kcc.speech.serve.service import Limits, SpeechService
 from kcc.speech.serve.voice_set import VoiceSet
 from kcc.speech.serve.wyoming_server import serve
@@ -76,7 +76,7 @@ def audio_of(events) -> bytes:
 
 
 def expected_pcm(text, voice="af_alloy"):
-    from kcc.speech.say import say
+    from kcc.speech.engine import say
     return pcm16(say(text, FakeSynth(), random_voice(VOICE_SEEDS[voice]), g2p=LetterG2P(), chunks=planned(text)).audio)
 
 

@@ -46,8 +46,9 @@ FORMATS: dict[str, Format] = {
     "pcm": Format("s16le", "pcm_s16le", f"audio/pcm;rate={SAMPLE_RATE};channels=1;encoding=s16le",
                   extensions=(".pcm", ".raw")),
 }
-# Formats a stream can carry (no seek back to finish the file): all but MP4's m4a.
-STREAMABLE = tuple(name for name in FORMATS if name != "m4a")
+# Formats a stream can carry (no seek back to finish the file): all but MP4's m4a. The server's
+# response_format and `kcc say -o -` take these.
+STREAMABLE: dict[str, Format] = {name: fmt for name, fmt in FORMATS.items() if name != "m4a"}
 
 
 class AudioFormatError(ValueError):

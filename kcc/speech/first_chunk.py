@@ -30,7 +30,7 @@ def chunk_ramp(first: int, limit: int, growth: float = 3.0) -> list[int]:
 
 
 def chunk_plan(first: int, limit: int, growth: float = 3.0) -> tuple[list[int], int]:
-    """(the ramp, min_rest) for kcc.speech.say.plan: a paragraph is cut short only when at least
+    """(the ramp, min_rest) for kcc.speech.engine.plan: a paragraph is cut short only when at least
     twice the first chunk's limit follows the cut, so a short sentence ("Hello there.") stays
     whole: it would gain a few tens of milliseconds and lose its one intonation contour."""
     return chunk_ramp(first, limit, growth), 2 * first

@@ -1,6 +1,6 @@
 """The one-line progress bar `kcc say` and `kcc batch` draw on stderr: on by default only where
 the stream is a terminal (a log file or a pipe gets no carriage-return redraws), redrawn in
-place, ended with one newline. Each command's bar says its own numbers (speech.say.Progress,
+place, ended with one newline. Each command's bar says its own numbers (speech.engine.Progress,
 speech.batch.progress.BatchProgress)."""
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ BUMPS = (")", "”")
 # chunks of prose, digits, spelled-out letters and punctuation runs) took 1.2-3.2 frames per
 # phoneme on long chunks, and short ones up to 50 frames for 7 phonemes (the boundary tokens).
 # Slower speech scales it by 1 / speed. A chunk that still overflows is split and retried
-# (kcc.speech.say), so this bound only keeps retries rare.
+# (kcc.speech.engine), so this bound only keeps retries rare.
 FRAME_OVERHEAD, FRAMES_PER_PHONEME = 40.0, 3.2
 # G2P gets a long paragraph in pieces of at most this many characters, cut after a sentence end
 # (else at a space, else anywhere): spaCy / espeak time grows faster than linearly in one call.

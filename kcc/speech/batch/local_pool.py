@@ -46,7 +46,7 @@ class SynthSpec:
     precision: str | None = None         # None: $KCC_PRECISION, else fp32
 
     def __call__(self):
-        from kcc.speech.say import load_synthesizer
+        from kcc.speech.engine import load_synthesizer
         return load_synthesizer(self.checkpoint, self.max_frames, native=self.native, threads=self.threads,
                                 precision=self.precision)
 

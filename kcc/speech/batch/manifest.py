@@ -20,7 +20,7 @@ from typing import Iterator
 from kcc.files import InputTooLarge, read_bounded
 from kcc.speech.batch.audio import FORMATS
 from kcc.speech.g2p import G2PError, canonical_language, decode_text
-from kcc.speech.say import check_seed, check_speed
+from kcc.speech.engine import check_seed, check_speed
 
 COLUMNS = ("id", "text", "phonemes", "voice", "lang", "speed", "seed", "format")
 OPTIONS = ("voice", "lang", "speed", "seed", "format")
@@ -138,7 +138,7 @@ def check_option(name: str, value, defaults: Defaults):
     if name == "speed":
         return check_speed(value)            # a SayError is a ValueError
     if name == "seed":
-        return check_seed(value)             # the one seed check (kcc.speech.say); a SayError is a ValueError
+        return check_seed(value)             # the one seed check (kcc.speech.engine); a SayError is a ValueError
     raise AssertionError(name)
 
 

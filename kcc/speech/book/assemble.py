@@ -87,7 +87,7 @@ def assemble(plan: ChapterPlan, work: Path, write, at: int = 0) -> Assembled:
 class ChapterFile:
     """One chapter's audio file, written as it comes and renamed into place by commit():
     WAV through kcc.speech.wav.WavWriter, the others through the server's PyAV encoder in its
-    streaming form (kcc.speech.serve.audio_formats: bit-exact muxing, so the same audio gives
+    streaming form (kcc.speech.audio_formats: bit-exact muxing, so the same audio gives
     the same bytes)."""
 
     def __init__(self, path: Path, fmt: str):
@@ -99,7 +99,7 @@ class ChapterFile:
             self.file = WavWriter(path)
             self.encoder = None
         else:
-            from kcc.speech.serve.audio_formats import Encoder
+            from kcc.speech.audio_formats import Encoder
             self.file, self.encoder = AtomicFile(path), Encoder(fmt, streaming=True)
 
     def write(self, audio: np.ndarray) -> None:

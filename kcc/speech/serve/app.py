@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kcc.speech.serve import sse
-from kcc.speech.serve.audio_formats import FORMATS
+from kcc.speech.audio_formats import STREAMABLE
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
 from kcc.speech.serve.security import Access, guarded
@@ -116,7 +116,7 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
                 if item[0] == "end" or (streamed and item[1]):
                     break
             headers = {"X-Kcc-Chunks": str(len(chunks))}
-            media_type = FORMATS[req.response_format].media_type
+            media_type = STREAMABLE[req.response_format].media_type
             if not streamed:
                 return Response(b"".join(i[1] for i in head if i[0] == "bytes"), media_type=media_type,
                                 headers=headers)

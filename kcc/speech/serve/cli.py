@@ -145,7 +145,7 @@ def build_service(args):
     """Synthesizer, G2P per language, voices: everything both servers share."""
     from kcc.speech import voices as voices_mod
     from kcc.speech.g2p import G2PFactory
-    from kcc.speech.say import load_synthesizer
+    from kcc.speech.engine import load_synthesizer
     from kcc.compiler.threads import available_cores
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from kcc.model.kokoro import MAX_SPEED, MIN_SPEED      # the one speed range (re-exported)
 from kcc.speech.g2p import G2PError, canonical_language
-from kcc.speech.say import SayError, check_seed
-from kcc.speech.serve.audio_formats import FORMATS
+from kcc.speech.engine import SayError, check_seed
+from kcc.speech.audio_formats import STREAMABLE
 
 MAX_INPUT_CHARS = 4096                 # OpenAI's limit
 MAX_INSTRUCTIONS_CHARS = 4096
@@ -129,8 +129,8 @@ def parse_speech(body: bytes, max_input_chars: int = MAX_INPUT_CHARS) -> SpeechR
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             raise ApiError(422, f"'{key}' must be an object", key)
     fmt = _string(doc, "response_format", "mp3")
-    if fmt not in FORMATS:
-        raise ApiError(422, f"'response_format' must be one of {', '.join(FORMATS)}", "response_format")
+    if fmt not in STREAMABLE:
+        raise ApiError(422, f"'response_format' must be one of {', '.join(STREAMABLE)}", "response_format")
     stream_format = _string(doc, "stream_format", "audio")
     if stream_format not in ("audio", "sse"):
         raise ApiError(422, "'stream_format' must be 'audio' or 'sse'", "stream_format")
@@ -141,12 +141,12 @@ def parse_speech(body: bytes, max_input_chars: int = MAX_INPUT_CHARS) -> SpeechR
         except G2PError as exc:
             raise ApiError(422, str(exc), "lang_code") from None
     seed = doc.get("seed", 0)
-    if not isinstance(seed, int):     # JSON: 1e3 and 1.0 are numbers, not the integers a seed is
-        raise ApiError(422, "'seed' must be an integer in [0, 2**31)", "seed")
     try:
-        seed = check_seed(seed)       # the one seed check (kcc.speech.say)
-    except SayError:
-        raise ApiError(422, "'seed' must be an integer in [0, 2**31)", "seed") from None
+        if not isinstance(seed, int):     # JSON: 1e3 and 1.0 are numbers, not the integers a seed is
+            raise SayError(f"seed must be an integer, got {seed!r}")
+        seed = check_seed(seed)           # the one seed check and its message (kcc.speech.engine)
+    except SayError as exc:
+        raise ApiError(422, str(exc), "seed") from None
     return SpeechRequest(
         text=text, voice=voice, model=_string(doc, "model", "kokoro"), response_format=fmt,
         speed=_number(doc, "speed", 1.0, MIN_SPEED, MAX_SPEED), stream=_bool(doc, "stream", True),

@@ -32,9 +32,9 @@ from kcc.speech.g2p import G2PError, detect_language
 from kcc.speech.languages import pick_language
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
 from kcc.speech.first_chunk import CostModel, chunk_plan
-from kcc.speech.say import SayError, plan, synthesize_chunks
+from kcc.speech.engine import SayError, plan, synthesize_chunks
 from kcc.speech.text import pieces
-from kcc.speech.serve.audio_formats import Encoder
+from kcc.speech.audio_formats import Encoder
 from kcc.speech.serve.request import ApiError, SpeechRequest
 from kcc.speech.serve.scheduler import ChunkScheduler
 from kcc.speech.timestamps import SAMPLE_RATE
@@ -51,7 +51,7 @@ G2P_PIECE_CHARS = 200
 
 class G2PInterrupted(G2PError):
     """G2P stopped between pieces: the request was cancelled (error None) or is past its
-    deadline (error: the 504). A G2PError, so kcc.speech.say passes it through unwrapped."""
+    deadline (error: the 504). A G2PError, so kcc.speech.engine passes it through unwrapped."""
 
     def __init__(self, error: ApiError | None = None):
         super().__init__(error.message if error else "the request was cancelled during G2P")

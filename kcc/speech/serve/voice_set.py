@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from kcc.speech.languages import LANGUAGES, default_voice
-from kcc.speech.say import random_voice
+from kcc.speech.engine import random_voice
 from kcc.speech.voices import VoiceError, blend_packs, default_voice_for, parse_blend
 
 CACHE_PACKS = 16                      # a pack is 510 x 256 float32 = 0.5 MiB

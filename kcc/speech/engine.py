@@ -1,0 +1,300 @@
+"""The speech engine every front-end calls (`kcc say`, the server, Wyoming, batch, books, the
+Python API kcc.api): text -> G2P -> chunks sized for the frame plan -> synthesis -> audio with
+word timestamps.
+
+`synth` is anything with `synthesize(ids, ref_s, speed=, seed=) -> (audio, durations)` in the
+shape of kcc.model.pipeline.Synthesis: the compiled Synthesizer (load_synthesizer), or a fake in
+tests. Each chunk takes the voice pack's row for its phoneme count (upstream's pack[len(ps) - 1])
+and the seed plus its index; chunks are joined end to end, and their word timestamps shifted by
+the samples before. Planning is lazy (iter_plan) and synthesis yields each chunk as it is made
+(synthesize_chunks), so a front-end can stream with one chunk of audio in memory.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
+from kcc.model.loader import load
+from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
+from kcc.speech.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
+from kcc.speech.progress_bar import WIDTH, ProgressBar
+from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
+from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
+from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
+
+
+class SayError(ValueError):
+    """The request cannot be spoken; the message names the problem."""
+
+
+class NothingToSay(SayError):
+    """The text is empty, or none of it has phonemes to speak (only punctuation, say)."""
+
+
+@dataclass
+class Chunk:
+    index: int
+    encoded: Encoded
+    audio: np.ndarray                    # float32, this chunk only
+    durations: np.ndarray                # int32 [ids + 2]
+    offset: int                          # samples before it in the joined audio
+    words: list[dict]                    # timestamps, already offset
+
+
+@dataclass
+class SayResult:
+    audio: np.ndarray
+    chunks: list[Chunk]
+    sample_rate: int = SAMPLE_RATE
+    g2p: str = ""
+    seconds: float = 0.0
+    words: list[dict] = field(default_factory=list)
+
+    def timestamps_json(self) -> dict:
+        return timestamps_document(self.audio.size, self.g2p, self.words,
+                                   [chunk_summary(c, self.sample_rate) for c in self.chunks], self.sample_rate)
+
+
+def random_voice(seed: int = 0) -> np.ndarray:
+    """A seeded stand-in pack (510 x 1 x 256), on the scale of real Kokoro style rows: for
+    tests and benchmarks only; nothing picks it by default."""
+    rng = np.random.default_rng(seed)
+    return (0.1 * rng.standard_normal((PACK_ROWS, 1, STYLE_DIM))).astype(np.float32)
+
+
+def resolve_voice(voice, search: list[Path] | None = None, language: str = "") -> np.ndarray:
+    """A pack from a spec string (kcc.speech.voices.load_voice: a name, a path or a blend), an array,
+    or None: the default voice of `language` (kcc.speech.voices.default_voice_for)."""
+    if voice is None:
+        return load_voice(default_voice_for(language), search)
+    if isinstance(voice, np.ndarray):
+        return validate_pack(voice, "array")
+    return load_voice(str(voice), search)
+
+
+def check_speed(speed) -> float:
+    if isinstance(speed, bool):          # float(True) is 1.0: a JSON or CSV true is no speed
+        raise SayError(f"speed must be a number, got {speed!r}")
+    try:
+        s = float(speed)
+    except (TypeError, ValueError):
+        raise SayError(f"speed must be a number, got {speed!r}") from None
+    if not (np.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
+        raise SayError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed!r}")
+    return s
+
+
+def check_seed(value) -> int:
+    """The one seed check (say, synth, batch, serve, the Python API): a whole number in
+    [0, 2**31 - 1], the C RNG's range; anything else is refused, never wrapped."""
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        raise SayError(f"seed must be an integer, got {value!r}")
+    try:
+        s = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SayError(f"seed must be an integer, got {value!r}") from None
+    if not 0 <= s <= MAX_SEED:
+        raise SayError(f"seed must be in [0, {MAX_SEED}], got {value!r}")
+    return s
+
+
+# The first chunk is cut short (at a phrase boundary) so the first audio comes early:
+# measured on a 996-word text, 11.8 s to first audio with a full 456-phoneme first chunk,
+# 3.2 s with a 91-phoneme one (bench/results/bench_synth.md).
+FIRST_CHUNK_PHONEMES = 100
+
+
+def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = FIRST_CHUNK_PHONEMES,
+              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> Iterator[Encoded]:
+    """Text (str or UTF-8 bytes) -> encoded chunks, lazily, each <= limit phonemes and sized so
+    its frames at `speed` fit `max_frames` (kcc.speech.text.chunk_limit); the first <= first_limit where
+    a boundary allows (a sequence: the first chunks' limits, across paragraphs; min_rest: see
+    kcc.speech.text.iter_chunks); words in order. G2P runs one paragraph piece ahead of the chunks."""
+    text = clean_text(decode_text(text))
+    if not text.strip():
+        raise NothingToSay("input text is empty")
+    limit = chunk_limit(limit, check_speed(speed), max_frames)
+    ramp = [first_limit] if isinstance(first_limit, int) else list(first_limit or ())
+    n = 0
+    for para in iter_paragraphs(text):
+        for words in iter_chunks(_paragraph_words(para, g2p), limit, ramp[n:], min_rest):
+            enc = encode(words, where=f"chunk {n + 1}")
+            if enc.ids:
+                n += 1
+                yield enc
+    if n == 0:
+        raise NothingToSay("the text produced no phonemes to speak")
+
+
+class G2PBackendError(G2PError):
+    """The G2P backend (misaki, espeak-ng, spaCy: third-party code) failed on a piece of text;
+    the message names the piece and the backend's own error."""
+
+
+def _paragraph_words(para: str, g2p) -> Iterator[Word]:
+    for piece, spaced in pieces(para):
+        try:
+            words = g2p(piece)
+        except G2PError:
+            raise
+        except Exception as exc:
+            raise G2PBackendError(f"G2P failed on the text {piece[:60]!r}{'...' if len(piece) > 60 else ''}: "
+                                  f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+        if words and spaced:
+            words[-1].whitespace = True
+        yield from words
+
+
+def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = FIRST_CHUNK_PHONEMES,
+         speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> list[Encoded]:
+    """iter_plan, all of it (errors anywhere in the text surface before any synthesis)."""
+    return list(iter_plan(text, g2p, limit, first_limit, speed, max_frames, min_rest))
+
+
+def split_encoded(enc: Encoded, parts: int) -> list[Encoded]:
+    """A chunk cut into about `parts` shorter chunks at word boundaries (words cut if need be)."""
+    limit = max(1, -(-len(enc.phonemes) // max(2, parts)))
+    with warnings.catch_warnings():     # cutting a long word here is the point, not news
+        warnings.simplefilter("ignore")
+        out = [encode(ws, where="chunk part") for ws in chunk_words(enc.words, limit)]
+    return [e for e in out if e.ids]
+
+
+def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, seed: int,
+                        lead_frames: int | None = None, continues: bool = False) -> list[tuple[Encoded, object]]:
+    """[(part, synthesis)] for one chunk: itself, or, when its durations overflow the frame plan
+    (the planning estimate was beaten), its parts, each retried the same way. lead_frames caps
+    the first part's leading silence, None leaves it as predicted; `continues` (the text goes on
+    after the chunk: Synthesizer.synthesize) holds for the last part as given, for every part
+    before it always."""
+    opts = {"lead_frames": lead_frames} if lead_frames is not None else {}
+    if continues:
+        opts["continues"] = True
+    try:
+        return [(enc, synth.synthesize(enc.ids, style_for(pack, len(enc.phonemes)), speed=speed, seed=seed, **opts))]
+    except FrameOverflow as exc:
+        if len(enc.ids) < 2:
+            raise
+        parts = split_encoded(enc, -(-exc.frames * 10 // (exc.planned * 9)))
+        if len(parts) < 2:
+            raise
+        return [r for i, part in enumerate(parts)
+                for r in _synthesize_fitting(part, synth, pack, speed, seed, lead_frames if i == 0 else None,
+                                             continues or i < len(parts) - 1)]
+
+
+SENTENCE_END = ".!?…"
+
+
+def ends_sentence(enc: Encoded) -> bool:
+    """The chunk's phonemes end with a sentence's final punctuation (closing quotes aside)."""
+    return enc.phonemes.rstrip().rstrip("\"'”’»)]").endswith(tuple(SENTENCE_END))
+
+
+def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,
+                      progress: "Progress | None" = None, first_lead_frames: int | None = None,
+                      joins: bool = True) -> Iterator[Chunk]:
+    """Yield each chunk's audio as soon as it is made (the server streams these). A chunk whose
+    frames overflow the plan is synthesised in parts and still yields one Chunk (its durations
+    the parts' one after another), so callers see one Chunk per planned chunk.
+    first_lead_frames: the most leading silence of the first chunk (a stream's listener waits
+    through it; None: as the model predicts it). joins: a chunk that ends inside a sentence,
+    with another after it, is synthesised as continuing (Synthesizer.synthesize `continues`:
+    no utterance-final lengthening and pause at the join); False: every chunk as an utterance.
+    Whether such a chunk is followed by another is known by taking the next chunk first."""
+    speed = check_speed(speed)
+    offset = 0
+    ahead = iter(chunks)
+    enc, i = next(ahead, None), 0
+    while enc is not None:
+        peeked = joins and not ends_sentence(enc)
+        following = next(ahead, None) if peeked else None
+        audio_parts, durations, words, at = [], [], [], offset
+        for part, out in _synthesize_fitting(enc, synth, pack, speed, seed + i,
+                                             first_lead_frames if i == 0 else None, following is not None):
+            audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
+            d = np.asarray(out.durations).reshape(-1)
+            frames = int(d.sum())
+            if audio.size != frames * SAMPLES_PER_FRAME:
+                warnings.warn(f"chunk {i + 1}: {audio.size} samples but {frames} frames x {SAMPLES_PER_FRAME}; "
+                              "timestamps are scaled to the audio", stacklevel=2)
+            words += word_timestamps(part, d, audio.size, at)
+            audio_parts.append(audio)
+            durations.append(d)
+            at += audio.size
+        audio = audio_parts[0] if len(audio_parts) == 1 else np.concatenate(audio_parts)
+        yield Chunk(i, enc, audio, np.concatenate(durations), offset, words)
+        offset += audio.size
+        if progress is not None:
+            progress.chars += len(enc.text) + 1
+            progress.update(i + 1, offset / SAMPLE_RATE)
+        enc, i = following if peeked else next(ahead, None), i + 1
+    if progress is not None:
+        progress.close()
+
+
+def say(text, synth, voice=None, speed: float = 1.0, seed: int = 0, g2p=None,
+        search: list[Path] | None = None, progress: "Progress | bool | None" = None,
+        chunks: list[Encoded] | None = None) -> SayResult:
+    """The whole text's audio in memory (the CLI streams to a file instead: speak_to_file).
+    `chunks`: the text already planned with `plan` (then `text` is not phonemized again)."""
+    t0 = time.perf_counter()
+    speed = check_speed(speed)
+    language, voice = speaking(voice, getattr(g2p, "language", "auto"), "" if chunks else decode_text(text))
+    pack = resolve_voice(voice, search)
+    g2p = g2p or G2P(language)
+    chunks = chunks or plan(text, g2p, speed=speed, max_frames=getattr(synth, "max_frames", DEFAULT_MAX_FRAMES))
+    if not isinstance(progress, Progress):
+        progress = Progress(enabled=progress, total_chunks=len(chunks))
+    done = list(synthesize_chunks(chunks, synth, pack, speed, seed, progress))
+    audio = np.concatenate([c.audio for c in done]) if done else np.zeros(0, np.float32)
+    return SayResult(audio, done, g2p=getattr(g2p, "description", type(g2p).__name__),
+                     seconds=time.perf_counter() - t0, words=[w for c in done for w in c.words])
+
+
+def timestamps_document(samples: int, g2p: str, words: list[dict], chunks: list[dict],
+                        sample_rate: int = SAMPLE_RATE) -> dict:
+    return {"sample_rate": sample_rate, "audio_seconds": round(samples / sample_rate, 6),
+            "g2p": g2p, "words": words, "chunks": chunks}
+
+
+def chunk_summary(c: Chunk, sample_rate: int = SAMPLE_RATE) -> dict:
+    return {"text": c.encoded.text, "phonemes": c.encoded.phonemes,
+            "start_s": round(c.offset / sample_rate, 6),
+            "end_s": round((c.offset + c.audio.size) / sample_rate, 6)}
+
+
+class Progress(ProgressBar):
+    """A one-line bar on stderr (on by default only for a tty): how much of the text is spoken
+    (characters of the chunks done, against the text's), chunks and audio made, time spent and
+    an estimate of the time left."""
+
+    def __init__(self, text_chars: int = 0, enabled: bool | None = None, stream=None, total_chunks: int = 0):
+        super().__init__(enabled, stream)
+        self.text_chars, self.chars, self.total_chunks = text_chars, 0, total_chunks
+        self.done, self.audio_s = 0, 0.0
+
+    def update(self, done: int, audio_s: float) -> None:
+        self.done, self.audio_s = done, audio_s
+        if not self.enabled:
+            return
+        frac = min(1.0, self.chars / self.text_chars if self.text_chars
+                   else done / self.total_chunks if self.total_chunks else 1.0)
+        spent = time.perf_counter() - self.t0
+        left = f", ~{spent * (1 - frac) / frac:.0f} s left" if 0 < frac < 1 else ""
+        self.draw(f"kcc say: {self.bar(int(WIDTH * frac))} {100 * frac:3.0f}% of the text, {done} chunks, "
+                  f"{audio_s:.1f} s audio, {spent:.1f} s{left}  ")
+
+
+def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False,
+                     threads: int | None = None, log=sys.stderr, precision: str | None = None):
+    """kcc.model.load with the command line's positional order: the one place a front-end loads
+    the model (tests replace it with a fake)."""
+    return load(checkpoint, precision=precision, threads=threads, max_frames=max_frames, native=native, log=log)
