@@ -28,6 +28,7 @@ def browser(tmp_path):
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--autoplay-policy=no-user-gesture-required", f"--user-data-dir={tmp_path / 'profile'}"]:
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})       # CSP violations land there
     opts.add_experimental_option("prefs", {"download.default_directory": str(tmp_path / "downloads"),
                                            "download.prompt_for_download": False})
     driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=DRIVER))
@@ -35,6 +36,12 @@ def browser(tmp_path):
         yield driver
     finally:
         driver.quit()
+
+
+def _csp_violations(browser) -> list[str]:
+    """The console's Content-Security-Policy complaints since the last call (the page runs under
+    the server's strict policy: any inline code or foreign resource would be blocked)."""
+    return [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
 
 
 def _until(cond, timeout=20.0):
@@ -84,6 +91,7 @@ def test_page_streams_plays_and_highlights(tmp_path, browser):
     assert len(set(lit)) >= 5 and lit == sorted(lit)                    # the highlight moved forward
     assert words[:4] == ["Sentence", "number", "0", "has"] and status.startswith("done")
     assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text))   # the download is the same speech
+    assert _csp_violations(browser) == []
 
 
 KEY = "kcc-test-key-7f3a"
@@ -191,6 +199,7 @@ def test_page_asks_for_the_api_key_and_keeps_it_in_the_tab(tmp_path, browser):
         _until(lambda: _text(browser, "status").startswith("done"))
         assert browser.execute_script(V1_FETCHES)[-2:] == ["/v1/audio/speech", "/v1/audio/speech"]
         assert browser.execute_script(STORAGES) == [{"kcc.apiKey": KEY}, {}] and not _shown(browser, "key-form")
+        assert _csp_violations(browser) == []
 
 
 def test_page_without_a_key_shows_no_key_form(tmp_path, browser):
@@ -201,4 +210,4 @@ def test_page_without_a_key_shows_no_key_form(tmp_path, browser):
         _until(lambda: _text(browser, "status").startswith("done"))
         assert not _shown(browser, "key-form") and not _shown(browser, "key-forget")
         assert browser.execute_script(V1_FETCHES) == ["/v1/audio/voices", "/v1/audio/speech"]
-        assert browser.execute_script(STORAGES) == [{}, {}]
+        assert browser.execute_script(STORAGES) == [{}, {}] and _csp_violations(browser) == []
