@@ -199,6 +199,18 @@ def test_page_asks_for_the_api_key_and_keeps_it_in_the_tab(tmp_path, browser):
         _until(lambda: _text(browser, "status").startswith("done"))
         assert browser.execute_script(V1_FETCHES)[-2:] == ["/v1/audio/speech", "/v1/audio/speech"]
         assert browser.execute_script(STORAGES) == [{"kcc.apiKey": KEY}, {}] and not _shown(browser, "key-form")
+
+        # A request stopped while it waits for a key is not sent again; the key is then checked alone.
+        browser.find_element(By.ID, "key-forget").click()
+        _speak(browser, text)
+        _until(lambda: _shown(browser, "key-form"))
+        browser.find_element(By.ID, "stop").click()
+        _type_key(browser, KEY)
+        _until(lambda: browser.execute_script(V1_FETCHES)[-2:] == ["/v1/audio/speech", "/v1/models"])
+        _until(lambda: _shown(browser, "key-forget"))
+        time.sleep(0.3)
+        assert browser.execute_script(V1_FETCHES)[-2:] == ["/v1/audio/speech", "/v1/models"]
+        assert not _shown(browser, "key-form") and browser.execute_script("return window.kcc.words.length") == 0
         assert _csp_violations(browser) == []
 
 
