@@ -1,6 +1,7 @@
 """The web page at / in a real headless Chromium (selenium): it loads the voices, streams speech,
 plays it (Web Audio time advances), highlights the words in order as they are spoken, and
-downloads the same speech as a file."""
+downloads the same speech as a file. Against a server with an API key it asks for the key in a
+form, keeps it in the tab's sessionStorage and sends it on every /v1/* request."""
 from __future__ import annotations
 
 import shutil
@@ -11,6 +12,7 @@ import pytest
 from test_say import FakeSynth, sentences
 from kcc.speech.wav import pcm16
 from test_server import expected, s16, serving
+from kcc.speech.serve.security import Access
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -26,6 +28,7 @@ def browser(tmp_path):
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--autoplay-policy=no-user-gesture-required", f"--user-data-dir={tmp_path / 'profile'}"]:
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})       # CSP violations land there
     opts.add_experimental_option("prefs", {"download.default_directory": str(tmp_path / "downloads"),
                                            "download.prompt_for_download": False})
     driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=DRIVER))
@@ -33,6 +36,12 @@ def browser(tmp_path):
         yield driver
     finally:
         driver.quit()
+
+
+def _csp_violations(browser) -> list[str]:
+    """The console's Content-Security-Policy complaints since the last call (the page runs under
+    the server's strict policy: any inline code or foreign resource would be blocked)."""
+    return [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
 
 
 def _until(cond, timeout=20.0):
@@ -82,3 +91,135 @@ def test_page_streams_plays_and_highlights(tmp_path, browser):
     assert len(set(lit)) >= 5 and lit == sorted(lit)                    # the highlight moved forward
     assert words[:4] == ["Sentence", "number", "0", "has"] and status.startswith("done")
     assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text))   # the download is the same speech
+    assert _csp_violations(browser) == []
+
+
+KEY = "kcc-test-key-7f3a"
+V1_FETCHES = ("return performance.getEntriesByType('resource').filter(e => e.initiatorType === 'fetch')"
+              ".map(e => new URL(e.name).pathname).filter(p => p.startsWith('/v1/'))")
+STORAGES = ("const copy = (s) => Object.fromEntries(Array.from({length: s.length}, (_, i) => [s.key(i), s.getItem(s.key(i))]));"
+            "return [copy(sessionStorage), copy(localStorage)]")
+
+
+def _text(browser, element_id):
+    from selenium.webdriver.common.by import By
+    return browser.find_element(By.ID, element_id).text
+
+
+def _shown(browser, element_id):
+    from selenium.webdriver.common.by import By
+    return browser.find_element(By.ID, element_id).is_displayed()
+
+
+def _voices(browser):
+    from selenium.webdriver.common.by import By
+    return len(browser.find_elements(By.CSS_SELECTOR, "#voice option"))
+
+
+def _type_key(browser, key):
+    from selenium.webdriver.common.by import By
+    field = browser.find_element(By.ID, "key")
+    field.clear()
+    field.send_keys(key)
+    browser.find_element(By.ID, "key-use").click()
+
+
+def _speak(browser, text):
+    from selenium.webdriver.common.by import By
+    area = browser.find_element(By.ID, "text")
+    area.clear()
+    area.send_keys(text)
+    browser.find_element(By.ID, "speak").click()
+
+
+def test_page_asks_for_the_api_key_and_keeps_it_in_the_tab(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    with serving(tmp_path, FakeSynth(delay=0.01), access=Access(api_key=KEY)) as srv:
+        browser.get(srv.url + "/")
+        _until(lambda: _shown(browser, "key-form"))
+        form = browser.find_element(By.ID, "key-form")
+        assert form.find_element(By.TAG_NAME, "label").text == "API key" and "--api-key" in form.text
+        assert browser.find_element(By.ID, "key").get_attribute("type") == "password"
+        assert _text(browser, "key-status") == ""                      # no key sent yet: none refused
+        assert browser.execute_script(V1_FETCHES) == ["/v1/audio/voices"] and _voices(browser) == 0
+
+        # Wrong keys: each is sent once, refused, forgotten; the form stays and asks nothing by itself.
+        for wrong in [KEY[:-1], KEY + "x", KEY.upper(), "Bearer " + KEY, "x"]:
+            before = len(browser.execute_script(V1_FETCHES))
+            _type_key(browser, wrong)
+            _until(lambda: len(browser.execute_script(V1_FETCHES)) == before + 1
+                   and _text(browser, "key-status") == "key refused")
+            time.sleep(0.5)
+            assert len(browser.execute_script(V1_FETCHES)) == before + 1, wrong       # no retry loop
+            assert _shown(browser, "key-form") and not _shown(browser, "key-forget") and _voices(browser) == 0
+            assert browser.execute_script(STORAGES) == [{}, {}], wrong
+
+        # Keys no HTTP header can carry as typed are refused in the page, before any request.
+        before = len(browser.execute_script(V1_FETCHES))
+        for unsendable in ["ключ", "clé-" + KEY, " " + KEY, KEY + " ", KEY[:3] + "\t" + KEY[3:]]:
+            browser.execute_script("document.getElementById('key').value = arguments[0]", unsendable)
+            browser.find_element(By.ID, "key-use").click()
+            _until(lambda: _text(browser, "key-status").startswith("not a key this page can send"))
+            assert browser.execute_script(STORAGES) == [{}, {}], unsendable
+            browser.execute_script("document.getElementById('key-status').textContent = ''")
+        assert len(browser.execute_script(V1_FETCHES)) == before and _shown(browser, "key-form")
+
+        # The right key: the waiting voice list loads, the key is in sessionStorage only.
+        _type_key(browser, KEY)
+        _until(lambda: _voices(browser) == 5)
+        assert not _shown(browser, "key-form") and _shown(browser, "key-forget")
+        assert browser.execute_script(STORAGES) == [{"kcc.apiKey": KEY}, {}]
+        assert browser.find_element(By.ID, "key").get_attribute("value") == ""
+
+        # Speech and its download carry the key.
+        text = sentences(1)
+        _speak(browser, text)
+        _until(lambda: _text(browser, "status").startswith("done"))
+        heard = browser.execute_script("return [window.kcc.words.map(w => w.word), window.kcc.next - window.kcc.start]")
+        Select(browser.find_element(By.ID, "format")).select_by_value("flac")
+        browser.find_element(By.ID, "download").click()
+        saved = _until(lambda: [p for p in (tmp_path / "downloads").glob("speech.flac")])
+        assert heard[0][:3] == ["Sentence", "number", "0"] and heard[1] == pytest.approx(len(expected(text)) / 24000, abs=0.01)
+        assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text))
+
+        # A reload in the same tab reuses the key without asking.
+        browser.refresh()
+        _until(lambda: _voices(browser) == 5)
+        assert browser.execute_script(V1_FETCHES) == ["/v1/audio/voices"]
+        assert not _shown(browser, "key-form") and _shown(browser, "key-forget")
+
+        # Forgetting the key: gone from the tab; the next request asks again and runs once given one.
+        browser.find_element(By.ID, "key-forget").click()
+        assert browser.execute_script(STORAGES) == [{}, {}] and not _shown(browser, "key-forget")
+        _speak(browser, text)
+        _until(lambda: _shown(browser, "key-form"))
+        assert _text(browser, "key-status") == ""                      # nothing was sent, nothing refused
+        _type_key(browser, KEY)
+        _until(lambda: _text(browser, "status").startswith("done"))
+        assert browser.execute_script(V1_FETCHES)[-2:] == ["/v1/audio/speech", "/v1/audio/speech"]
+        assert browser.execute_script(STORAGES) == [{"kcc.apiKey": KEY}, {}] and not _shown(browser, "key-form")
+
+        # A request stopped while it waits for a key is not sent again; the key is then checked alone.
+        browser.find_element(By.ID, "key-forget").click()
+        _speak(browser, text)
+        _until(lambda: _shown(browser, "key-form"))
+        browser.find_element(By.ID, "stop").click()
+        _type_key(browser, KEY)
+        _until(lambda: browser.execute_script(V1_FETCHES)[-2:] == ["/v1/audio/speech", "/v1/models"])
+        _until(lambda: _shown(browser, "key-forget"))
+        time.sleep(0.3)
+        assert browser.execute_script(V1_FETCHES)[-2:] == ["/v1/audio/speech", "/v1/models"]
+        assert not _shown(browser, "key-form") and browser.execute_script("return window.kcc.words.length") == 0
+        assert _csp_violations(browser) == []
+
+
+def test_page_without_a_key_shows_no_key_form(tmp_path, browser):
+    with serving(tmp_path, FakeSynth(delay=0.01)) as srv:
+        browser.get(srv.url + "/")
+        _until(lambda: _voices(browser) == 5)
+        _speak(browser, sentences(1))
+        _until(lambda: _text(browser, "status").startswith("done"))
+        assert not _shown(browser, "key-form") and not _shown(browser, "key-forget")
+        assert browser.execute_script(V1_FETCHES) == ["/v1/audio/voices", "/v1/audio/speech"]
+        assert browser.execute_script(STORAGES) == [{}, {}] and _csp_violations(browser) == []

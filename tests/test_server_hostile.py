@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 import time
+from html.parser import HTMLParser
 
 import pytest
 
@@ -15,7 +16,7 @@ from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import (MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory,
                                   wyoming_bind_warning)
 from kcc.speech.serve.connection import ConnectionLimits
-from kcc.speech.serve.security import Access, access_for, host_name, is_loopback, public_bind_warning
+from kcc.speech.serve.security import PAGE_HEADERS, Access, access_for, host_name, is_loopback, public_bind_warning
 from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits
 
 from test_say import FakeSynth, LetterG2P, sentences
@@ -258,6 +259,43 @@ def test_api_key_is_required_on_every_route_but_health_and_the_page(tmp_path):
         bad = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="nope", max_retries=0, timeout=30)
         with pytest.raises(openai.AuthenticationError):
             bad.audio.speech.create(model="kokoro", voice="alloy", input="Hi there.")
+
+
+class _PageParts(HTMLParser):
+    """What a page loads and runs: (tag, attribute, value) of each src/href, and any inline code."""
+
+    def __init__(self):
+        super().__init__()
+        self.loads, self.inline, self._in = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        self.loads += [(tag, k, v) for k, v in attrs if k in ("src", "href")]
+        self.inline += [(tag, k) for k, v in attrs if k == "style" or k.startswith("on")]
+        self._in = tag if tag in ("script", "style") else None
+        if tag == "style":
+            self.inline.append(("style", ""))
+
+    def handle_data(self, data):
+        if self._in == "script" and data.strip():
+            self.inline.append(("script", data.strip()[:40]))
+
+
+def test_the_page_runs_under_its_own_strict_csp_with_or_without_a_key(tmp_path):
+    # The key form makes the page hold a secret: it loads only its own files, runs no inline code
+    # (the CSP forbids it) and no other page may frame it. The page and its files need no key.
+    for access in (None, Access(api_key="s3cret-key")):
+        with serving(tmp_path, access=access) as srv:
+            status, headers, data = request(srv.port, "GET", "/")
+            assert status == 200 and {k: headers[k.lower()] for k in PAGE_HEADERS} == PAGE_HEADERS
+            parts = _PageParts()
+            parts.feed(data.decode())
+            assert parts.inline == []
+            assert sorted(parts.loads) == [("link", "href", "/static/app.css"), ("script", "src", "/static/app.js")]
+            for _, _, path in parts.loads:
+                assert request(srv.port, "GET", path)[0] == 200, (access, path)
+    policy = dict(d.strip().split(" ", 1) for d in PAGE_HEADERS["Content-Security-Policy"].split(";"))
+    assert policy == {"default-src": "'self'", "base-uri": "'none'", "form-action": "'none'",
+                      "frame-ancestors": "'none'"}
 
 
 @pytest.mark.parametrize("content_type", [None, "text/plain", "text/plain;charset=UTF-8",

@@ -29,7 +29,7 @@ from kcc.speech.serve import sse
 from kcc.speech.audio_formats import STREAMABLE
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
-from kcc.speech.serve.security import Access, guarded
+from kcc.speech.serve.security import PAGE_HEADERS, Access, guarded
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 
@@ -205,7 +205,7 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
         return JSONResponse(doc, 503 if service.draining else 200)
 
     async def index(request: Request):
-        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
     async def http_error(request: Request, exc: HTTPException):
         message = {404: f"no route {request.method} {request.url.path}; see GET /v1/models, POST /v1/audio/speech",

@@ -1,4 +1,5 @@
-"""Who may use the HTTP server: the Host allow-list, the API key, the JSON content type.
+"""Who may use the HTTP server: the Host allow-list, the API key, the JSON content type (and the
+web page's own headers, PAGE_HEADERS).
 
 Any web page the user visits can send requests to a server on their machine. Three checks,
 ASGI layers around the routes (CORS, off unless origins are given, is Starlette's
@@ -24,6 +25,13 @@ from starlette.middleware.cors import CORSMiddleware
 from kcc.speech.serve.middleware import error_response
 from kcc.speech.serve.request import ApiError
 
+# The web page's response headers: its script and style come from /static only (no inline code,
+# nothing from elsewhere), no page may frame it (clickjacking the key form), it sends no referrer.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 PUBLIC_PATHS = ("/health", "/ready")           # exact paths open without a key (probes)
 PAGE_PATHS = ("/", "/static/")                 # the web page asks for the key itself

@@ -1,7 +1,8 @@
 // The kcc web page: streams speech over POST /v1/audio/speech (stream_format "sse", pcm), plays
 // each delta as it arrives through Web Audio, and highlights the word being spoken from the
 // speech.audio.words events. The download asks for the same speech (same seed: same audio) as a
-// whole file in the chosen format.
+// whole file in the chosen format. A server started with --api-key answers 401 to /v1/*: the
+// page then asks for the key in a small form and sends it as `Authorization: Bearer KEY`.
 "use strict";
 const RATE = 24000;
 const $ = (id) => document.getElementById(id);
@@ -9,6 +10,79 @@ const player = { ctx: null, start: 0, next: 0, words: [], spans: [], abort: null
 window.kcc = player;   // for tests and the curious: player.played() is seconds heard so far
 
 player.played = () => (player.ctx && player.start ? Math.max(0, player.ctx.currentTime - player.start) : 0);
+
+// The API key lives in sessionStorage: it goes with the tab, not with the browser profile.
+const KEY_SLOT = "kcc.apiKey";
+const keyWaiters = [];   // requests that got 401, each waiting for the next key typed into the form
+
+function keyNeeded(sent) {
+  // A key that was sent and refused is forgotten (unless a newer one replaced it meanwhile).
+  if (sent !== null && sessionStorage.getItem(KEY_SLOT) === sent) sessionStorage.removeItem(KEY_SLOT);
+  $("key-status").textContent = sent !== null ? "key refused" : "";
+  $("key-forget").hidden = true;
+  $("key-form").hidden = false;
+  $("key").focus();
+}
+
+function keyAccepted() {
+  $("key-form").hidden = true;
+  $("key-status").textContent = "";
+  $("key").value = "";
+  $("key-forget").hidden = false;
+}
+
+async function api(path, init = {}) {
+  // fetch() for /v1/*, with the key when the page has one. On 401 it waits for a key from the
+  // form and tries again once per key typed: a refused key never makes it ask the server again
+  // by itself.
+  for (;;) {
+    const sent = sessionStorage.getItem(KEY_SLOT);
+    const headers = { ...init.headers, ...(sent !== null ? { Authorization: `Bearer ${sent}` } : {}) };
+    const resp = await fetch(path, { ...init, headers });
+    if (resp.status !== 401) {
+      if (sent !== null) keyAccepted();
+      return resp;
+    }
+    keyNeeded(sent);
+    await nextKey(init.signal);
+  }
+}
+
+function nextKey(signal) {
+  // Resolves when a key is typed into the form; a request stopped meanwhile stops waiting.
+  return new Promise((resolve, reject) => {
+    keyWaiters.push(resolve);
+    signal?.addEventListener("abort", () => {
+      const at = keyWaiters.indexOf(resolve);
+      if (at >= 0) keyWaiters.splice(at, 1);
+      reject(signal.reason);
+    }, { once: true });
+  });
+}
+
+// What an HTTP header can carry as the server compares it: printable ASCII, no space at the ends
+// (fetch would trim those, or throw on anything past Latin-1).
+const SENDABLE_KEY = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/;
+
+function useKey(event) {
+  event.preventDefault();
+  const key = $("key").value;
+  if (!SENDABLE_KEY.test(key)) {
+    $("key-status").textContent = "not a key this page can send: printable ASCII, no space at either end";
+    return;
+  }
+  sessionStorage.setItem(KEY_SLOT, key);
+  $("key-status").textContent = "checking…";
+  const waiting = keyWaiters.splice(0);
+  if (waiting.length) waiting.forEach((resolve) => resolve());
+  else api("/v1/models");   // nobody waiting (a stopped request): check the key on its own
+}
+
+function forgetKey() {
+  sessionStorage.removeItem(KEY_SLOT);
+  $("key-forget").hidden = true;
+  $("status").textContent = "API key forgotten";
+}
 
 function request(extra) {
   return {
@@ -20,7 +94,7 @@ function request(extra) {
 async function loadVoices() {
   // One group per language (the server lists each voice's language and its name); the first
   // choice sends no voice, so the server speaks each text in its language's own voice.
-  const doc = await (await fetch("/v1/audio/voices")).json();
+  const doc = await (await api("/v1/audio/voices")).json();
   $("voice").add(new Option("default voice of the text's language", "", true, true));
   const groups = new Map();
   for (const v of doc.voices) {
@@ -93,7 +167,7 @@ async function speak() {
   player.abort = new AbortController();
   requestAnimationFrame(highlight);
   try {
-    const resp = await fetch("/v1/audio/speech", {
+    const resp = await api("/v1/audio/speech", {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify(player.last), signal: player.abort.signal,
     });
@@ -133,7 +207,7 @@ function stop() {
 async function download() {
   const fmt = $("format").value;
   $("status").textContent = `encoding ${fmt}…`;
-  const resp = await fetch("/v1/audio/speech", {
+  const resp = await api("/v1/audio/speech", {
     method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ ...player.last, response_format: fmt, stream_format: "audio", stream: false }),
   });
@@ -149,4 +223,6 @@ $("speed").addEventListener("input", () => { $("speed-value").textContent = Numb
 $("speak").addEventListener("click", speak);
 $("stop").addEventListener("click", stop);
 $("download").addEventListener("click", download);
+$("key-form").addEventListener("submit", useKey);
+$("key-forget").addEventListener("click", forgetKey);
 loadVoices();
