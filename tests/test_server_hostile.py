@@ -16,7 +16,7 @@ from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import (MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory,
                                   wyoming_bind_warning)
 from kcc.speech.serve.connection import ConnectionLimits
-from kcc.speech.serve.security import PAGE_HEADERS, Access, access_for, host_name, is_loopback, public_bind_warning
+from kcc.speech.serve.security import PAGE_HEADERS, Access, ApiKeyError, access_for, host_name, is_loopback, public_bind_warning
 from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits
 
 from test_say import FakeSynth, LetterG2P, sentences
@@ -452,3 +452,15 @@ def test_access_flags_and_their_environment(monkeypatch):
     assert got.api_key == "from-env" and got.cors_origins == ("https://c.example", "https://d.example")
     assert "box.local" in got.allowed_hosts
     assert parsed("--api-key", "flag").api_key == "flag"          # the flag wins over the environment
+
+
+@pytest.mark.parametrize("key", ["two words", " lead", "tail ", "tab\there", "caf\u00e9", "nul\x00", "line\nbreak",
+                                 "\u00a0nbsp", "emoji\U0001f600"])
+def test_an_api_key_no_client_could_send_is_refused_at_start(key):
+    with pytest.raises(ApiKeyError, match="visible ASCII"):
+        access_for("127.0.0.1", key)
+
+
+@pytest.mark.parametrize("key", ["k", "sk-proj_0123456789abcdef", "!#$%&'()*+,-./:;<=>?@[]^_`{|}~"])
+def test_every_visible_ascii_key_is_accepted(key):
+    assert access_for("0.0.0.0", key).api_key == key

@@ -120,8 +120,25 @@ class Access:
     allowed_hosts: frozenset[str] | None = None  # None: any Host (a server bound to a public address)
 
 
+class ApiKeyError(ValueError):
+    """An --api-key no client could send: an HTTP header carries visible ASCII only."""
+
+
+def check_api_key(key: str) -> str:
+    """The key as given when every character is visible ASCII (0x21-0x7e): a browser (the web
+    page) and most HTTP clients cannot send anything else in `Authorization`, so a key holding
+    a space, a control character or non-ASCII would lock every client out."""
+    bad = next((c for c in key if not "!" <= c <= "~"), None)
+    if bad is not None:
+        raise ApiKeyError(f"--api-key may hold only visible ASCII characters (no spaces), found {bad!r} "
+                          f"at character {key.index(bad)}")
+    return key
+
+
 def access_for(bind_host: str, api_key: str | None, cors_origins=(), extra_hosts=()) -> Access:
     """The policy `kcc serve` runs with: the Host allow-list applies to a loopback bind."""
+    if api_key:
+        check_api_key(api_key)
     hosts = frozenset(LOOPBACK_HOSTS | {host_name(h) for h in extra_hosts}) if is_loopback(bind_host) else None
     if hosts is None and extra_hosts:
         hosts = frozenset(host_name(h) for h in extra_hosts) | LOOPBACK_HOSTS | {host_name(bind_host)}
