@@ -28,8 +28,17 @@ import numpy as np
 
 from kcc.model import loader
 from kcc.model.kokoro import MAX_SPEED, MIN_SPEED, SAMPLE_RATE
+from kcc.speech.engine import (
+    NothingToSay,
+    SayError,
+    check_seed,
+    check_speed,
+    iter_plan,
+    resolve_voice,
+    synthesize_chunks,
+)
 from kcc.speech.g2p import G2P, G2PError, canonical_language
-from kcc.speech.engine import (NothingToSay, SayError, check_seed, check_speed, iter_plan, resolve_voice, synthesize_chunks)
+from kcc.speech.overrides import load_lexicon
 from kcc.speech.voices import voice_catalog
 
 _END = object()
@@ -78,7 +87,6 @@ class Kokoro:
         self._backend = g2p
         self._lexicon = None
         if lexicon is not None:
-            from kcc.speech.overrides import load_lexicon
             self._lexicon = load_lexicon(lexicon)
         self.synthesizer = loader.load(checkpoint, precision=precision, threads=threads, max_frames=max_frames,
                                        log=log)

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from kcc.speech.cli_args import add_speech_args
 
@@ -39,10 +40,10 @@ def _dim_values(pairs: list[str]) -> dict[str, int] | None:
 
 
 def cmd_xray(args) -> int:
-    from kcc.weights.checkpoint import checkpoint_digest, load_checkpoint
     from kcc.circuits import load_circuit
     from kcc.compiler.driver import compile_circuit
     from kcc.compiler.xray import find_capture, load_pinned, render, xray_compiled
+    from kcc.weights.checkpoint import checkpoint_digest, load_checkpoint
     doc = load_circuit(args.circuit)
     ckpt = load_checkpoint(_checkpoint_arg(args))
     if "capture" not in doc:
@@ -62,7 +63,8 @@ def cmd_xray(args) -> int:
 
 
 def cmd_import_onnx(args) -> int:
-    from kcc.weights.importers.onnx_kokoro import LABEL, main as import_main
+    from kcc.weights.importers.onnx_kokoro import LABEL
+    from kcc.weights.importers.onnx_kokoro import main as import_main
     report = import_main(args.model, args.out, args.report)
     print(f"{args.out}: {LABEL}")
     print(report.summary())
@@ -77,18 +79,16 @@ def cmd_say(args) -> int:
 def cmd_synth(args) -> int:
     """Phoneme ids (or a phoneme string) + a voice -> audio (format from -o's extension, - for
     stdout), entirely in generated C (no G2P)."""
-    import os
-    from pathlib import Path
 
-    from kcc.speech.outputs import check_output
-    from kcc.speech.interrupts import Interrupted, interruptible, interrupts_raise
     from kcc.model.loader import check_max_frames, check_precision
-    from kcc.speech.engine import check_seed, check_speed, load_synthesizer, resolve_voice
-    from kcc.speech.voices import style_for
     from kcc.speech.audio_formats import format_for
     from kcc.speech.audio_out import STDOUT, open_audio
-    from kcc.speech.wav import SAMPLE_RATE
+    from kcc.speech.engine import check_seed, check_speed, load_synthesizer, resolve_voice
     from kcc.speech.g2p import load_vocab
+    from kcc.speech.interrupts import Interrupted, interruptible, interrupts_raise
+    from kcc.speech.outputs import check_output
+    from kcc.speech.voices import style_for
+    from kcc.speech.wav import SAMPLE_RATE
     out_path = args.out if args.out == STDOUT else check_output(args.out, "-o")
     fmt = format_for(args.out)
     max_frames = check_max_frames(args.max_frames)
@@ -148,13 +148,11 @@ def cmd_report(args) -> int:
 
 
 def cmd_export(args) -> int:
-    import os
-    from pathlib import Path
 
     from kcc.model.export import export
-    from kcc.speech.outputs import check_output_dir
     from kcc.model.loader import check_max_frames, check_precision
     from kcc.speech.engine import load_synthesizer, resolve_voice
+    from kcc.speech.outputs import check_output_dir
     check_output_dir(args.dir, "export directory")
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
@@ -168,7 +166,6 @@ def cmd_export(args) -> int:
 
 def cmd_voices(args) -> int:
     """List every voice by name: the built-in ones (the 54 official voices) and those in --voices-dir."""
-    from pathlib import Path
 
     from kcc.speech.languages import LANGUAGES
     from kcc.speech.voices import voice_catalog
@@ -282,17 +279,17 @@ def main(argv=None) -> int:
     try:
         return args.fn(args)
     except Exception as exc:  # every kcc error class carries a message naming what and where
-        from kcc.weights.checkpoint import CheckpointError
+        from kcc.cache_trust import CacheError
         from kcc.circuits import CircuitError
         from kcc.compiler.build import BuildError
         from kcc.compiler.emit import CheckedCallCodegenError
-        from kcc.ops import LoweringError
         from kcc.compiler.runtime import KccRunError
         from kcc.compiler.xray import PinnedCaptureError
-        from kcc.weights.importers.onnx_graph import OnnxImportError
         from kcc.model.pipeline import SynthesisError
+        from kcc.ops import LoweringError
         from kcc.speech.voices import VoiceError
-        from kcc.cache_trust import CacheError
+        from kcc.weights.checkpoint import CheckpointError
+        from kcc.weights.importers.onnx_graph import OnnxImportError
         from kcc.weights.real_model import FetchError
         known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
                  KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,

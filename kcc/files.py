@@ -11,9 +11,12 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+from kcc.cache_trust import private_dir
 
 # kcc's own temporaries (files and directories) are named '.kcc-tmp.<pid>.<target>.<random>.part',
 # so a later run can tell them from the user's files and from a live process's: only names of
@@ -43,7 +46,6 @@ def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
     raises InputTooLarge if they came, so a source that never ends stops here. OSError as the
     system gives it."""
     if str(path) == "-":
-        import sys
         data = sys.stdin.buffer.read(limit + 1)
     else:
         with open(path, "rb") as fh:
@@ -57,7 +59,6 @@ def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
 def cache_dir() -> Path:
     """kcc's cache root (KCC_CACHE_DIR, default ~/.cache/kcc), made 0700 where missing; a
     CacheError (kcc.cache_trust) unless only the current user can write it."""
-    from kcc.cache_trust import private_dir
     return private_dir(cache_root())
 
 
@@ -67,7 +68,6 @@ def cache_root() -> Path:
 
 def cache_subdir(*names: str) -> Path:
     """A directory under the cache root, each component made 0700 and checked like the root."""
-    from kcc.cache_trust import private_dir
     root = cache_dir()
     return private_dir(root.joinpath(*names), root)
 

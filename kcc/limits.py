@@ -2,29 +2,31 @@
 Limits table is generated from this list by scripts/update_readme.py, so it cannot drift)."""
 from __future__ import annotations
 
+from kcc.files import TEMP_MAX_AGE_S
+from kcc.model.kokoro import MAX_PHONEMES, MAX_SPEED, MIN_SPEED
+from kcc.model.loader import MAX_MAX_FRAMES, MIN_MAX_FRAMES
+from kcc.speech.batch.item import DEFAULT_MAX_CHARS
+from kcc.speech.batch.manifest import MAX_FIELD_BYTES, MAX_ID_BYTES, MAX_MANIFEST_BYTES
+from kcc.speech.book.bounds import LIMITS as BOOK
+from kcc.speech.book.layout import ITEM_CHARS
+from kcc.speech.overrides import MAX_LEXICON_BYTES
+from kcc.speech.say import MAX_TEXT_BYTES
+from kcc.speech.serve.app import HttpLimits
+from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
+from kcc.speech.serve.connection import ConnectionLimits
+from kcc.speech.serve.service import G2P_PIECE_CHARS
+from kcc.speech.serve.service import Limits as ServiceLimits
+from kcc.speech.serve.voice_set import CACHE_PACKS
+from kcc.speech.serve.wyoming_events import WyomingLimits
+from kcc.speech.voices import MAX_BLEND_PARTS, MAX_STYLE_ABS, PLAUSIBLE_ABS
+from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
+
 
 def _mib(n: int) -> str:
     return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n // 1024} KiB"
 
 
 def _table() -> list[tuple[str, str, str]]:
-    from kcc.speech.batch.item import DEFAULT_MAX_CHARS
-    from kcc.speech.batch.manifest import MAX_FIELD_BYTES, MAX_ID_BYTES, MAX_MANIFEST_BYTES
-    from kcc.speech.overrides import MAX_LEXICON_BYTES
-    from kcc.files import TEMP_MAX_AGE_S
-    from kcc.speech.book.bounds import LIMITS as BOOK
-    from kcc.speech.book.layout import ITEM_CHARS
-    from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
-    from kcc.model.kokoro import MAX_PHONEMES, MAX_SPEED, MIN_SPEED
-    from kcc.model.loader import MAX_MAX_FRAMES, MIN_MAX_FRAMES
-    from kcc.speech.say import MAX_TEXT_BYTES
-    from kcc.speech.serve.app import HttpLimits
-    from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
-    from kcc.speech.serve.connection import ConnectionLimits
-    from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits as ServiceLimits
-    from kcc.speech.serve.wyoming_events import WyomingLimits
-    from kcc.speech.serve.voice_set import CACHE_PACKS
-    from kcc.speech.voices import MAX_BLEND_PARTS, MAX_STYLE_ABS, PLAUSIBLE_ABS
     app, svc, conn, wy = HttpLimits(), ServiceLimits(), ConnectionLimits(), WyomingLimits()
     rows = []
     for what, lim in (("checkpoint (.pth / .npz)", CHECKPOINT_LIMITS), ("voice file (.pt / .npy)", VOICE_LIMITS),

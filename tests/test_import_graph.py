@@ -91,3 +91,28 @@ def test_the_checker_finds_cycles(graph, tmp_path, files, top_cycles, all_cycles
 def test_the_script_prints_a_summary(graph):
     text = graph.summary(ROOT)
     assert "kcc.speech     -> kcc.model" in text and "imports against the direction speech -> model -> compiler: 0" in text
+
+
+def test_every_import_inside_a_function_has_its_measured_reason(graph):
+    """Imports sit at the top of modules; the exceptions are the table in scripts/import_graph.py
+    (a heavy or optional third-party package, a command's own modules, a measured start-up cost)."""
+    found = graph.function_imports(ROOT)
+    bad = [f"{path}:{line} imports {module}" for path, line, module in found if not graph.lazy_reason(path, module)]
+    assert bad == [], "move these to the top of the module, or add a measured reason:\n" + "\n".join(bad)
+    assert len(found) > 50           # the lister sees the lazy imports that exist (PyAV, onnx, commands)
+
+
+@pytest.mark.parametrize("path, source, allowed", [
+    ("kcc/speech/x.py", "def f():\n    import json\n", False),                    # stdlib: at the top
+    ("kcc/speech/x.py", "def f():\n    from kcc.speech import voices\n", False),  # kcc: at the top
+    ("kcc/speech/x.py", "async def f():\n    import av\n", True),                 # PyAV: measured cost
+    ("kcc/speech/x.py", "def f():\n    def g():\n        from onnx import load\n", True),
+    ("kcc/cli.py", "def cmd():\n    from kcc.speech.say import run_cli\n", True),  # a command's modules
+    ("kcc/cli.py", "def cmd():\n    import os\n", False),                         # ... not the stdlib
+    ("kcc/model/pipeline.py", "def f():\n    from kcc.compiler.driver import compile_circuit\n", True),
+    ("kcc/model/pipeline.py", "def f():\n    from kcc.compiler.runtime import aligned_empty\n", False),
+])
+def test_the_lazy_import_check_tells_allowed_from_not(graph, tmp_path, path, source, allowed):
+    root = _tree(tmp_path, {path: source})
+    (found,) = graph.function_imports(root)
+    assert found[0] == path and (graph.lazy_reason(found[0], found[2]) is not None) == allowed

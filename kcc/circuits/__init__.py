@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kcc.compiler.ir import extent_value
+
 SCHEMA = "kcc.circuit/1"
 CIRCUIT_DIR = Path(__file__).parent
 DTYPES = ("i32", "f32")
@@ -128,7 +130,6 @@ def _check_shape(shape, dims, where: str) -> None:
         ok = (isinstance(ext, int) and not isinstance(ext, bool) and ext >= 1) or (isinstance(ext, str) and ext in dims)
         if not ok and isinstance(ext, str):
             # An integer expression over declared dims ('(2*F)'), checked against them at run time.
-            from kcc.compiler.ir import extent_value
             try:
                 ok = isinstance(extent_value(ext, {d: 1 for d in dims}), int)
             except Exception:  # noqa: BLE001 (any failure means: not an expression over dims)

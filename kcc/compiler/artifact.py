@@ -34,16 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.compiler.build import BuildOptions, Built
-
+from kcc import __version__
 from kcc.cache_trust import check_private_dir, sign
 from kcc.cache_trust import verify as signature_holds
-from kcc.files import cache_subdir, temp_dir
-from kcc.files import file_sha256
+from kcc.compiler.build import BuildOptions, Built, toolchain_identity
 from kcc.compiler.ir import Checkpoint as IrCheckpoint
 from kcc.compiler.ir import Graph, Op, Tensor, WeightRef
 from kcc.compiler.plan import Buffer, MemoryPlan
 from kcc.compiler.runtime import CompiledCircuit, KccRunError
+from kcc.files import cache_subdir, file_sha256, temp_dir
 
 ARTIFACT_VERSION = 2
 PAGE = 4096
@@ -75,8 +74,6 @@ def compiler_digest() -> str:
 
 
 def artifact_key(model_id: str, options: BuildOptions, max_frames: int, stages: list[str]) -> str:
-    from kcc import __version__
-    from kcc.compiler.build import toolchain_identity
     text = "\0".join([model_id, __version__, compiler_digest(), toolchain_identity(),
                       *options.flags(), f"precision={options.precision}", str(max_frames), *stages])
     return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -8,6 +8,7 @@ bytes no longer match, or whose sidecar kcc did not sign, is rebuilt, never load
 """
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import hashlib
@@ -16,11 +17,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcc.cache_trust import sign, verify
 from kcc.compiler import prebuilt
 from kcc.compiler.isa import level_flags, requested
 from kcc.compiler.precision import check as check_precision
 from kcc.compiler.precision import from_env as precision_from_env
-from kcc.cache_trust import sign, verify
 from kcc.files import cache_dir, file_sha256, sweep_temporaries, temp_dir
 
 STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -128,7 +129,6 @@ class Built:
 def _loads(lib: Path) -> bool:
     """dlopen succeeds (a library can match its sidecar and still not load: copied from a
     machine with another libc or libgomp, or a cache restored from elsewhere)."""
-    import ctypes
     try:
         ctypes.CDLL(str(lib))
         return True

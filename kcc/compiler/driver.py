@@ -11,8 +11,9 @@ from kcc.compiler.build import BuildOptions, build_library
 from kcc.compiler.emit import emit_c
 from kcc.compiler.ir import Graph
 from kcc.compiler.lower import lower_circuit
-from kcc.compiler.precision import passes as precision_passes
+from kcc.compiler.passes import DEFAULT_PASSES, for_precision
 from kcc.compiler.plan import MemoryPlan, plan_memory
+from kcc.compiler.precision import passes as precision_passes
 from kcc.compiler.runtime import CompiledCircuit, aligned_empty
 from kcc.ops import OPS
 from kcc.weights.checkpoint import Checkpoint, load_checkpoint
@@ -69,6 +70,5 @@ def lower(circuit: str | Path | dict, checkpoint: str | Path | Checkpoint, optio
         doc = {**doc, "dims": {**doc["dims"], **{k: {**doc["dims"][k], "max": v} for k, v in dims.items()}}}
         validate_circuit(doc, known_ops=set(OPS), source=f"{doc['name']} (re-planned dims)")
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
-    from kcc.compiler.passes import DEFAULT_PASSES, for_precision
     passes = for_precision(DEFAULT_PASSES if passes is None else passes, options.precision)   # fp32-only ones left out
     return lower_circuit(doc, ckpt, [*passes, *precision_passes(options.precision)])   # precision's last: bf16 rewrites the others' ops

@@ -30,9 +30,12 @@ load; below AVX2 its ISO C emulation would be slower still, so it falls back to 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from kcc.compiler.ir import Graph
+from kcc.compiler.isa import _cpu_flags as flags
+from kcc.compiler.isa import dispatched_level, is_x86_64, requested, runnable_levels
 
 PRECISIONS = ("fp32", "bf16", "int8")
 DEFAULT = "fp32"
@@ -62,13 +65,11 @@ def from_env() -> str:
 
 
 def _cpu_flags() -> set[str]:
-    from kcc.compiler.isa import _cpu_flags as flags
     return flags()
 
 
 def cpu_has_bf16() -> bool:
     """This CPU runs the bf16 tiles natively: x86-64 with AVX-512 (the v4 level) and AVX512_BF16."""
-    from kcc.compiler.isa import is_x86_64, runnable_levels
     return is_x86_64() and "avx512" in runnable_levels() and "avx512_bf16" in _cpu_flags()
 
 
@@ -77,7 +78,6 @@ def int8_tiles(level: str | None = None) -> str | None:
     gemm_tile_s8.c picks them: 'avx512_vnni' (vpdpbusd zmm, at the AVX-512 level), 'avx_vnni'
     (vpdpbusd ymm), 'avx2' (vpmaddwd on widened operands); None: the ISO C emulation (below AVX2,
     or not x86-64)."""
-    from kcc.compiler.isa import dispatched_level, is_x86_64
     if not is_x86_64():
         return None
     level = level or dispatched_level()
@@ -94,9 +94,7 @@ def for_this_cpu(options, log=None):
     AVX512_BF16, or a portable build forced below avx512), int8 where they would (below AVX2), said
     once on `log`; int8 on AVX2 without VNNI is kept, and what it costs said once. Anything else is
     returned as it is, after check()."""
-    import dataclasses
 
-    from kcc.compiler.isa import requested
     precision = check(options.precision)
     if precision == DEFAULT:
         return options
@@ -186,7 +184,6 @@ def passes(precision: str) -> list:
 def with_precision(options, value: str | None):
     """`options` with the precision a command line asked for (None: unchanged, i.e. KCC_PRECISION or
     fp32), checked: what `--precision` feeds into kcc.model.model_store.load_model."""
-    import dataclasses
     return options if value is None else dataclasses.replace(options, precision=check(value))
 
 

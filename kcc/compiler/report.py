@@ -13,16 +13,23 @@ prediction: an op far above its bound is where the time goes.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from kcc.circuits import load_circuit
 from kcc.compiler.build import BuildOptions, release_options
-from kcc.compiler.isa import library_level
 from kcc.compiler.costs import OpCost, graph_costs
+from kcc.compiler.driver import compile_circuit
+from kcc.compiler.isa import library_level
+from kcc.compiler.lower import lower_circuit
+from kcc.compiler.passes import DEFAULT_PASSES
 from kcc.compiler.plan import plan_memory
+from kcc.compiler.runtime import NP_DTYPES
+from kcc.weights.checkpoint import Checkpoint, load_checkpoint
 
 
 class ReportError(ValueError):
@@ -63,8 +70,6 @@ def measure_roofline(threads: int = 1, triad_floats: int = 1 << 24, gemm_n: int 
     """~1-3 s. triad_floats per array (64 MiB each by default: past any L3 this machine has).
     options: the build measured (default -O3 -march=native with OpenMP; bench/bench_gemm.py
     passes a portable build forced to each dispatch level); per-op timing is switched on."""
-    from kcc.compiler.driver import compile_circuit
-    from kcc.weights.checkpoint import Checkpoint
     options = options or release_options(native=True)
     doc, weights = _probe(triad_floats, gemm_n)
     cc = compile_circuit(doc, Checkpoint(Path("<memory>"), weights), options=dataclasses.replace(options, profile=True),
@@ -148,10 +153,6 @@ class Report:
 def build_report(circuit, checkpoint, dims: dict[str, int] | None = None, passes=None,
                  roofline: Roofline | None = None) -> Report:
     """Lower (no C build) and cost `circuit` at `dims`; dims not given take the planned max."""
-    from kcc.weights.checkpoint import Checkpoint, load_checkpoint
-    from kcc.circuits import load_circuit
-    from kcc.compiler.lower import lower_circuit
-    from kcc.compiler.passes import DEFAULT_PASSES
     doc = circuit if isinstance(circuit, dict) else load_circuit(circuit)
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
     dims = dict(dims or {})
@@ -185,8 +186,6 @@ def measure_ops(circuit, checkpoint, dims: dict[str, int], passes=None, threads:
     """Each op's best wall time over `reps` runs at `dims`: the circuit built with -O3
     -march=native, OpenMP and BuildOptions(profile=True), on seeded inputs (f32 ~ N(0, 0.1^2),
     integers 0: a timing input, not a meaningful utterance)."""
-    from kcc.compiler.runtime import NP_DTYPES
-    from kcc.compiler.driver import compile_circuit
     cc = compile_circuit(circuit, checkpoint, release_options(native=True, profile=True),
                          dims=planned_max, passes=passes)
     cc.set_threads(threads)
@@ -268,7 +267,6 @@ def parse_dims(spec: str | None) -> dict[str, int]:
 
 
 def run_cli(args) -> int:
-    import json
     passes = [] if args.passes == "none" else None
     # Every refusal comes before the roofline probe (1-3 s); a lone --bandwidth or --peak is
     # refused rather than measured over, and a zero would divide.

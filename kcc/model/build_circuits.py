@@ -18,6 +18,7 @@ from kcc.model.decoder import decoder
 from kcc.model.encoder import embedding, phoneme_encoder, text_encoder
 from kcc.model.generator import generator, source_noise
 from kcc.model.predictor import duration, prosody
+from kcc.ops import OPS
 
 CIRCUITS: dict[str, Callable[[], Circuit]] = {
     "kokoro_embedding": embedding,
@@ -33,7 +34,6 @@ CIRCUITS: dict[str, Callable[[], Circuit]] = {
 
 def built_texts() -> dict[str, str]:
     """Every circuit's JSON text as the builder makes it, validated first."""
-    from kcc.ops import OPS
     texts = {}
     for name, make in CIRCUITS.items():
         doc = make().document()

@@ -20,9 +20,10 @@ from kcc.cache_trust import CacheError
 from kcc.compiler import artifact, prebuilt
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.precision import for_this_cpu
-from kcc.files import AtomicFile, cache_subdir, exclusive_lock, sweep_temporaries
-from kcc.files import file_sha256
+from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, sweep_temporaries
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
+from kcc.weights import real_model
+from kcc.weights.checkpoint import CheckpointError, load_checkpoint
 
 
 def file_identity(path: Path) -> str:
@@ -55,10 +56,8 @@ def file_identity(path: Path) -> str:
 def _source(checkpoint, log):
     """(model id, label, a function that returns the Checkpoint to compile)."""
     if checkpoint is None:
-        from kcc.weights import real_model
         files = real_model.fetch(log=log)
         return real_model.model_id(files), real_model.MODEL_LABEL, lambda: real_model.import_checkpoint(files, log)
-    from kcc.weights.checkpoint import CheckpointError, load_checkpoint
     path = Path(checkpoint)
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint file does not exist" if not path.exists()

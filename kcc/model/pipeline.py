@@ -14,16 +14,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kcc.circuits import load_circuit
 from kcc.compiler.build import BuildOptions
+from kcc.compiler.runtime import CompiledCircuit, WeightReleaseError, aligned_empty, is_file_mapped
+from kcc.compiler.threads import available_cores, available_memory
 from kcc.model import kokoro
-from kcc.compiler.runtime import CompiledCircuit, aligned_empty
-
-if TYPE_CHECKING:
-    from kcc.weights.checkpoint import Checkpoint
+from kcc.weights.checkpoint import Checkpoint, load_checkpoint
 
 FRONT = list(kokoro.FRONT)
 BACK = list(kokoro.BACK)
@@ -113,11 +112,8 @@ class Synthesizer:
         """progress: called as progress(i, n, stage) before each stage compiles (a first run's
         feedback: the generator alone takes most of the time)."""
         # The compiler is imported here, not at the top: a Synthesizer mapped from a compiled
-        # artifact (every warm `kcc say`) never needs it, and it costs ~40 ms of imports.
-        from kcc.circuits import load_circuit
+        # artifact (every warm `kcc say`) never needs it, and it costs 57 ms of imports.
         from kcc.compiler.driver import compile_circuit
-        from kcc.compiler.threads import available_cores, available_memory
-        from kcc.weights.checkpoint import Checkpoint, load_checkpoint
 
         # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
         # own arrays (~330 MB at the full config) are freed once the caller drops them too.
@@ -183,7 +179,6 @@ class Synthesizer:
         say` then peaks with about one op's weights resident, not a stage's or all of them. Each
         later synthesis faults them back in. Refused (WeightReleaseError) for weights that are
         not a read-only file mapping (a model compiled in memory, not mapped from its artifact)."""
-        from kcc.compiler.runtime import WeightReleaseError, is_file_mapped
         if on:
             for name, c in self.circuits.items():
                 if c.weights.nbytes and not is_file_mapped(c.weights):

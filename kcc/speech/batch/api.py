@@ -22,10 +22,11 @@ from typing import Callable, Iterable, Iterator
 
 from kcc import __version__
 from kcc.files import sweep_temporaries
+from kcc.model.loader import available_cores
 from kcc.speech.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_atomic
 from kcc.speech.batch.local_pool import SynthSpec, load, run_processes, run_threads, split_cores
-from kcc.model.loader import available_cores
 from kcc.speech.batch.manifest import RUN_MANIFEST, Defaults, Item, Rejected, items_from_records, read_manifest
+from kcc.speech.batch.ray_engine import run_ray
 
 ENGINES = ("local", "ray")
 LOCK_NAME = ".kcc-batch.lock"
@@ -122,7 +123,6 @@ class Batch:
         if not items:
             return iter(())
         if self.engine == "ray":
-            from kcc.speech.batch.ray_engine import run_ray
             return run_ray(items, self.options, self.factory, self.workers, self.threads, self.address)
         if self.processes:
             return run_processes(items, self.options, self.factory, self.workers)

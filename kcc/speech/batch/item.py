@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from kcc import __version__
+from kcc.files import TEMP_SUFFIX, file_sha256, read_bounded, temp_prefix
+from kcc.model.pipeline import DEFAULT_MAX_FRAMES
 from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
-from kcc.files import TEMP_SUFFIX, file_sha256, read_bounded, temp_prefix
+from kcc.speech.engine import plan, resolve_voice, say
 from kcc.speech.g2p import G2P, Word, encode, load_vocab
-from kcc.speech.engine import plan, say
-from kcc.model.pipeline import DEFAULT_MAX_FRAMES
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
 from kcc.speech.voices import VoiceError, speaking
 
@@ -266,5 +266,4 @@ def catalog_voice_loader(dirs: list[Path]):
     """spec -> pack, as `kcc say --voice` resolves it: catalog names (kcc.speech.voices.voice_catalog:
     the official voices and those in `dirs`), blends of them ('a:0.7,b:0.3'); an item without a
     voice gets its language's (kcc.speech.voices.speaking)."""
-    from kcc.speech.engine import resolve_voice
     return lambda spec: resolve_voice(spec, dirs)

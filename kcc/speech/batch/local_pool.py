@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -23,9 +24,10 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Callable, Iterable, Iterator
 
+from kcc.model.loader import available_cores
 from kcc.speech.batch.item import ItemWorker, JobOptions, Outcome
 from kcc.speech.batch.manifest import Item
-from kcc.model.loader import available_cores
+from kcc.speech.engine import load_synthesizer
 
 MAX_ATTEMPTS = 3
 
@@ -46,7 +48,6 @@ class SynthSpec:
     precision: str | None = None         # None: $KCC_PRECISION, else fp32
 
     def __call__(self):
-        from kcc.speech.engine import load_synthesizer
         return load_synthesizer(self.checkpoint, self.max_frames, native=self.native, threads=self.threads,
                                 precision=self.precision)
 
@@ -70,7 +71,6 @@ def _exit_with_parent(parent: int) -> None:
     """Worker initializer: a worker whose parent died (kill -9 of the batch) exits, instead of
     waiting forever on a queue nobody feeds. An item it was writing leaves only a temp file,
     which the next run removes."""
-    import threading
 
     def watch():
         while os.getppid() == parent:

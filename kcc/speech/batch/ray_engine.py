@@ -14,6 +14,8 @@ costs only the items it had in flight.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -21,7 +23,6 @@ import numpy as np
 from kcc.speech.batch.item import ItemWorker, JobOptions, Outcome
 from kcc.speech.batch.local_pool import SynthSpec, load
 from kcc.speech.batch.manifest import Item, item_from_dict
-
 
 # One block per item up to this many (an actor task runs a block; a retried task redoes only
 # its unfinished items): fine-grained balance without a scheduling cost per item on huge jobs.
@@ -93,8 +94,6 @@ _AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 def _require_token_for_local_ray() -> dict:
     """Set Ray's token mode and a per-run token in this process's environment (Ray's processes
     inherit it); returns what to put back afterwards."""
-    import os
-    import secrets
     before = {k: os.environ.get(k) for k in _AUTH_ENV}
     os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
     os.environ["RAY_AUTH_MODE"] = "token"
@@ -104,7 +103,6 @@ def _require_token_for_local_ray() -> dict:
 
 
 def _restore(before: dict) -> None:
-    import os
     if not before:
         return
     for k, v in before.items():

@@ -14,10 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from kcc import __version__
 from kcc.files import AtomicFile
+from kcc.speech.audio_formats import Encoder
 from kcc.speech.book.errors import BookError
 from kcc.speech.book.layout import ChapterPlan
 from kcc.speech.timestamps import SAMPLE_RATE
+from kcc.speech.wav import WavWriter
 
 FADE_S = 0.005
 AUDIO_FORMATS = ("wav", "flac", "mp3", "opus", "aac")
@@ -95,11 +98,9 @@ class ChapterFile:
             raise BookError(f"audio format {fmt!r} is not one of {', '.join(AUDIO_FORMATS)}")
         self.path, self.fmt, self.bytes = path, fmt, 0
         if fmt == "wav":
-            from kcc.speech.wav import WavWriter
             self.file = WavWriter(path)
             self.encoder = None
         else:
-            from kcc.speech.audio_formats import Encoder
             self.file, self.encoder = AtomicFile(path), Encoder(fmt, streaming=True)
 
     def write(self, audio: np.ndarray) -> None:
@@ -121,7 +122,6 @@ class ChapterFile:
 
 def chapter_sidecar(plan: ChapterPlan, got: Assembled, fingerprint: str, audio: dict) -> dict:
     """The chapter's record, the batch item sidecar's fields gathered over its items."""
-    from kcc import __version__
     return {"schema": "kcc.speech.book.chapter/1", "chapter": plan.index, "title": plan.title,
             "fingerprint": fingerprint, "text": plan.paragraphs, "items": got.items, "words": got.words,
             "voice": got.voice, "lang": got.lang, "model_digest": got.model_digest, "kcc_version": __version__,

@@ -28,13 +28,17 @@ from pathlib import Path
 from typing import Iterator
 
 from kcc.files import file_sha256
+from kcc.speech.batch.api import Batch
 from kcc.speech.batch.item import Outcome, is_done, write_atomic
+from kcc.speech.batch.manifest import Defaults
 from kcc.speech.book.assemble import AUDIO_FORMATS, ChapterFile, assemble, chapter_sidecar
 from kcc.speech.book.captions import cues, render
 from kcc.speech.book.errors import BookError
 from kcc.speech.book.layout import ITEM_CHARS, ChapterPlan, Pauses, plan_chapters
+from kcc.speech.book.m4b import M4bWriter
 from kcc.speech.book.sources import Book, read_book
 from kcc.speech.book.voice_choice import book_language, default_voice
+from kcc.speech.outputs import check_output, check_output_dir
 from kcc.speech.timestamps import SAMPLE_RATE
 
 CHAPTER_SCHEMA = "kcc.speech.book.chapter/1"
@@ -69,7 +73,6 @@ class BookJob:
     workers, threads, synth, voices_dirs, g2p, address, processes) go to kcc.speech.batch.Batch."""
 
     def __init__(self, book, out: str | Path, options: BookOptions = BookOptions(), **batch):
-        from kcc.speech.outputs import check_output, check_output_dir
         self.m4b = options.format == "m4b"
         if not self.m4b and options.format not in AUDIO_FORMATS:
             raise BookError(f"format {options.format!r} is not m4b or one of {', '.join(AUDIO_FORMATS)}")
@@ -94,7 +97,6 @@ class BookJob:
     def defaults(self):
         """Every item's options (as batch defaults: a voice may be a path or a blend here, which
         a manifest's own column refuses)."""
-        from kcc.speech.batch.manifest import Defaults
         return Defaults(self.voice, self.lang, self.options.speed, self.options.seed, "wav")
 
     @property
@@ -102,7 +104,6 @@ class BookJob:
         return not self.failures
 
     def __iter__(self) -> Iterator[Outcome | ChapterDone]:
-        from kcc.speech.batch.api import Batch
         self.out.parent.mkdir(parents=True, exist_ok=True)
         if not self.m4b:
             self.out.mkdir(exist_ok=True)
@@ -188,7 +189,6 @@ class BookJob:
         return [path.name]
 
     def _write_m4b(self) -> Iterator[ChapterDone]:
-        from kcc.speech.book.m4b import M4bWriter
         writer = M4bWriter(self.out)
         marks, dones = [], []
         try:

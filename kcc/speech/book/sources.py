@@ -20,8 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kcc.speech.book.bounds import LIMITS, BookLimits
-from kcc.speech.book.errors import (BookError, BookTooLarge, EmptyBook, NestingTooDeep, UnreadablePdf,
-                                    UnsafeArchive, UnsupportedBook)
+from kcc.speech.book.errors import (
+    BookError,
+    BookTooLarge,
+    EmptyBook,
+    NestingTooDeep,
+    UnreadablePdf,
+    UnsafeArchive,
+    UnsupportedBook,
+)
+from kcc.speech.g2p import G2PError, decode_text
 
 FORMATS = ("epub", "markdown", "html", "text", "pdf")
 _SUFFIXES = {".epub": "epub", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
@@ -100,7 +108,6 @@ def read_book(path: str | Path, fmt: str | None = None, limits: BookLimits = LIM
 
 
 def _decode(data: bytes, path: Path) -> str:
-    from kcc.speech.g2p import G2PError, decode_text
     try:
         return decode_text(data, str(path)).removeprefix("\ufeff")
     except G2PError as exc:

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ENV = "KCC_"
 
@@ -143,10 +144,10 @@ def lead_frames(ms: int) -> int | None:
 
 def build_service(args):
     """Synthesizer, G2P per language, voices: everything both servers share."""
-    from kcc.speech import voices as voices_mod
-    from kcc.speech.g2p import G2PFactory
-    from kcc.speech.engine import load_synthesizer
     from kcc.compiler.threads import available_cores
+    from kcc.speech import voices as voices_mod
+    from kcc.speech.engine import load_synthesizer
+    from kcc.speech.g2p import G2PFactory
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
     check_settings(args)
@@ -196,6 +197,7 @@ def access_from_args(args):
 
 def run_serve(args) -> int:
     import uvicorn
+
     from kcc.speech.serve.app import HttpLimits, create_app
     from kcc.speech.serve.connection import uvicorn_options
     from kcc.speech.serve.security import public_bind_warning
@@ -217,7 +219,6 @@ def run_serve(args) -> int:
 
 def wyoming_bind_warning(uri: str) -> str | None:
     """The Wyoming protocol has no authentication: listening beyond loopback is worth a word."""
-    from urllib.parse import urlsplit
     from kcc.speech.serve.security import is_loopback
     parts = urlsplit(uri)
     if parts.scheme != "tcp" or is_loopback(parts.hostname or ""):
@@ -229,6 +230,7 @@ def wyoming_bind_warning(uri: str) -> str | None:
 
 def run_wyoming(args) -> int:
     import asyncio
+
     from kcc.speech.serve.wyoming_server import serve
     _setup_logging()
     service = build_service(args)

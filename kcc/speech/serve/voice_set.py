@@ -19,9 +19,9 @@ from typing import Callable
 
 import numpy as np
 
-from kcc.speech.languages import LANGUAGES, default_voice
 from kcc.speech.engine import random_voice
-from kcc.speech.voices import VoiceError, blend_packs, default_voice_for, parse_blend
+from kcc.speech.languages import LANGUAGES, default_voice
+from kcc.speech.voices import VoiceError, blend_packs, default_voice_for, load_pack, parse_blend
 
 CACHE_PACKS = 16                      # a pack is 510 x 256 float32 = 0.5 MiB
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -154,5 +154,4 @@ class VoiceSet:
             return random_voice(0)
         if self._loader is not None:
             return self._loader(spec)
-        from kcc.speech.voices import load_pack
         return load_pack(str(spec))

@@ -24,12 +24,22 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.weights.importers.onnx_graph import (GraphIndex, OnnxImportError, dequant_conv_integer, dequant_gather,
-                                      dequant_lstm, dequant_matmul_integer, quantised_gather, quantised_lstm,
-                                      quantised_matmul_integer, weight_norm_split)
 from kcc.weights.checkpoint import Checkpoint
+from kcc.weights.importers.onnx_graph import (
+    GraphIndex,
+    OnnxImportError,
+    dequant_conv_integer,
+    dequant_gather,
+    dequant_lstm,
+    dequant_matmul_integer,
+    quantised_gather,
+    quantised_lstm,
+    quantised_matmul_integer,
+    weight_norm_split,
+)
 from kcc.weights.quantised import Quantised, check_exact
 from kcc.weights.real_model import MODEL_LABEL as LABEL
+from kcc.weights.torch_zip import save_torch_zip
 
 # ONNX scope root -> state-dict section(.prefix). Longest first; F0/N/shared/*_proj are called
 # directly under /encoder but live in the predictor.
@@ -314,7 +324,6 @@ def import_onnx_quantised(onnx_path, targets: dict | None = None, graph: GraphIn
 def save_checkpoint(sections: dict[str, dict[str, np.ndarray]], out_path) -> Path:
     """Write the dict of state dicts as upstream's loader expects (a torch zip, written by
     kcc.weights.torch_zip without torch; torch.load(weights_only=True) reads it), atomically."""
-    from kcc.weights.torch_zip import save_torch_zip
     return save_torch_zip(sections, out_path)
 
 
