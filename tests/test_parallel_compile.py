@@ -16,8 +16,8 @@ STAGES = ["kokoro_phoneme_encoder", "kokoro_text_encoder", "kokoro_duration"]
 
 
 def _cores(monkeypatch, n: int, memory: int | None = 64 << 30) -> None:
-    monkeypatch.setattr("kcc.compiler.threads.available_cores", lambda: n)
-    monkeypatch.setattr("kcc.compiler.threads.available_memory", lambda: memory)
+    monkeypatch.setattr(pipeline, "available_cores", lambda: n)          # what the pipeline sizes by
+    monkeypatch.setattr(pipeline, "available_memory", lambda: memory)
 
 
 def _watch(monkeypatch, before=None):

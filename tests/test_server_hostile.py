@@ -360,8 +360,9 @@ def test_bind_policy_and_warnings():
     assert [host_name(h) for h in ("[::1]:80", "LocalHost:1", "a.b", "::1")] == ["::1", "localhost", "a.b", "::1"]
     for host in ("0.0.0.0", "::", "192.168.1.2"):
         assert "no --api-key" in public_bind_warning(host, None)
-        assert public_bind_warning(host, "key") is None
-    assert public_bind_warning("127.0.0.1", None) is None
+        assert "without TLS: the API key and every text travel in clear" in public_bind_warning(host, "key")
+        assert public_bind_warning(host, "key", tls=True) is None
+    assert public_bind_warning("127.0.0.1", None) is None and public_bind_warning("::1", "key") is None
     assert "no authentication" in wyoming_bind_warning("tcp://0.0.0.0:10200")
     assert wyoming_bind_warning("tcp://127.0.0.1:10200") is None and wyoming_bind_warning("unix:///tmp/s") is None
 

@@ -34,8 +34,7 @@ import dataclasses
 import os
 
 from kcc.compiler.ir import Graph
-from kcc.compiler.isa import _cpu_flags as flags
-from kcc.compiler.isa import dispatched_level, is_x86_64, requested, runnable_levels
+from kcc.compiler import isa          # called as isa.X(): tests stand in for the CPU there
 
 PRECISIONS = ("fp32", "bf16", "int8")
 DEFAULT = "fp32"
@@ -65,12 +64,12 @@ def from_env() -> str:
 
 
 def _cpu_flags() -> set[str]:
-    return flags()
+    return isa._cpu_flags()
 
 
 def cpu_has_bf16() -> bool:
     """This CPU runs the bf16 tiles natively: x86-64 with AVX-512 (the v4 level) and AVX512_BF16."""
-    return is_x86_64() and "avx512" in runnable_levels() and "avx512_bf16" in _cpu_flags()
+    return isa.is_x86_64() and "avx512" in isa.runnable_levels() and "avx512_bf16" in _cpu_flags()
 
 
 def int8_tiles(level: str | None = None) -> str | None:
@@ -78,9 +77,9 @@ def int8_tiles(level: str | None = None) -> str | None:
     gemm_tile_s8.c picks them: 'avx512_vnni' (vpdpbusd zmm, at the AVX-512 level), 'avx_vnni'
     (vpdpbusd ymm), 'avx2' (vpmaddwd on widened operands); None: the ISO C emulation (below AVX2,
     or not x86-64)."""
-    if not is_x86_64():
+    if not isa.is_x86_64():
         return None
-    level = level or dispatched_level()
+    level = level or isa.dispatched_level()
     flags = _cpu_flags()
     if level == "avx512" and "avx512_vnni" in flags:
         return "avx512_vnni"
@@ -94,11 +93,10 @@ def for_this_cpu(options, log=None):
     AVX512_BF16, or a portable build forced below avx512), int8 where they would (below AVX2), said
     once on `log`; int8 on AVX2 without VNNI is kept, and what it costs said once. Anything else is
     returned as it is, after check()."""
-
     precision = check(options.precision)
     if precision == DEFAULT:
         return options
-    level = requested(options.isa, options.native)
+    level = isa.requested(options.isa, options.native)
     if precision == "int8":
         tiles = int8_tiles(level)
         if tiles == "avx2" and log is not None:

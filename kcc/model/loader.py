@@ -15,7 +15,8 @@ import sys
 from kcc.compiler.build import release_options
 from kcc.compiler.precision import PrecisionError, add_precision_argument, check as check_precision_name, with_precision
 from kcc.compiler.runtime import WeightReleaseError
-from kcc.compiler.threads import FreeCores, available_cores, resolve_threads
+# available_cores / available_memory: front-ends size their workers with the facade's view of the machine.
+from kcc.compiler.threads import FreeCores, available_cores, available_memory, resolve_threads  # noqa: F401
 from kcc.model import model_store
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, Synthesizer
 

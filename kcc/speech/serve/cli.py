@@ -87,6 +87,10 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--allowed-host", action="append", default=None, metavar="NAME",
                    help="a Host name to answer besides localhost / 127.0.0.1 / [::1] (a loopback server refuses "
                         "others: DNS rebinding); repeatable ($KCC_ALLOWED_HOSTS, comma-separated)")
+    p.add_argument("--tls-cert", default=_env("TLS_CERT", None), metavar="PEM",
+                   help="serve HTTPS with this certificate (chain) file; with --tls-key ($KCC_TLS_CERT)")
+    p.add_argument("--tls-key", default=_env("TLS_KEY", None), metavar="PEM",
+                   help="the certificate's private key, readable by its owner only ($KCC_TLS_KEY)")
     p.set_defaults(fn=run_serve)
     p = subparsers.add_parser("wyoming", help="Wyoming protocol TTS server (Home Assistant)")
     _common(p, 10200)
@@ -99,7 +103,7 @@ def threads_per_synthesis(workers: int) -> int:
     workers do not oversubscribe them. OpenMP barriers stall on an oversubscribed CPU: on the
     2-core dev machine at a load of 8, one 20-phoneme chunk took 1.8-1.9 s at 1 thread and
     4.1-8.1 s at 2 (interleaved runs). One worker gets every core."""
-    from kcc.compiler.threads import available_cores
+    from kcc.model.loader import available_cores
     return max(1, available_cores() // max(1, workers))
 
 
@@ -125,7 +129,7 @@ def check_settings(args) -> None:
 
 def check_memory(workers: int, available: int | None = None) -> None:
     """Refuse more workers than the available memory holds at WORKER_MEMORY_BYTES each."""
-    from kcc.compiler.threads import available_memory
+    from kcc.model.loader import available_memory
     free = available_memory() if available is None else available
     need = SERVER_BASE_BYTES + workers * WORKER_MEMORY_BYTES
     if free is not None and need > free:
@@ -144,7 +148,7 @@ def lead_frames(ms: int) -> int | None:
 
 def build_service(args):
     """Synthesizer, G2P per language, voices: everything both servers share."""
-    from kcc.compiler.threads import available_cores
+    from kcc.model.loader import available_cores
     from kcc.speech import voices as voices_mod
     from kcc.speech.engine import load_synthesizer
     from kcc.speech.g2p import G2PFactory
@@ -200,20 +204,23 @@ def run_serve(args) -> int:
 
     from kcc.speech.serve.app import HttpLimits, create_app
     from kcc.speech.serve.connection import uvicorn_options
-    from kcc.speech.serve.security import public_bind_warning
+    from kcc.speech.serve.security import check_tls, public_bind_warning
     _setup_logging()
     access = access_from_args(args)
+    tls = check_tls(args.tls_cert, args.tls_key)
     service = build_service(args)
     app = create_app(service, HttpLimits(max_body_bytes=args.max_body, max_input_chars=args.max_chars,
                                          max_connections=args.max_connections), access)
-    print(f"kcc serve: http://{args.host}:{args.port}/ (POST /v1/audio/speech)", file=sys.stderr)
-    if (warning := public_bind_warning(args.host, args.api_key)):
+    print(f"kcc serve: {'https' if tls else 'http'}://{args.host}:{args.port}/ (POST /v1/audio/speech)",
+          file=sys.stderr)
+    if (warning := public_bind_warning(args.host, args.api_key, tls is not None)):
         print(warning, file=sys.stderr)
     # Requests in flight are capped by the app (JSON 503); connections are timed and capped by
     # the protocol (kcc.speech.serve.connection), not by uvicorn's limit_concurrency, which
     # counts idle connections as requests.
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info",
-                timeout_graceful_shutdown=args.shutdown_timeout, **uvicorn_options())
+                timeout_graceful_shutdown=args.shutdown_timeout, **uvicorn_options(),
+                **(tls.uvicorn_options() if tls else {}))
     return 0
 
 

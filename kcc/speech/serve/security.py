@@ -13,11 +13,14 @@ CORSMiddleware between the first and the second):
 - JSON content type (`JsonOnly`): a POST must say `Content-Type: application/json` (415
   otherwise), so a cross-site "simple" request (text/plain, form data: sent without a CORS
   preflight) cannot start a synthesis.
+And transport: with `--tls-cert` / `--tls-key` (check_tls) the server speaks HTTPS only.
 """
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import os
+import ssl
 from dataclasses import dataclass
 
 from starlette.middleware.cors import CORSMiddleware
@@ -158,9 +161,49 @@ def guarded(app, access: Access):
     return app
 
 
-def public_bind_warning(bind_host: str, api_key: str | None) -> str | None:
-    """The warning printed when a server listens beyond loopback without a key."""
-    if is_loopback(bind_host) or api_key:
+def public_bind_warning(bind_host: str, api_key: str | None, tls: bool = False) -> str | None:
+    """The warning printed when a server listens beyond loopback without a key, or with a key
+    but without TLS (the key and the text then cross the network readable by anyone on the path)."""
+    if is_loopback(bind_host) or (api_key and tls):
         return None
+    if api_key:
+        return (f"kcc: WARNING: listening on {bind_host}, beyond this machine, without TLS: the API key and every "
+                "text travel in clear (set --tls-cert and --tls-key, or put a TLS proxy in front)")
     return (f"kcc: WARNING: listening on {bind_host}, beyond this machine, with no --api-key: anyone who can "
             "reach this port can use the server (set --api-key or KCC_API_KEY, or bind 127.0.0.1)")
+
+
+class TlsError(ValueError):
+    """--tls-cert / --tls-key cannot serve HTTPS; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Tls:
+    certfile: str
+    keyfile: str
+
+    def uvicorn_options(self) -> dict:
+        return {"ssl_certfile": self.certfile, "ssl_keyfile": self.keyfile}
+
+
+def check_tls(certfile: str | None, keyfile: str | None) -> Tls | None:
+    """Both files or neither; loaded here, at start, into an SSL context as the server will, so a
+    wrong path, a key that does not match the certificate or a PEM that is not one fails by name
+    before the model loads (and not at the first client's handshake). A private key readable by
+    other users is refused: anyone on the machine could then impersonate the server."""
+    if not certfile and not keyfile:
+        return None
+    if not certfile or not keyfile:
+        raise TlsError("HTTPS needs both --tls-cert and --tls-key")
+    for flag, path in (("--tls-cert", certfile), ("--tls-key", keyfile)):
+        if not os.path.isfile(path):
+            raise TlsError(f"{flag} {path}: no such file")
+    mode = os.stat(keyfile).st_mode
+    if mode & 0o077:
+        raise TlsError(f"--tls-key {keyfile} is readable by other users (mode {mode & 0o777:o}); chmod 600 it")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (ssl.SSLError, OSError) as exc:
+        raise TlsError(f"--tls-cert {certfile} / --tls-key {keyfile}: not a certificate and its matching private "
+                       f"key in PEM ({exc.strerror or exc})") from None
+    return Tls(certfile, keyfile)
