@@ -61,6 +61,7 @@ LAZY_EDGES: dict[tuple[str, str], str] = {
     ("kcc/compiler/precision.py", "kcc.compiler.passes"): "imports kcc.ops (59 ms): only when compiling",
     ("kcc/model/pipeline.py", "kcc.compiler.driver"): "57 ms: a warm `kcc say` maps a compiled artifact and "
                                                       "never compiles",
+    ("kcc/model/pipeline.py", "kcc.circuits"): "as the driver: a warm start reads no circuit (tests/test_model_store.py)",
     ("kcc/speech/g2p_en_cache.py", "importlib"): "importlib.metadata, 16 ms and 32 modules: read only when an "
                                                  "English G2P is built",
     ("kcc/speech/serve/cli.py", "asyncio"): "50 ms: only `kcc wyoming` (the HTTP server's uvicorn brings its own)",

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.circuits import load_circuit
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.runtime import CompiledCircuit, WeightReleaseError, aligned_empty, is_file_mapped
 from kcc.compiler.threads import available_cores, available_memory
@@ -113,6 +112,7 @@ class Synthesizer:
         feedback: the generator alone takes most of the time)."""
         # The compiler is imported here, not at the top: a Synthesizer mapped from a compiled
         # artifact (every warm `kcc say`) never needs it, and it costs 57 ms of imports.
+        from kcc.circuits import load_circuit
         from kcc.compiler.driver import compile_circuit
 
         # Not kept: every circuit copies what it needs into its weight blob, so the checkpoint's
