@@ -12,6 +12,7 @@ def _table() -> list[tuple[str, str, str]]:
     from kcc.speech.batch.manifest import MAX_FIELD_BYTES, MAX_ID_BYTES, MAX_MANIFEST_BYTES
     from kcc.speech.overrides import MAX_LEXICON_BYTES
     from kcc.files import TEMP_MAX_AGE_S
+    from kcc.compiler.artifact_eviction import MAX_CACHED_ARTIFACTS_PER_MODEL
     from kcc.speech.book.bounds import LIMITS as BOOK
     from kcc.speech.book.layout import ITEM_CHARS
     from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
@@ -64,6 +65,8 @@ def _table() -> list[tuple[str, str, str]]:
          f"{_mib(MAX_MANIFEST_BYTES)} / {_mib(MAX_FIELD_BYTES)}"),
         ("lexicon", "file size (counted as read)", _mib(MAX_LEXICON_BYTES)),
         ("files", "a kcc temporary whose process may still live is swept after", f"{TEMP_MAX_AGE_S // 3600} h"),
+        ("cache", "compiled models kept per model (one per `--max-frames`, options and kcc version; the least "
+                  "recently used goes first, one a process has loaded never)", str(MAX_CACHED_ARTIFACTS_PER_MODEL)),
         ("book", "input file / chapters / characters per chapter / per book",
          f"{_mib(BOOK.max_file_bytes)} / {BOOK.max_chapters} / {BOOK.max_chapter_chars} / {BOOK.max_book_chars}"),
         ("book (EPUB zip)", "members / one member unpacked / all unpacked / unpacked:packed ratio",
