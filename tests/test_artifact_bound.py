@@ -161,6 +161,12 @@ def test_only_kcc_own_artifacts_of_the_model_are_evicted(cache, small_ckpt_path,
         # directories with an artifact's name that kcc did not sign for this model
         "unsigned": (models / f"{stem}{'4' * 24}",
                      lambda p: (shutil.copytree(first, p), (p / "manifest.sig").write_text("0" * 64))),
+        "manifest a FIFO": (models / f"{stem}{'b' * 24}",
+                            lambda p: (shutil.copytree(first, p), (p / "manifest.json").unlink(),
+                                       os.mkfifo(p / "manifest.json"))),
+        "signature a link": (models / f"{stem}{'c' * 24}",
+                             lambda p: (shutil.copytree(first, p), (p / "manifest.sig").unlink(),
+                                        (p / "manifest.sig").symlink_to(first / "manifest.sig"))),
         "no manifest": (models / f"{stem}{'5' * 24}", lambda p: (p.mkdir(), (p / "weights.bin").write_bytes(b"1"))),
         "another model's": (models / f"{stem}{'6' * 24}",
                             lambda p: _resigned_copy(first, p, model_id="file-someone-else")),
@@ -238,3 +244,24 @@ def test_an_evictor_passes_over_a_victim_already_gone(cache, small_ckpt_path):
     for n in (120, 140, 160):                            # the listing no longer shows it: no error either
         _load(small_ckpt_path, n)
     assert _artifacts(cache) == {_dir(model_id, n).name for n in (120, 140, 160)}
+
+
+@pytest.mark.parametrize("kind, why", [("link to an artifact", "symbolic link"), ("link to nothing", "symbolic link"),
+                                       ("file", "not a directory")])
+def test_something_else_where_the_artifact_goes_is_still_refused(cache, small_ckpt_path, tmp_path, kind, why):
+    """Eviction's lock opens no link: a link or file planted at the artifact's own path is the
+    CacheError it always was, not a silent rebuild beside it."""
+    from kcc.cache_trust import CacheError
+    model_id = _model_id(small_ckpt_path)
+    where = _dir(model_id, 100)
+    moved = tmp_path / "moved"
+    os.rename(where, moved)
+    contents = sorted(os.listdir(moved))
+    if kind == "file":
+        where.write_text("mine")
+    else:
+        where.symlink_to(moved if kind == "link to an artifact" else tmp_path / "nothing")
+    with pytest.raises(CacheError, match=why):
+        _load(small_ckpt_path, 100)
+    assert sorted(os.listdir(moved)) == contents and len(contents) >= 4
+    assert (where.read_text() == "mine") if kind == "file" else where.is_symlink()

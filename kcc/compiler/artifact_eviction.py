@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import time
 import weakref
 from pathlib import Path
@@ -122,7 +123,10 @@ def _models_artifacts(models: Path, model_id: str) -> list[Path]:
         path = Path(e.path)
         try:
             check_private_dir(path)
-            if (path / "manifest.json").is_symlink() or signed_manifest(path).get("model_id") != model_id:
+            # regular files only: a FIFO or a link to /dev/zero under the name would stall the read
+            if not all(stat.S_ISREG(os.lstat(path / n).st_mode) for n in ("manifest.json", "manifest.sig")):
+                continue
+            if signed_manifest(path).get("model_id") != model_id:
                 continue
         except (CacheError, ArtifactError, OSError):
             continue
