@@ -9,6 +9,7 @@ import fcntl
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import stat
 import sys
@@ -132,6 +133,38 @@ def temp_dir(parent: Path, target_name: str):
     finally:
         AtomicFile.live.discard(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def disk_bytes(path: str | Path) -> int:
+    """The disk space the files under directory `path` take (links are counted, not followed)."""
+    total = 0
+    for top, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(top, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def remove_dir_atomically(path: str | Path) -> int:
+    """Remove directory `path` by renaming it to a kcc temporary beside it first, then deleting
+    that: a reader finds the whole directory or no directory, never a half-deleted one, and a
+    removal cut short leaves a name sweep_temporaries recognises. Returns the disk bytes freed
+    (0: nothing was there); other OSErrors of the rename as the system gives them."""
+    path = Path(path)
+    tmp = path.parent / f"{temp_prefix(path.name)}{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    try:
+        os.rename(path, tmp)
+    except FileNotFoundError:
+        return 0
+    AtomicFile.live.add(tmp)
+    try:
+        freed = disk_bytes(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        AtomicFile.live.discard(tmp)
+    return freed
 
 
 @contextlib.contextmanager

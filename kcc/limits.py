@@ -2,6 +2,7 @@
 Limits table is generated from this list by scripts/update_readme.py, so it cannot drift)."""
 from __future__ import annotations
 
+from kcc.compiler.artifact_eviction import MAX_CACHED_ARTIFACTS_PER_MODEL
 from kcc.files import TEMP_MAX_AGE_S
 from kcc.model.kokoro import MAX_PHONEMES, MAX_SPEED, MIN_SPEED
 from kcc.model.loader import MAX_MAX_FRAMES, MIN_MAX_FRAMES
@@ -66,6 +67,8 @@ def _table() -> list[tuple[str, str, str]]:
          f"{_mib(MAX_MANIFEST_BYTES)} / {_mib(MAX_FIELD_BYTES)}"),
         ("lexicon", "file size (counted as read)", _mib(MAX_LEXICON_BYTES)),
         ("files", "a kcc temporary whose process may still live is swept after", f"{TEMP_MAX_AGE_S // 3600} h"),
+        ("cache", "compiled models kept per model (one per `--max-frames`, options and kcc version; the least "
+                  "recently used goes first, one a process has loaded never)", str(MAX_CACHED_ARTIFACTS_PER_MODEL)),
         ("book", "input file / chapters / characters per chapter / per book",
          f"{_mib(BOOK.max_file_bytes)} / {BOOK.max_chapters} / {BOOK.max_chapter_chars} / {BOOK.max_book_chars}"),
         ("book (EPUB zip)", "members / one member unpacked / all unpacked / unpacked:packed ratio",

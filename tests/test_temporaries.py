@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from kcc.files import AtomicFile, sweep_temporaries, temp_dir, temp_prefix
+from kcc import files
+from kcc.files import AtomicFile, remove_dir_atomically, sweep_temporaries, temp_dir, temp_prefix
 
 
 def _dead_pid() -> int:
@@ -97,3 +98,29 @@ def test_a_killed_say_leaves_a_temporary_the_next_say_removes(tmp_path):
     with AtomicFile(tmp_path / "other.wav") as f:
         f.commit()
     assert not os.path.exists(left)
+
+
+def test_a_directory_is_removed_whole_and_nothing_its_links_lead_to(tmp_path):
+    d = tmp_path / "artifact"
+    (d / "sub").mkdir(parents=True)
+    (d / "weights.bin").write_bytes(b"w" * 10_000)
+    (d / "sub" / "lib.so").write_bytes(b"l" * 5_000)
+    keep = tmp_path / "keep"
+    keep.write_text("mine")
+    (d / "link-to-file").symlink_to(keep)
+    (d / "link-to-dir").symlink_to(tmp_path)
+    freed = remove_dir_atomically(d)
+    assert 15_000 <= freed < 15_000 + 64 * 1024          # what its own files took on disk, links not followed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"] and keep.read_text() == "mine"
+    assert remove_dir_atomically(d) == 0                  # already gone: nothing to do, no error
+
+
+def test_a_directory_removal_cut_short_leaves_a_name_the_sweep_knows(tmp_path, monkeypatch):
+    d = tmp_path / "artifact"
+    d.mkdir()
+    (d / "weights.bin").write_bytes(b"w" * 100)
+    monkeypatch.setattr(files.shutil, "rmtree", lambda *a, **k: None)     # killed after the rename
+    remove_dir_atomically(d)
+    [left] = list(tmp_path.iterdir())
+    assert not d.exists() and left.name.startswith(temp_prefix("artifact")) and left.name.endswith(".part")
+    assert files._TEMP_RE.match(left.name) and left not in AtomicFile.live

@@ -79,9 +79,21 @@ def artifact_key(model_id: str, options: BuildOptions, max_frames: int, stages: 
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def _name_stem(model_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)[:80]
+
+
 def artifact_dir(model_id: str, options: BuildOptions, max_frames: int, stages: list[str]) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)[:80]
-    return cache_subdir("models") / f"{safe}-{artifact_key(model_id, options, max_frames, stages)}"
+    return cache_subdir("models") / f"{_name_stem(model_id)}-{artifact_key(model_id, options, max_frames, stages)}"
+
+
+def is_artifact_name(name: str, model_id: str) -> bool:
+    """Whether `name` is what artifact_dir calls a directory of `model_id`'s (any key). Two ids
+    can share a name stem: the manifest's model_id tells them apart."""
+    stem = _name_stem(model_id)
+    key = name[len(stem) + 1:]
+    return (name.startswith(stem + "-") and len(key) == 24
+            and all(c in "0123456789abcdef" for c in key))
 
 
 # -- graph and plan as JSON ---------------------------------------------------------------------
@@ -161,6 +173,15 @@ def save(path: Path, circuits: dict[str, CompiledCircuit], meta: dict) -> Path:
 
 # -- read -----------------------------------------------------------------------------------------
 def read_manifest(path: Path) -> dict:
+    manifest = signed_manifest(path)
+    if manifest.get("artifact_version") != ARTIFACT_VERSION:
+        raise ArtifactError(f"{path}: artifact version {manifest.get('artifact_version')} != {ARTIFACT_VERSION}")
+    return manifest
+
+
+def signed_manifest(path: Path) -> dict:
+    """The manifest of the artifact at `path` if this user's kcc signed it (any artifact
+    version: an older kcc's artifact is still kcc's own), else ArtifactError."""
     path = Path(path)
     try:
         text = (path / "manifest.json").read_text(encoding="utf-8")
@@ -174,8 +195,8 @@ def read_manifest(path: Path) -> dict:
         manifest = json.loads(text)
     except ValueError as exc:
         raise ArtifactError(f"{path}/manifest.json: not JSON ({exc})") from None
-    if manifest.get("artifact_version") != ARTIFACT_VERSION:
-        raise ArtifactError(f"{path}: artifact version {manifest.get('artifact_version')} != {ARTIFACT_VERSION}")
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{path}/manifest.json: not a JSON object")
     return manifest
 
 

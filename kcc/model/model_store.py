@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 
 from kcc.cache_trust import CacheError
 from kcc.compiler import artifact, prebuilt
+from kcc.compiler.artifact_eviction import ArtifactUse, evict_least_recently_used
 from kcc.compiler.build import BuildOptions
 from kcc.compiler.precision import for_this_cpu
-from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, sweep_temporaries
+from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, remove_dir_atomically, sweep_temporaries
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 from kcc.weights import real_model
 from kcc.weights.checkpoint import CheckpointError, load_checkpoint
@@ -75,26 +75,54 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
     where = artifact.artifact_dir(model_id, options, max_frames, stages)
     found = _load_existing(where, verify, log)
     if found is not None:
-        return Synthesizer.from_circuits(found, max_frames, model_id, label)
+        return _speaking(*found, max_frames, model_id, label)
     where.parent.mkdir(parents=True, exist_ok=True)
     # One compiler per artifact: a second cold process waits, then maps what the first built.
     with exclusive_lock(where.parent / f".{where.name}.lock"):
         found = _load_existing(where, verify, log)
         if found is not None:
-            return Synthesizer.from_circuits(found, max_frames, model_id, label)
+            return _speaking(*found, max_frames, model_id, label)
         sweep_temporaries(where.parent)      # an interrupted or killed compile's half artifact
         return _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log)
 
 
-def _load_existing(where: Path, verify: bool, log):
-    if not where.exists():
+def _speaking(circuits, use: ArtifactUse, max_frames, model_id, label) -> Synthesizer:
+    synth = Synthesizer.from_circuits(circuits, max_frames, model_id, label)
+    use.keep_while(synth)                    # eviction passes this artifact by while synth lives
+    return synth
+
+
+def _mapped(where: Path, verify: bool):
+    """(circuits, ArtifactUse) of the artifact at `where`, None where there is none; ArtifactError
+    when it is there but fails a check."""
+    use = ArtifactUse.take(where)
+    if use is None:
         return None
     try:
-        return artifact.load(where, verify=verify)[0]
+        circuits = artifact.load(where, verify=verify)[0]
+    except (artifact.ArtifactError, CacheError):
+        gone = use.vanished()                # removed under this load: not damage, build it again
+        use.release()
+        if gone:
+            return None
+        raise
+    except BaseException:
+        use.release()
+        raise
+    use.record_use()
+    return circuits, use
+
+
+def _load_existing(where: Path, verify: bool, log):
+    try:
+        return _mapped(where, verify)
     except artifact.ArtifactError as exc:
         if log is not None:
             print(f"kcc: rebuilding the compiled model: {exc}", file=log)
-        shutil.rmtree(where, ignore_errors=True)
+        try:
+            remove_dir_atomically(where)
+        except OSError:
+            pass
         return None
 
 
@@ -127,7 +155,11 @@ def _compile(where, model_id, label, make_checkpoint, options, max_frames, stage
     artifact.save(where, synth.circuits, {"model_id": model_id, "label": label, "max_frames": max_frames,
                                           "options": {k: getattr(options, k) for k in options.__dataclass_fields__}})
     del synth
-    circuits, _ = artifact.load(where)
+    found = _mapped(where, verify=False)
+    if found is None:
+        raise artifact.ArtifactError(f"{where}: removed while it was being loaded")
     if log is not None:
         print(f"kcc: compiled in {time.perf_counter() - t0:.0f} s", file=log, flush=True)
-    return Synthesizer.from_circuits(circuits, max_frames, model_id, label)
+    # after the new one is held, so no other process's eviction can take it either
+    evict_least_recently_used(model_id, keep=where, log=log)
+    return _speaking(*found, max_frames, model_id, label)
