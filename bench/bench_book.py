@@ -115,7 +115,7 @@ def whisper_round_trip(out: Path, passages: int) -> dict:
 
 
 def main(argv=None) -> int:
-    from bench_batch import cpu_name
+    from bench.machine import cpu_name
     from kcc.weights.real_model import fetch
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, nargs="+", default=[2.0, 10.0], help="book lengths (minutes of speech)")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))    # at the end: an importer's own sys.path.pop(0) (tests/test_wheel.py) stays right
+
+from bench.machine import cpu_name  # noqa: E402  (the CPU named as every bench result names it)
+
 TEXT = "Hello from generated C."
 
 # Run inside the venv before speaking: the compiler must be absent and kcc must be the wheel's.
@@ -170,16 +174,6 @@ def speak(venv: Path, real: Path, work: Path, compiler: bool, prebuilt: bool = T
         duration = w.getnframes() / w.getframerate()
     return Spoken(seconds, wav, duration, float(np.sqrt(np.mean(audio ** 2))) if audio.size else 0.0,
                   proc.stderr)
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def report(dist: Dist, deps: str, install_s: float, runs: dict[str, Spoken]) -> str:
