@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import random
 import socket
-import time
 from pathlib import Path
 
+from seeded import cases
 from server_fuzzer import Finding, main, test_doubles_on_path
 
 TYPES = ["describe", "synthesize", "synthesize-start", "synthesize-chunk", "synthesize-stop", "audio-chunk",
@@ -124,10 +124,8 @@ def fuzz(port: int, n: int = 200, seed: int = 0, seconds: float = float("inf"), 
     """rss: a callable returning the server's resident bytes (checked against 100 MiB growth)."""
     rng = random.Random(seed)
     counts = {"info": 0, "error-close": 0}
-    start_rss, t0 = rss() if rss else 0, time.monotonic()
-    for _ in range(n):
-        if time.monotonic() - t0 > seconds:
-            break
+    start_rss = rss() if rss else 0
+    for _ in cases(n, seconds):
         counts[one_case(port, rng, host)] += 1
         if rss and rss() - start_rss > 100 << 20:
             raise Finding(f"server RSS grew by {(rss() - start_rss) >> 20} MiB")
