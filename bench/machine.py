@@ -1,6 +1,6 @@
-"""The machine a figure was measured on, named one way by every bench script (and by
-scripts/wheel_check.py, whose table is a bench result too): the CPU's model name, and where a
-label wants them, its widest vector ISA and the cores visible."""
+"""The machine and the code a figure was measured on, named one way by every bench script (and
+by scripts/wheel_check.py, whose table is a bench result too): the CPU's model name, where a
+label wants them its widest vector ISA and the cores visible, and the checkout's commit."""
 from __future__ import annotations
 
 import os
@@ -8,6 +8,8 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cpuinfo(key: str) -> str:
@@ -36,3 +38,9 @@ def cpu_label() -> str:
     flags = cpuinfo("flags").split()
     isa = ("AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE2") if flags else platform.machine()
     return f"{cpu_name()} ({isa}, {os.cpu_count()} cores)"
+
+
+def short_commit() -> str:
+    """The checkout's short commit hash ("" where it is no git checkout)."""
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))    # at the end: an importer's own sys.path.pop(0) (tests/test_wheel.py) stays right
 
-from bench.machine import cpu_name  # noqa: E402  (the CPU named as every bench result names it)
+from bench.machine import cpu_name, short_commit  # noqa: E402  (the CPU named as every bench result names it)
 
 TEXT = "Hello from generated C."
 
@@ -177,8 +177,7 @@ def speak(venv: Path, real: Path, work: Path, compiler: bool, prebuilt: bool = T
 
 
 def report(dist: Dist, deps: str, install_s: float, runs: dict[str, Spoken]) -> str:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = short_commit() or "unknown"
     tables = prebuilt_machines(dist.wheel)
     lines = ["# The wheel: size, and the first `kcc say` after installing it", "",
              f"CPU: {cpu_name()} ({os.cpu_count()} cores); commit {commit}; scripts/wheel_check.py --deps {deps}.", "",
