@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.machine import cpu_name  # noqa: E402
 
 SHORT = ["The quick brown fox jumps over the lazy dog.", "Please call Stella and ask her to bring these things.",
          "A rainbow is a division of white light into many beautiful colors.",
@@ -80,16 +83,6 @@ print(json.dumps({"wall_s": time.time() - t0, "audio_s": audio}))
 VOICE = ""      # the real model's default voice by file (main() fills it in): no catalog scan per run
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def run_config(name: str, script: str, manifest: Path, arg: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_batch_") as out:
         p = subprocess.run([sys.executable, "-c", script, str(manifest), out, arg, repr(time.time()),
@@ -116,7 +109,7 @@ def main() -> int:
     subprocess.run([sys.executable, "-c", "from kcc.speech.batch import SynthSpec; SynthSpec()()"], check=True, cwd=ROOT)
     global VOICE
     from kcc.weights.real_model import fetch
-    VOICE = f"{fetch()['voices']}:{"jf_alpha"}"
+    VOICE = f"{fetch()['voices']}:jf_alpha"
     results: dict[tuple[str, str], list[dict]] = {}
     loads = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -115,7 +115,7 @@ def whisper_round_trip(out: Path, passages: int) -> dict:
 
 
 def main(argv=None) -> int:
-    from bench_batch import cpu_name
+    from bench.machine import cpu_name, short_commit
     from kcc.weights.real_model import fetch
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, nargs="+", default=[2.0, 10.0], help="book lengths (minutes of speech)")
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench/results/bench_book.md"))
     args = ap.parse_args(argv)
     voice = f"{fetch()['voices']}:{args.voice}"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = short_commit()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for minutes in args.minutes:

@@ -28,7 +28,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_say_warm import _ORT, _PHASES, cpu_name, run_rss  # noqa: E402
+from bench_say_warm import _ORT, _PHASES, run_rss  # noqa: E402
+
+from bench.machine import cpu_label  # noqa: E402
 
 TEXT = "Hello from generated C, with int8 weights kept as int8."
 
@@ -159,7 +161,7 @@ def main(argv=None) -> int:
     identical = bool(np.array_equal(waves["int8 storage"], waves["fp32 storage"]))
     kernels = _kernel_rows()
 
-    cpu = cpu_name()
+    cpu = cpu_label()
     load = f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     mb = lambda b: f"{b / 1e6:.1f}"  # noqa: E731
     lines = [f"# Int8 weight storage (issue 26, part 1), {time.strftime('%Y-%m-%d')}", "",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.machine import cpu_label  # noqa: E402
 TEXT = "Hello from generated C."
 
 _PHASES = r"""
@@ -74,18 +77,6 @@ with torch.no_grad():
     audio = km.forward_with_tokens(torch.LongTensor([[0, *ids, 0]]), torch.from_numpy(style), 1.0)[0]
 print(json.dumps({"synthesis_s": time.perf_counter() - t, "audio_s": audio.numel() / 24000}))
 """
-
-
-def cpu_name() -> str:
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                flags = open("/proc/cpuinfo").read()
-                isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "SSE2"
-                return f"{line.split(':', 1)[1].strip()} ({isa}, {os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def run_rss(cmd: list[str], env=None) -> tuple[float, float, str]:
@@ -141,7 +132,7 @@ def main(argv=None) -> int:
             except SystemExit as exc:
                 print(f"torch: skipped ({str(exc).splitlines()[0]})", file=sys.stderr)
     med = {k: sorted(p[k] for p in phases)[len(phases) // 2] for k in phases[0] if k.endswith("_s")}
-    cpu = cpu_name()
+    cpu = cpu_label()
     lines = [f"# Warm `kcc say` ({args.runs} runs, median), {time.strftime('%Y-%m-%d')}", "",
              f"CPU: {cpu}. Text: \"{args.text}\" ({len(ids)} phoneme ids, {med['audio_s']:.2f} s of audio), "
              "default voice, real Kokoro-82M v1.0 (dequantised from the int8 ONNX export).", "",

@@ -42,6 +42,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.machine import cpu_name, cpuinfo  # noqa: E402
+
 SR = 24000
 PERTURB = 1e-7
 PAUSE_S = 0.5   # between round-robin runs: torch's OpenMP and ORT's pool spin-wait after a run
@@ -345,14 +348,10 @@ CHILDREN = {"torch": child_torch, "ort": child_ort, "kcc": child_kcc, "ttfa": ch
 # -- parent -----------------------------------------------------------------------------------
 
 def machine() -> dict:
-    info = Path("/proc/cpuinfo").read_text().splitlines()
-    field = lambda key: next((ln.split(":", 1)[1].strip() for ln in info if ln.split(":")[0].strip() == key), "")  # noqa: E731
-    cpu = field("model name") or platform.processor()
-    flags = " " + field("flags") + " "
     git = lambda *c: subprocess.run(["git", *c], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
     # family / model name the core (the model name of a cloud guest is often only "AMD EPYC")
-    return {"cpu": cpu, "cpu_family": field("cpu family"), "cpu_model": field("model"), "cores": os.cpu_count(),
-            "avx512f": " avx512f " in flags,
+    return {"cpu": cpu_name(), "cpu_family": cpuinfo("cpu family"), "cpu_model": cpuinfo("model"),
+            "cores": os.cpu_count(), "avx512f": "avx512f" in cpuinfo("flags").split(),
             "loadavg_start": Path("/proc/loadavg").read_text().split()[:3], "python": platform.python_version(),
             "git_commit": git("rev-parse", "HEAD"), "git_dirty_files": len(git("status", "--porcelain").splitlines()),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.g2p_corpus import corpus  # noqa: E402
+from bench.machine import cpu_name, short_commit  # noqa: E402
 from oracle import upstream_g2p  # noqa: E402
 
 SPECIAL = frozenset("a am an i by in that used vs vs.".split())
@@ -94,10 +94,8 @@ def main() -> None:
             misses.append((s, ours, theirs, list(zip([p[0] for p in pairs], tags, spacy_tags))))
     n = len(sentences)
     result = {
-        "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name")), platform.processor() or platform.machine()),
-        "commit": subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short",
-                                  "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "cpu": cpu_name(),
+        "commit": short_commit(),
         "sentences": n,
         "phonemes_equal_upstream": same, "phonemes_equal_upstream_with_spacy_tags": same_spacy,
         "tag_readings_agree": keyed_same, "tag_readings_compared": keyed,

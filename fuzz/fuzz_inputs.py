@@ -20,22 +20,22 @@ tests/test_fuzz_inputs.py runs a short loop of each surface and keeps each findi
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import sys
 import tempfile
-import time
 import warnings
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]      # kcc from this checkout; seeded.py beside this file
 
 import numpy as np  # noqa: E402
 
 from kcc.speech.batch.manifest import Item, ManifestError, Rejected, id_problem, read_manifest  # noqa: E402
+from seeded import cases, exit_status, parser  # noqa: E402
 
 _TEXT = [
     lambda r: r.choice(["hello", "Hello, world.", "ok", "a b c", "日本語", "שלום", "🙂", "e\u0301"]),
@@ -269,10 +269,7 @@ def one_case(surface: str, r: random.Random, where: Path) -> str:
 def run(surface: str, n: int, seed: int, seconds: float | None = None, log=print) -> dict[str, int]:
     rng = random.Random(seed)
     counts: dict[str, int] = {}
-    t_end = time.monotonic() + seconds if seconds else None
-    for i in range(n):
-        if t_end and time.monotonic() > t_end:
-            break
+    for i in cases(n, seconds):
         state = rng.getstate()
         with tempfile.TemporaryDirectory(prefix="kcc-fuzz-") as tmp:
             try:
@@ -288,20 +285,15 @@ def run(surface: str, n: int, seed: int, seconds: float | None = None, log=print
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", type=int, default=2000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--seconds", type=float, help="stop each surface after this long")
+    ap = parser(__doc__, n=2000, seconds_help="stop each surface after this long")
     ap.add_argument("--surface", choices=["manifest", "lexicon", "voices", "all"], default="all")
     args = ap.parse_args(argv)
     surfaces = ["manifest", "lexicon", "voices"] if args.surface == "all" else [args.surface]
-    try:
+
+    def every_surface():
         for s in surfaces:
             run(s, args.n, args.seed, args.seconds)
-    except AssertionError as exc:
-        print(f"fuzz_inputs: FINDING: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status("fuzz_inputs", every_surface)
 
 
 if __name__ == "__main__":

@@ -13,19 +13,19 @@ the real one.
 """
 from __future__ import annotations
 
-import argparse
 import random
 import sys
-import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]      # kcc from this checkout; seeded.py beside this file
 
 from kcc.speech.g2p import G2PError  # noqa: E402
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES  # noqa: E402
 from kcc.speech.engine import G2PBackendError, SayError, plan  # noqa: E402
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, frame_estimate  # noqa: E402
+from seeded import cases, exit_status, parser  # noqa: E402
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 _PIECES = [
@@ -102,10 +102,7 @@ def check_text(text, g2p, speeds=SPEEDS, max_frames: int = DEFAULT_MAX_FRAMES) -
 def run(n: int, seed: int, g2p, seconds: float | None = None, log=print) -> dict[str, int]:
     rng = random.Random(seed)
     counts = {"planned": 0, "refused": 0}
-    t_end = time.monotonic() + seconds if seconds else None
-    for i in range(n):
-        if t_end and time.monotonic() > t_end:
-            break
+    for i in cases(n, seconds):
         text = random_text(rng)
         try:
             counts[check_text(text, g2p)] += 1
@@ -118,10 +115,7 @@ def run(n: int, seed: int, g2p, seconds: float | None = None, log=print) -> dict
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--seconds", type=float, help="stop after this long")
+    ap = parser(__doc__, n=300)
     ap.add_argument("--g2p", choices=["real", "letters"], default="real")
     ap.add_argument("--lang", default="en-us")
     args = ap.parse_args(argv)
@@ -129,15 +123,10 @@ def main(argv=None) -> int:
         from kcc.speech.g2p import G2P
         g2p = G2P(args.lang)
     else:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        sys.path.insert(0, str(HERE.parent / "tests"))
         from test_say import LetterG2P
         g2p = LetterG2P()
-    try:
-        run(args.n, args.seed, g2p, args.seconds)
-    except AssertionError as exc:
-        print(f"fuzz_text: FINDING: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status("fuzz_text", lambda: run(args.n, args.seed, g2p, args.seconds))
 
 
 if __name__ == "__main__":

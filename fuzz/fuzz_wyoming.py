@@ -14,13 +14,13 @@ tests/test_wyoming_hostile.py runs a short loop against an in-process server wit
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import socket
-import sys
-import time
 from pathlib import Path
+
+from seeded import cases
+from server_fuzzer import Finding, main, test_doubles_on_path
 
 TYPES = ["describe", "synthesize", "synthesize-start", "synthesize-chunk", "synthesize-stop", "audio-chunk",
          "audio-start", "transcribe", "ping", "", "x" * 300, "\u202e"]
@@ -70,10 +70,6 @@ def event(rng: random.Random) -> tuple[bytes, bool]:
     if not fatal:
         raw += body + payload
     return raw, fatal
-
-
-class Finding(AssertionError):
-    pass
 
 
 def _read_events(f) -> list[dict]:
@@ -128,10 +124,8 @@ def fuzz(port: int, n: int = 200, seed: int = 0, seconds: float = float("inf"), 
     """rss: a callable returning the server's resident bytes (checked against 100 MiB growth)."""
     rng = random.Random(seed)
     counts = {"info": 0, "error-close": 0}
-    start_rss, t0 = rss() if rss else 0, time.monotonic()
-    for _ in range(n):
-        if time.monotonic() - t0 > seconds:
-            break
+    start_rss = rss() if rss else 0
+    for _ in cases(n, seconds):
         counts[one_case(port, rng, host)] += 1
         if rss and rss() - start_rss > 100 << 20:
             raise Finding(f"server RSS grew by {(rss() - start_rss) >> 20} MiB")
@@ -139,8 +133,7 @@ def fuzz(port: int, n: int = 200, seed: int = 0, seconds: float = float("inf"), 
 
 
 def _self_serve(seconds: float, seed: int) -> dict[str, int]:
-    root = Path(__file__).resolve().parents[1]
-    sys.path[:0] = [str(root), str(root / "tests")]
+    test_doubles_on_path()
     import tempfile
     from test_wyoming import wyoming_server
 
@@ -152,17 +145,6 @@ def _self_serve(seconds: float, seed: int) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int)
-    ap.add_argument("--self-serve", action="store_true", help="serve in-process with the test doubles")
-    ap.add_argument("-n", type=int, default=200)
-    ap.add_argument("--seconds", type=float, default=30)
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    if a.self_serve:
-        print(_self_serve(a.seconds, a.seed))
-    elif a.port:
-        print(fuzz(a.port, a.n, a.seed, a.seconds, a.host))
-    else:
-        ap.error("give --port or --self-serve")
+    main(__doc__, seconds=30, options=lambda ap: ap.add_argument("-n", type=int, default=200),
+         self_serve=lambda a: _self_serve(a.seconds, a.seed),
+         against_port=lambda a: fuzz(a.port, a.n, a.seed, a.seconds, a.host))

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-from kcc.speech.cli_args import add_speech_args
+from kcc.speech.cli_args import add_speech_args, checkpoint_of
 
 
 def _checkpoint_arg(args) -> str:
-    path = args.checkpoint or os.environ.get("KCC_CHECKPOINT")
+    path = checkpoint_of(args)
     if not path:
         raise SystemExit("kcc: no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
     return path
@@ -104,7 +103,7 @@ def cmd_synth(args) -> int:
         try:
             def work():
                 pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-                synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
+                synth = load_synthesizer(checkpoint_of(args), max_frames,
                                          args.native, getattr(args, "threads", None), precision=args.precision)
                 out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=seed)
                 with open_audio(out_path, fmt) as audio:
@@ -157,7 +156,7 @@ def cmd_export(args) -> int:
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
     pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames, args.native,
+    synth = load_synthesizer(checkpoint_of(args), max_frames, args.native,
                              precision=args.precision)
     out = export(synth, args.dir, pack)
     print(f"{out}: {len(synth.circuits)} stage circuits, main.c, Makefile, voice.f32; build with: make -C {out}")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))    # at the end: an importer's own sys.path.pop(0) (tests/test_wheel.py) stays right
+
+from bench.machine import cpu_name, short_commit  # noqa: E402  (the CPU named as every bench result names it)
+
 TEXT = "Hello from generated C."
 
 # Run inside the venv before speaking: the compiler must be absent and kcc must be the wheel's.
@@ -172,19 +176,8 @@ def speak(venv: Path, real: Path, work: Path, compiler: bool, prebuilt: bool = T
                   proc.stderr)
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def report(dist: Dist, deps: str, install_s: float, runs: dict[str, Spoken]) -> str:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = short_commit() or "unknown"
     tables = prebuilt_machines(dist.wheel)
     lines = ["# The wheel: size, and the first `kcc say` after installing it", "",
              f"CPU: {cpu_name()} ({os.cpu_count()} cores); commit {commit}; scripts/wheel_check.py --deps {deps}.", "",

@@ -24,6 +24,7 @@ from kcc.speech.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cor
 from kcc.speech.batch.manifest import RUN_MANIFEST, read_manifest
 from kcc.speech.g2p import Word, load_vocab
 from kcc.speech.engine import random_voice
+from real_model_here import needs_real_model
 from test_say import FakeSynth, LetterG2P
 
 REPO = Path(__file__).resolve().parents[1]
@@ -600,16 +601,7 @@ def test_cli_batch_exit_status_and_progress(tmp_path, monkeypatch, capsys):
 
 
 # -- the real model -------------------------------------------------------------------------
-def _real_model_here() -> bool:
-    try:
-        from kcc.weights.real_model import fetch
-        fetch(offline=True)
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.weights.real_model)")
+@needs_real_model
 def test_real_model_same_bytes_from_one_two_thread_worker_and_two_single_thread_workers(tmp_path):
     from kcc.speech.batch import SynthSpec
     from kcc.weights.real_model import fetch

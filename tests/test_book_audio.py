@@ -22,6 +22,7 @@ from kcc.speech.book.job import BookJob, BookOptions, ChapterDone
 from kcc.speech.book.layout import Pauses
 from kcc.speech.book.m4b import read_chapters
 from kcc.speech.engine import random_voice
+from real_model_here import needs_real_model
 from test_batch import FakeFactory, letters
 
 REPO = Path(__file__).resolve().parents[1]
@@ -229,16 +230,7 @@ def test_ray_engine_writes_the_local_engines_bytes(tmp_path, voices):
         assert local == remote
 
 
-def _real_model_here() -> bool:
-    try:
-        from kcc.weights.real_model import fetch
-        fetch(offline=True)
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.weights.real_model)")
+@needs_real_model
 def test_real_model_cli_m4b_with_captions(tmp_path, capsys):
     """The command line end to end on the real model: a tiny EPUB, English, a real voice."""
     from kcc.cli import main
@@ -259,7 +251,7 @@ def test_real_model_cli_m4b_with_captions(tmp_path, capsys):
     assert side["lang"] == "en-us" and side["items"][1]["text"] == "Curiouser and curiouser!"
 
 
-@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.weights.real_model)")
+@needs_real_model
 def test_real_speech_joins_carry_no_clicks(tmp_path):
     """Real speech, joins with silence (paragraphs) and without (a paragraph cut at a sentence
     end): the largest step near any join is below the 99.9th percentile step inside speech."""
@@ -281,7 +273,7 @@ def test_real_speech_joins_carry_no_clicks(tmp_path):
     assert inside > 0.005 and at_joins <= inside, (at_joins, inside)
 
 
-@pytest.mark.skipif(not _real_model_here(), reason="the real Kokoro-82M is not fetched (kcc.weights.real_model)")
+@needs_real_model
 def test_default_voice_follows_the_declared_language(tmp_path, voices):
     from kcc.speech.book.sources import Book, Chapter
     from kcc.speech.voices import voice_catalog

@@ -173,6 +173,40 @@ def test_a_text_and_a_text_file_together_are_refused(tmp_path, monkeypatch, caps
     assert synth.calls == [] and not out_path.exists()
 
 
+# -- one checkpoint rule -------------------------------------------------------------------------------------
+class _Loaded(Exception):
+    """The stand-in loader's stop: the command got as far as loading the model, with this checkpoint."""
+
+
+@pytest.mark.parametrize("argv", [["say", TEXT, "-o", "{tmp}/x.wav"], ["synth", "--ids", "50,83", "-o", "{tmp}/x.wav"],
+                                  ["export", "{tmp}/runner"], ["batch", "{tmp}/lines.txt", "-o", "{tmp}/out"],
+                                  ["book", "{tmp}/book.txt", "-o", "{tmp}/book"], ["serve"], ["wyoming"]])
+@pytest.mark.parametrize("flag, env, want", [(None, "env.pth", "env.pth"), ("flag.pth", "env.pth", "flag.pth"),
+                                             ("flag.pth", None, "flag.pth"), (None, None, None)])
+def test_every_speaking_command_loads_the_checkpoint_flag_else_kcc_checkpoint(tmp_path, monkeypatch, voice, argv,
+                                                                              flag, env, want):
+    from kcc.speech import g2p
+    from kcc.speech.batch import local_pool
+
+    def stop(checkpoint=None, *a, **k):
+        raise _Loaded(checkpoint)
+    for front in (say_mod, engine):
+        monkeypatch.setattr(front, "load_synthesizer", stop)
+    monkeypatch.setattr(local_pool, "SynthSpec", stop)
+    monkeypatch.setattr(say_mod, "G2P", lambda lang, backend, **kw: LetterG2P())
+    monkeypatch.setattr(g2p, "G2PFactory", lambda *a, **k: lambda lang: LetterG2P())
+    (tmp_path / "lines.txt").write_text("One line.\n", encoding="utf-8")
+    (tmp_path / "book.txt").write_text("A paragraph.\n", encoding="utf-8")
+    monkeypatch.delenv("KCC_CHECKPOINT", raising=False)
+    if env:
+        monkeypatch.setenv("KCC_CHECKPOINT", env)
+    voice_flag = [] if argv[0] in ("batch", "book", "serve", "wyoming") else ["--voice", voice]
+    with pytest.raises(_Loaded) as loaded:
+        cli.main([a.replace("{tmp}", str(tmp_path)) for a in argv] + voice_flag
+                 + (["--checkpoint", flag] if flag else []))
+    assert loaded.value.args == (want,)
+
+
 # -- one seed check -------------------------------------------------------------------------------------------
 BAD_SEEDS = [2**31, 2**31 + 5, 2**40, -1, -(2**31)]
 

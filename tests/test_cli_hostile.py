@@ -56,11 +56,7 @@ class FramedSynth(FakeSynth):
         return np.maximum(1, np.round(np.array(d) / speed)).astype(np.int32)
 
     def synthesize(self, ids, ref_s, speed=1.0, seed=0, lead_frames=None, continues=False):
-        d = self.durations(ids, speed)
-        if lead_frames is not None:
-            d[0] = min(d[0], lead_frames)
-        if continues:
-            d = continuing_durations(d)
+        d = self.chunk_durations(ids, speed, lead_frames, continues)
         if d.sum() > self.max_frames:
             self.overflows += 1
             raise FrameOverflow(int(d.sum()), self.max_frames)

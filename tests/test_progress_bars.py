@@ -1,6 +1,6 @@
-"""The one-line progress bars of `kcc say` (speech.engine.Progress) and `kcc batch`
-(speech.batch.progress.BatchProgress): exactly what they draw, on a fake clock; on by default only
-for a tty; closed with one newline, once."""
+"""The one-line progress bars of `kcc say` (speech.engine.Progress), `kcc batch`
+(speech.batch.progress.BatchProgress) and `kcc book` (speech.book.progress.BookProgress): exactly
+what they draw, on a fake clock; on by default only for a tty; closed with one newline, once."""
 from __future__ import annotations
 
 import io
@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from kcc.speech.batch.progress import BatchProgress
+from kcc.speech.book.progress import BookProgress
 from kcc.speech.engine import Progress
 
 
@@ -58,8 +59,27 @@ def test_batch_bar_draws_items_hours_failures_and_eta(clock):
         "\rkcc batch: [##############################] 3/3 items, 0.500 h audio, 1 failed, ETA 00:00:00\n")
 
 
+def test_book_bar_fills_by_items_and_counts_chapters_hours_and_eta(clock):
+    """The ETA is paced by the items worked on: a skipped one (already on disk) does not speed it up."""
+    out = Tty()
+    bar = BookProgress(chapters=2, items=3, stream=out)
+    bar.item(SimpleNamespace(status="done", audio_s=1800.0))
+    bar.chapter()
+    bar.item(SimpleNamespace(status="skipped", audio_s=900.0))
+    bar.item(SimpleNamespace(status="error", audio_s=0.0))
+    bar.chapter()
+    bar.close()
+    assert out.getvalue() == (
+        "\rkcc book: [##########....................] 0/2 chapters, 0.500 h audio, ETA 00:00:03"
+        "\rkcc book: [##########....................] 1/2 chapters, 0.500 h audio, ETA 00:00:06"
+        "\rkcc book: [####################..........] 1/2 chapters, 0.750 h audio, ETA 00:00:04"
+        "\rkcc book: [##############################] 1/2 chapters, 0.750 h audio, ETA 00:00:00"
+        "\rkcc book: [##############################] 2/2 chapters, 0.750 h audio, ETA 00:00:00\n")
+
+
 @pytest.mark.parametrize("make", [lambda s, on: Progress(10, enabled=on, stream=s),
-                                  lambda s, on: BatchProgress(2, enabled=on, stream=s)])
+                                  lambda s, on: BatchProgress(2, enabled=on, stream=s),
+                                  lambda s, on: BookProgress(1, 2, enabled=on, stream=s)])
 def test_bars_are_on_by_default_only_for_a_tty(make):
     assert make(Tty(), None).enabled and not make(io.StringIO(), None).enabled
     assert make(io.StringIO(), True).enabled and not make(Tty(), False).enabled

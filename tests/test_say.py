@@ -35,6 +35,14 @@ class FakeSynth:
         tokens = [0, *ids, 0]
         return np.array([max(1, round((1 + (3 * t + i) % 4) / speed)) for i, t in enumerate(tokens)], np.int32)
 
+    def chunk_durations(self, ids, speed=1.0, lead_frames=None, continues=False):
+        """The durations a call synthesises, as the pipeline shapes them: the leading pause cut to
+        lead_frames, and a chunk that continues another starts as continuing_durations says."""
+        d = self.durations(ids, speed)
+        if lead_frames is not None:
+            d[0] = min(d[0], lead_frames)
+        return continuing_durations(d) if continues else d
+
     @staticmethod
     def audio(ids, durations):
         parts = []
@@ -55,11 +63,7 @@ class FakeSynth:
             if self.gate is not None and seed > 0 and not self.gate.wait(10):
                 raise RuntimeError("fake synthesizer: gate never opened")
             time.sleep(self.delay)
-            d = self.durations(ids, speed)
-            if lead_frames is not None:
-                d[0] = min(d[0], lead_frames)
-            if continues:
-                d = continuing_durations(d)
+            d = self.chunk_durations(ids, speed, lead_frames, continues)
             return SimpleNamespace(audio=self.audio(ids, d), durations=d)
         finally:
             with self._lock:

@@ -1,5 +1,7 @@
-"""The options every speaking command shares (say, synth, export, serve, wyoming, batch)."""
+"""The options every speaking command shares (say, synth, export, serve, wyoming, batch, book)."""
 from __future__ import annotations
+
+import os
 
 from kcc.model.loader import add_precision_argument
 from kcc.speech.g2p import G2P_BACKENDS, LANGUAGE_CHOICES
@@ -21,3 +23,9 @@ def add_speech_args(p) -> None:
                    "use, or $OMP_NUM_THREADS)")
     p.add_argument("--native", action="store_true", help="build for this CPU: -O3 -march=native -mtune=generic (default: portable -O3)")
     add_precision_argument(p)
+
+
+def checkpoint_of(args) -> str | None:
+    """The checkpoint a command was given: --checkpoint, else $KCC_CHECKPOINT, else None (the
+    real Kokoro-82M)."""
+    return args.checkpoint or os.environ.get("KCC_CHECKPOINT")

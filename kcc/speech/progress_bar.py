@@ -1,7 +1,8 @@
 """The one-line progress bar `kcc say` and `kcc batch` draw on stderr: on by default only where
 the stream is a terminal (a log file or a pipe gets no carriage-return redraws), redrawn in
 place, ended with one newline. Each command's bar says its own numbers (speech.engine.Progress,
-speech.batch.progress.BatchProgress)."""
+speech.batch.progress.BatchProgress, speech.book.progress.BookProgress); batch and book count
+the same items (ItemsBar)."""
 from __future__ import annotations
 
 import sys
@@ -32,3 +33,41 @@ class ProgressBar:
             self.stream.write("\n")
             self.stream.flush()
             self.enabled = False
+
+
+class ItemsBar(ProgressBar):
+    """A bar over a known number of items (kcc batch's records, kcc book's segments): those
+    finished, those worked on, the audio made and the time left at the pace of the worked ones
+    (a skipped item, already on disk, costs ~0, so it must not speed the estimate up)."""
+
+    def __init__(self, total: int, enabled: bool | None = None, stream=None):
+        super().__init__(enabled, stream)
+        self.total = total
+        self.finished = self.worked = 0
+        self.audio_s = 0.0
+
+    def count(self, outcome) -> None:
+        """One item's outcome (its .status and .audio_s), not drawn yet."""
+        self.finished += 1
+        self.worked += outcome.status != "skipped"
+        self.audio_s += outcome.audio_s
+
+    def eta_s(self) -> float | None:
+        """The items left at the pace of those worked on so far; None before the first."""
+        if not self.worked:
+            return None
+        return (time.perf_counter() - self.t0) / self.worked * (self.total - self.finished)
+
+    def eta(self) -> str:
+        eta = self.eta_s()
+        return "?" if eta is None else time.strftime("%H:%M:%S", time.gmtime(eta))
+
+    def items_bar(self) -> str:
+        return self.bar(WIDTH * self.finished // max(1, self.total))
+
+    def line(self) -> str:
+        raise NotImplementedError
+
+    def redraw(self) -> None:
+        if self.enabled:
+            self.draw(self.line())

@@ -5,7 +5,6 @@ failure is in OUTDIR/kcc-batch.json with its reason), 2 when the job could not r
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from kcc.speech.batch.audio import FORMATS
@@ -44,12 +43,13 @@ def run_cli(args) -> int:
     from kcc.speech.batch.manifest import Defaults, ManifestError, check_option
     from kcc.speech.batch.progress import BatchProgress
     from kcc.speech.batch.ray_engine import RayUnavailable
+    from kcc.speech.cli_args import checkpoint_of
     from kcc.speech.g2p import G2PFactory
     try:
         g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
         defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),
                             check_option("seed", args.seed, Defaults()), args.format)
-        spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
+        spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
                          precision=args.precision)
         job = Batch(args.manifest, args.out, defaults=defaults, engine=args.engine, workers=args.workers,
                     threads=args.threads, synth=spec, voices_dirs=args.voices_dir,

@@ -8,7 +8,6 @@ cannot be read or the job cannot run.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -61,6 +60,7 @@ def run_cli(args) -> int:
     from kcc.speech.book.job import BookJob, BookOptions, ChapterDone
     from kcc.speech.book.layout import Pauses
     from kcc.speech.book.progress import BookProgress
+    from kcc.speech.cli_args import checkpoint_of
     from kcc.speech.g2p import G2PFactory
     t0 = time.perf_counter()
     m4b = args.out.lower().endswith(".m4b")
@@ -75,7 +75,7 @@ def run_cli(args) -> int:
                               check_option("speed", args.speed, Defaults()),
                               check_option("seed", args.seed, Defaults()),
                               args.clean)
-        spec = SynthSpec(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), args.max_frames, args.native,
+        spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
                          precision=args.precision)
         job = BookJob(args.input, args.out, options, engine=args.engine, workers=args.workers, threads=args.threads,
                       synth=spec, voices_dirs=args.voices_dir,

@@ -150,6 +150,7 @@ def build_service(args):
     """Synthesizer, G2P per language, voices: everything both servers share."""
     from kcc.model.loader import available_cores
     from kcc.speech import voices as voices_mod
+    from kcc.speech.cli_args import checkpoint_of
     from kcc.speech.engine import load_synthesizer
     from kcc.speech.g2p import G2PFactory
     from kcc.speech.serve.service import Limits, SpeechService
@@ -169,7 +170,7 @@ def build_service(args):
             return g2ps[lang]
 
     g2p_for(args.lang)                    # the default language fails at start, not per request
-    synth = load_synthesizer(args.checkpoint or _env("CHECKPOINT", None), args.max_frames,
+    synth = load_synthesizer(checkpoint_of(args), args.max_frames,
                              native=args.native, threads=args.threads or threads_per_synthesis(args.workers),
                              precision=args.precision)
     limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout,
