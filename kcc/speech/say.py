@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 import warnings
@@ -20,6 +19,7 @@ from kcc.model.loader import ModelOptionsError, PrecisionError, check_max_frames
 from kcc.model.pipeline import SynthesisError
 from kcc.speech.audio_formats import AudioFormatError, format_for
 from kcc.speech.audio_out import open_audio
+from kcc.speech.cli_args import checkpoint_of
 from kcc.speech.engine import (Chunk, Progress, SayError, check_seed, check_speed, chunk_summary, iter_plan,
                                load_synthesizer, resolve_voice, synthesize_chunks)
 from kcc.speech.g2p import G2P, Encoded, G2PError, decode_text
@@ -178,7 +178,7 @@ def _run(args) -> tuple[int, int, int]:
     progress = Progress(len(text), enabled=True if args.progress else None)
     chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames)
     first = next(chunks)                   # text errors surface before the (slow) compile
-    synth = load_synthesizer(args.checkpoint or os.environ.get("KCC_CHECKPOINT"), max_frames,
+    synth = load_synthesizer(checkpoint_of(args), max_frames,
                              native=getattr(args, "native", False), threads=getattr(args, "threads", None),
                              precision=getattr(args, "precision", None))
     # A one-shot process needs a weight again only for the next chunk (kcc.model.loader.drop_weights_once_used).
