@@ -142,6 +142,16 @@ def _resigned_copy(src, dst, **changes):
     return dst
 
 
+def _unsigned_copy(src, dst, **changes):
+    """An artifact as a kcc before signed manifests left it: manifest.json, no manifest.sig."""
+    shutil.copytree(src, dst)
+    m = json.loads((dst / "manifest.json").read_text())
+    m.update(changes)
+    (dst / "manifest.json").write_text(json.dumps(m))
+    (dst / "manifest.sig").unlink()
+    return dst
+
+
 def _age(path, seconds_ago):
     t = os.stat(path, follow_symlinks=False).st_mtime - seconds_ago
     os.utime(path, (t, t), follow_symlinks=False)
@@ -177,6 +187,15 @@ def test_only_kcc_own_artifacts_of_the_model_are_evicted(cache, small_ckpt_path,
         "upper-case key": (models / f"{stem}{'A' * 24}", lambda p: shutil.copytree(first, p)),
         "other stem": (models / f"file-0123456789abcdef01234567-{'9' * 24}", lambda p: shutil.copytree(first, p)),
         "user's notes": (models / "notes.txt", lambda p: p.write_text("mine")),
+        # unsigned but claiming a signed-era version: an edit, not a pre-signing kcc's artifact
+        "unsigned v2": (models / f"{stem}{'d' * 24}", lambda p: _unsigned_copy(first, p, artifact_version=2)),
+        "unsigned, version not a number": (models / f"{stem}{'e' * 24}",
+                                           lambda p: _unsigned_copy(first, p, artifact_version="1")),
+        "unsigned, not JSON": (models / f"{stem}{'f' * 24}",
+                               lambda p: (shutil.copytree(first, p), (p / "manifest.sig").unlink(),
+                                          (p / "manifest.json").write_text("{not json"))),
+        "unsigned v1 of another model": (models / f"{stem}{'0' * 24}",
+                                         lambda p: _unsigned_copy(first, p, artifact_version=1, model_id="file-x")),
     }
     for path, make in left_alone.values():
         make(path)
@@ -184,6 +203,9 @@ def test_only_kcc_own_artifacts_of_the_model_are_evicted(cache, small_ckpt_path,
     # an older kcc's artifact of this model is kcc's own: the first to go
     old_version = _resigned_copy(first, models / f"{stem}{'a' * 24}", artifact_version=1)
     _age(old_version, 5_000)
+    # ... and so is one from before signed manifests (version 1, no manifest.sig): never loaded again
+    pre_signing = _unsigned_copy(first, models / f"{stem}{'9' * 24}", artifact_version=1)
+    _age(pre_signing, 6_000)
     before = {name: sorted(os.listdir(path)) if path.is_dir() else None for name, (path, _) in left_alone.items()}
 
     _load(small_ckpt_path, 120)
@@ -193,7 +215,7 @@ def test_only_kcc_own_artifacts_of_the_model_are_evicted(cache, small_ckpt_path,
         assert (sorted(os.listdir(path)) if path.is_dir() else None) == before[name], name
     assert (models / f"{stem}{'1' * 24}").is_symlink() and sorted(os.listdir(outside)) == sorted(os.listdir(first))
     assert (models / f"{stem}{'3' * 24}").read_text() == "mine"
-    assert not old_version.exists()
+    assert not old_version.exists() and not pre_signing.exists()
     assert all(_dir(model_id, n).is_dir() for n in (100, 120, 140))
 
 

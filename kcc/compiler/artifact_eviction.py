@@ -15,12 +15,15 @@ beyond MAX_CACHED_ARTIFACTS_PER_MODEL are removed, least recently used first.
   none compiles it again. A loader that opened the directory just before the rename sees, once it
   has its shared lock, that the name no longer leads to what it locked, and compiles too.
 - Only kcc's own: a real directory (not a link) named as artifact_dir names this model's, owned
-  by the user, whose manifest this user's kcc signed for this model id. Nothing else in the
-  cache is read past its name.
+  by the user, whose manifest this user's kcc signed for this model id, or, from a kcc older than
+  signed manifests (artifact version 1, which no kcc now loads), whose manifest names this model
+  id: the cache directory is the user's alone (kcc.cache_trust), so what is in it the user's kcc
+  wrote. Nothing else in the cache is read past its name.
 """
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import stat
 import time
@@ -36,6 +39,10 @@ from kcc.files import remove_dir_atomically
 # so bounding each option set on its own would still let a model's total grow without limit.
 # Three: a default and two experiments stay warm; each further one costs a recompile (minutes).
 MAX_CACHED_ARTIFACTS_PER_MODEL = 3
+# Manifests are signed from artifact version 2 on; version 1 artifacts (kcc 0.2) are never loaded
+# again but are the user's own, ~555 MB each for the real model, so they count and go first.
+FIRST_SIGNED_VERSION = 2
+MAX_UNSIGNED_MANIFEST_BYTES = 64 << 20      # the real model's manifest (graphs and plans): ~2 MB
 
 
 def _open_dir(path: Path) -> int | None:
@@ -110,6 +117,18 @@ def _last_used_ns(path: Path) -> int | None:
         return None
 
 
+def _unsigned_manifest(path: Path) -> dict:
+    """The manifest of an artifact from before signed manifests (so: never loaded again), else
+    ArtifactError: an unsigned manifest of a later version is someone's edit, not kcc's."""
+    with open(path / "manifest.json", "rb") as fh:
+        text = fh.read(MAX_UNSIGNED_MANIFEST_BYTES + 1)
+    manifest = json.loads(text) if len(text) <= MAX_UNSIGNED_MANIFEST_BYTES else None
+    version = manifest.get("artifact_version") if isinstance(manifest, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool) or version >= FIRST_SIGNED_VERSION:
+        raise ArtifactError(f"{path}/manifest.json: unsigned, and not from a kcc before signed manifests")
+    return manifest
+
+
 def _models_artifacts(models: Path, model_id: str) -> list[Path]:
     """`model_id`'s artifact directories in `models` (kcc's own only, see the module docstring)."""
     found = []
@@ -124,11 +143,17 @@ def _models_artifacts(models: Path, model_id: str) -> list[Path]:
         try:
             check_private_dir(path)
             # regular files only: a FIFO or a link to /dev/zero under the name would stall the read
-            if not all(stat.S_ISREG(os.lstat(path / n).st_mode) for n in ("manifest.json", "manifest.sig")):
+            if not stat.S_ISREG(os.lstat(path / "manifest.json").st_mode):
                 continue
-            if signed_manifest(path).get("model_id") != model_id:
+            if os.path.lexists(path / "manifest.sig"):
+                if not stat.S_ISREG(os.lstat(path / "manifest.sig").st_mode):
+                    continue
+                manifest = signed_manifest(path)
+            else:
+                manifest = _unsigned_manifest(path)
+            if manifest.get("model_id") != model_id:
                 continue
-        except (CacheError, ArtifactError, OSError):
+        except (CacheError, ArtifactError, OSError, ValueError):
             continue
         found.append(path)
     return found
