@@ -14,7 +14,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Iterable
 
-from kcc.files import AtomicFile
+from kcc.files import AtomicFile, InputTooLarge, read_bounded
 from kcc.model.loader import ModelOptionsError, PrecisionError, check_max_frames, check_precision, drop_weights_once_used
 from kcc.model.pipeline import SynthesisError
 from kcc.speech.audio_formats import AudioFormatError, format_for
@@ -41,30 +41,25 @@ class UsageError(SayError):
     """The command line asks for two things that exclude each other, or for nothing to speak."""
 
 
-def read_input(args, stdin=None) -> str:
+def read_input(args) -> str:
     """The text: the argument, or --text-file (- for stdin), or stdin itself when neither is
     given and it is not a terminal (`echo hi | kcc say -o hi.wav`). Both at once is refused:
     one of them would be ignored without a word."""
-    stdin = stdin if stdin is not None else sys.stdin
     if args.text is not None and args.text_file:
         raise UsageError("give the text as an argument or with --text-file, not both")
     source = args.text_file
     if source is None and args.text is None:
-        if stdin is None or stdin.isatty():
+        if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("no text: pass it as an argument, with --text-file PATH, or on stdin (a pipe)")
         source = "-"
     if source:
         what = "stdin" if source == "-" else f"text file {source}"
         try:
-            if source == "-":
-                data = stdin.buffer.read(MAX_TEXT_BYTES + 1)
-            else:
-                with open(source, "rb") as fh:
-                    data = fh.read(MAX_TEXT_BYTES + 1)
+            data = read_bounded(source, MAX_TEXT_BYTES, "text file")
+        except InputTooLarge as exc:
+            raise SayError(str(exc)) from None
         except OSError as exc:
             raise SayError(f"{what}: {exc.strerror or exc}") from None
-        if len(data) > MAX_TEXT_BYTES:
-            raise SayError(f"{what} is over {MAX_TEXT_BYTES >> 20} MiB; split it")
         return decode_text(data, what)
     return decode_text(args.text, "the text argument")
 
