@@ -57,6 +57,18 @@ def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
     return data
 
 
+def read_user_file(path: str | Path, limit: int, what: str, error: type[Exception]) -> bytes:
+    """read_bounded for a file a user named (a text, a manifest, a lexicon), both of its failures
+    raised as the reader's own named `error`: '{what} PATH is over N; split it' or
+    '{what} PATH: the system's reason'."""
+    try:
+        return read_bounded(path, limit, what)
+    except InputTooLarge as exc:
+        raise error(str(exc)) from None
+    except OSError as exc:
+        raise error(f"{what} {path}: {exc.strerror or exc}") from None
+
+
 def cache_dir() -> Path:
     """kcc's cache root (KCC_CACHE_DIR, default ~/.cache/kcc), made 0700 where missing; a
     CacheError (kcc.cache_trust) unless only the current user can write it."""

@@ -121,7 +121,7 @@ def test_bad_lexicon_files_are_refused_by_name(tmp_path):
     latin1 = tmp_path / "latin1"
     latin1.write_bytes(b"caf\xe9\tka\n")
     for path, match in ((big, "lexicon .*big is over 1 MiB"), (latin1, "not UTF-8"),
-                        (tmp_path / "absent", "cannot read"), (tmp_path, "cannot read"),
+                        (tmp_path / "absent", "lexicon .*absent: No such file"), (tmp_path, "lexicon .*: Is a directory"),
                         # sources whose stat says 0 bytes: the reader counts what it reads
                         ("/dev/zero", "lexicon /dev/zero is over 1 MiB"),
                         ("/dev/urandom", "lexicon /dev/urandom is over 1 MiB")):
@@ -160,8 +160,8 @@ def test_factory_reads_the_lexicon_once_for_every_language(tmp_path, monkeypatch
     f.write_text(json.dumps({"kcc": KCC}), encoding="utf-8")
     import kcc.speech.overrides
     reads = []
-    real_read = kcc.speech.overrides.read_bounded
-    monkeypatch.setattr(kcc.speech.overrides, "read_bounded", lambda path, *a: (reads.append(Path(path)), real_read(path, *a))[1])
+    real_read = kcc.speech.overrides.read_user_file
+    monkeypatch.setattr(kcc.speech.overrides, "read_user_file", lambda path, *a: (reads.append(Path(path)), real_read(path, *a))[1])
     factory = G2PFactory("auto", str(f))
     copy = pickle.loads(pickle.dumps(factory))          # what a batch worker gets
     for make in (factory, copy):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kcc.speech.g2p_base import G2PError, load_vocab
-from kcc.files import InputTooLarge, read_bounded
+from kcc.files import read_user_file
 
 MAX_LEXICON_BYTES = 1 << 20
 MAX_LEXICON_ENTRIES = 10_000
@@ -109,12 +109,7 @@ class UserLexicon:
 def load_lexicon(path: str | Path, vocab: dict[str, int] | None = None) -> UserLexicon:
     vocab = vocab if vocab is not None else load_vocab()
     path = Path(path)
-    try:
-        raw = read_bounded(path, MAX_LEXICON_BYTES, "lexicon")
-    except InputTooLarge as e:
-        raise LexiconError(str(e)) from None
-    except OSError as e:
-        raise LexiconError(f"{path}: cannot read the lexicon ({e.strerror or e})") from None
+    raw = read_user_file(path, MAX_LEXICON_BYTES, "lexicon", LexiconError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

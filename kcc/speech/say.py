@@ -14,7 +14,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Iterable
 
-from kcc.files import AtomicFile, InputTooLarge, read_bounded
+from kcc.files import AtomicFile, read_user_file
 from kcc.model.loader import ModelOptionsError, PrecisionError, check_max_frames, check_precision, drop_weights_once_used
 from kcc.model.pipeline import SynthesisError
 from kcc.speech.audio_formats import AudioFormatError, format_for
@@ -54,13 +54,7 @@ def read_input(args) -> str:
         source = "-"
     if source:
         what = "stdin" if source == "-" else f"text file {source}"
-        try:
-            data = read_bounded(source, MAX_TEXT_BYTES, "text file")
-        except InputTooLarge as exc:
-            raise SayError(str(exc)) from None
-        except OSError as exc:
-            raise SayError(f"{what}: {exc.strerror or exc}") from None
-        return decode_text(data, what)
+        return decode_text(read_user_file(source, MAX_TEXT_BYTES, "text file", SayError), what)
     return decode_text(args.text, "the text argument")
 
 

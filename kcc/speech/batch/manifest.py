@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-from kcc.files import InputTooLarge, read_bounded
+from kcc.files import read_user_file
 from kcc.speech.batch.audio import FORMATS
 from kcc.speech.g2p import G2PError, canonical_language, decode_text
 from kcc.speech.engine import check_seed, check_speed
@@ -223,12 +223,7 @@ def read_manifest(path: str | Path, defaults: Defaults = Defaults(), kind: str |
     at its second and later lines; the first keeps it. `kind`: jsonl, csv or text (default:
     from the suffix, .jsonl / .ndjson / .json / .csv, anything else is text)."""
     path = Path(path)
-    try:
-        data = read_bounded(path, MAX_MANIFEST_BYTES, "manifest")
-    except InputTooLarge as exc:
-        raise ManifestError(str(exc)) from None
-    except OSError as exc:
-        raise ManifestError(f"manifest {path}: {exc.strerror or exc}") from None
+    data = read_user_file(path, MAX_MANIFEST_BYTES, "manifest", ManifestError)
     try:
         text = decode_text(data, f"manifest {path}")
     except G2PError as exc:
