@@ -457,65 +457,55 @@ def test_slow_body_is_a_408(tmp_path):
     assert status == 408 and "not received within 0.5 s" in json.loads(body)["error"]["message"]
 
 
-def test_busy_server_answers_503_with_retry_after(tmp_path):
+@contextlib.contextmanager
+def only_worker_held(tmp_path, **limits):
+    """A one-worker server whose worker is held by a streamed request's second chunk (gated), so
+    the next request waits (or is refused); -> (srv, synth). The gate opens and the stream closes
+    on exit. Until the worker takes chunk 2, a new request with no audio yet would go first
+    (per-chunk scheduling) and be served: the race the wait rules out."""
     gate = threading.Event()
     synth = FakeSynth(gate=gate)
-    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=0, first_chunk_seconds=0)) as srv:
+    with serving(tmp_path, synth, limits=Limits(workers=1, first_chunk_seconds=0, **limits)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
             assert s.status == 200 and s.chunk()
-            _wait(lambda: len(synth.calls) == 2 and synth.active == 1)   # chunk 2 holds the only worker (gated)
-            status, headers, data = post(srv.port, {"input": "hi"})
-            assert status == 503 and int(headers["retry-after"]) >= 1
-            assert "busy" in json_error(status, headers, data)["message"]
+            _wait(lambda: len(synth.calls) == 2 and synth.active == 1)
+            yield srv, synth
         finally:
             gate.set()
             s.close()
+
+
+def test_busy_server_answers_503_with_retry_after(tmp_path):
+    with only_worker_held(tmp_path, max_queue=0) as (srv, _):
+        status, headers, data = post(srv.port, {"input": "hi"})
+        assert status == 503 and int(headers["retry-after"]) >= 1
+        assert "busy" in json_error(status, headers, data)["message"]
 
 
 def test_queued_request_gets_504_at_its_deadline(tmp_path):
-    gate = threading.Event()
-    synth = FakeSynth(gate=gate)
-    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=1, request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
-        s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
-        try:
-            assert s.status == 200 and s.chunk()
-            # chunk 2 holds the only worker (gated); until a worker takes it, a new request with no
-            # audio yet would go first (per-chunk scheduling) and be served: the race this waits out
-            _wait(lambda: len(synth.calls) == 2 and synth.active == 1)
-            t0 = time.monotonic()
-            status, headers, data = post(srv.port, {"input": "hi", "stream": False})
-            assert status == 504 and time.monotonic() - t0 < 1.5
-            assert "request limit" in json_error(status, headers, data)["message"]
-        finally:
-            gate.set()
-            s.close()
+    with only_worker_held(tmp_path, max_queue=1, request_timeout_s=1.0) as (srv, _):
+        t0 = time.monotonic()
+        status, headers, data = post(srv.port, {"input": "hi", "stream": False})
+        assert status == 504 and time.monotonic() - t0 < 1.5
+        assert "request limit" in json_error(status, headers, data)["message"]
 
 
 def test_closing_answers_queued_requests_503_and_stops_running_ones(tmp_path):
-    gate = threading.Event()
-    synth = FakeSynth(gate=gate)
-    with serving(tmp_path, synth, limits=Limits(workers=1, max_queue=1, first_chunk_seconds=0)) as srv:
-        s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
+    with only_worker_held(tmp_path, max_queue=1) as (srv, synth):
         queued = {}
         asker = threading.Thread(target=lambda: queued.update(r=post(srv.port, {"input": "hi", "stream": False})))
-        try:
-            assert s.status == 200 and s.chunk()
-            _wait(lambda: len(synth.calls) == 2 and synth.active == 1)   # chunk 2 holds the only worker (gated)
-            asker.start()
-            _wait(lambda: srv.service.waiting == 1)
-            closer = threading.Thread(target=srv.service.close)
-            closer.start()
-            asker.join(5)
-            status, headers, data = queued["r"]
-            assert status == 503 and "shutting down" in json_error(status, headers, data)["message"]
-            assert closer.is_alive()                       # still waiting for the running synthesis
-            gate.set()
-            closer.join(10)
-            assert not closer.is_alive() and len(synth.calls) == 2   # it stopped after the chunk in flight
-        finally:
-            gate.set()
-            s.close()
+        asker.start()
+        _wait(lambda: srv.service.waiting == 1)
+        closer = threading.Thread(target=srv.service.close)
+        closer.start()
+        asker.join(5)
+        status, headers, data = queued["r"]
+        assert status == 503 and "shutting down" in json_error(status, headers, data)["message"]
+        assert closer.is_alive()                       # still waiting for the running synthesis
+        synth.gate.set()
+        closer.join(10)
+        assert not closer.is_alive() and len(synth.calls) == 2   # it stopped after the chunk in flight
 
 
 def test_unreadable_voice_file_is_a_500_that_names_no_path(tmp_path):
