@@ -644,19 +644,34 @@ sys.exit(args.fn(args))
 """
 
 
-def test_serve_cli_environment_and_sigterm_drains(tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
+def free_port() -> int:
+    """A loopback port nothing listens on now (for a server started in a child process)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo", "KCC_FIRST_CHUNK_SECONDS": "0"}
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_cli(tmp_path, argv: list[str], env: dict | None = None):
+    """`kcc serve` / `kcc wyoming` with ARGV in a child process over SERVE_SCRIPT's fakes (voices in
+    tmp_path / "v"), environment `env` added; -> the Popen, killed on exit if it still runs."""
+    import os
+    import subprocess
+    import sys
     proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
-                             "serve", "--port", str(port), "--max-chars", "999"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             *argv], env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_serve_cli_environment_and_sigterm_drains(tmp_path):
+    import signal
+    port = free_port()
+    env = {"KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo", "KCC_FIRST_CHUNK_SECONDS": "0"}
+    with serve_cli(tmp_path, ["serve", "--port", str(port), "--max-chars", "999"], env) as proc:
         def ready():
             try:
                 return request(port, "GET", "/ready", timeout=2)
@@ -675,9 +690,6 @@ def test_serve_cli_environment_and_sigterm_drains(tmp_path):
             pieces.append(c)
         s.close()
         assert proc.wait(20) == -signal.SIGTERM       # uvicorn re-raises the signal once drained
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     err = proc.stderr.read().decode()
     assert b"".join(pieces) == pcm16(expected(text, "am_echo"))
     assert '"path": "/ready"' in err and "Waiting for application shutdown" in err and "Finished server process" in err

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -17,7 +15,7 @@ import pytest
 
 from kcc.speech.serve.security import Tls, TlsError, check_tls
 from kcc.speech.wav import pcm16
-from test_server import SERVE_SCRIPT, _until_value, expected
+from test_server import _until_value, expected, free_port, serve_cli
 
 pytestmark = pytest.mark.tools("openssl")
 
@@ -75,26 +73,20 @@ def test_every_wrong_pair_is_a_tls_error(tmp_path, pair):
             check_tls(str(c) if c else None, str(k) if k else None)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_server_speaks_https_only(tmp_path, pair):
     cert, key = pair
-    port = _free_port()
-    env = {**os.environ, "KCC_FIRST_CHUNK_SECONDS": "0", "KCC_TLS_KEY": str(key)}       # the key from the environment
-    proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
-                             "serve", "--port", str(port), "--tls-cert", str(cert)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    port = free_port()
+    env = {"KCC_FIRST_CHUNK_SECONDS": "0", "KCC_TLS_KEY": str(key)}       # the key from the environment
     trusted = ssl.create_default_context(cafile=str(cert))
-    try:
+    with serve_cli(tmp_path, ["serve", "--port", str(port), "--tls-cert", str(cert)], env) as proc:
         def ready():
             try:
                 c = http.client.HTTPSConnection("127.0.0.1", port, context=trusted, timeout=5)
-                c.request("GET", "/ready")
-                return c.getresponse().status
+                try:
+                    c.request("GET", "/ready")
+                    return c.getresponse().status
+                finally:
+                    c.close()
             except OSError:
                 assert proc.poll() is None, proc.stderr.read().decode()
                 return None
@@ -104,6 +96,7 @@ def test_the_server_speaks_https_only(tmp_path, pair):
         c.request("POST", "/v1/audio/speech", body, {"Content-Type": "application/json"})
         r = c.getresponse()
         assert r.status == 200 and r.read() == pcm16(expected("Over a secure line.", "af_alloy"))
+        c.close()
         # A client that does not trust this certificate is refused by its own TLS check ...
         with pytest.raises(ssl.SSLCertVerificationError):
             http.client.HTTPSConnection("127.0.0.1", port, context=ssl.create_default_context(), timeout=5).request(
@@ -115,13 +108,11 @@ def test_the_server_speaks_https_only(tmp_path, pair):
             status = plain.getresponse().status
         except (OSError, http.client.HTTPException):
             status = None
+        finally:
+            plain.close()
         assert status != 200
-    finally:
         proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        proc.wait(20)
     assert f"kcc serve: https://127.0.0.1:{port}/" in proc.stderr.read().decode()
 
 
@@ -130,7 +121,7 @@ def test_a_bad_pair_stops_the_server_before_the_model_loads(tmp_path, pair):
     loose = tmp_path / "loose.key"
     loose.write_bytes(key.read_bytes())
     loose.chmod(0o640)
-    out = subprocess.run([sys.executable, "-m", "kcc.cli", "serve", "--port", str(_free_port()), "--tls-cert",
+    out = subprocess.run([sys.executable, "-m", "kcc.cli", "serve", "--port", str(free_port()), "--tls-cert",
                           str(cert), "--tls-key", str(loose), "--checkpoint", str(tmp_path / "never-read.pth")],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "TlsError" in out.stderr and "chmod 600" in out.stderr, out.stderr

@@ -16,7 +16,7 @@ from kcc.speech.voices import load_voice
 from kcc.speech.wav import pcm16
 
 from test_say import FakeSynth, LetterG2P, sentences
-from test_server import G2PS, VOICE_SEEDS, make_catalog, planned
+from test_server import G2PS, VOICE_SEEDS, free_port, make_catalog, planned, serve_cli
 
 wyoming = pytest.importorskip("wyoming")
 from wyoming.audio import AudioChunk, AudioStart, AudioStop  # noqa: E402
@@ -31,9 +31,7 @@ from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, Synthesiz
 def wyoming_server(tmp_path, synth=None, g2ps=None, limits: Limits | None = None, wyoming_limits=None):
     voices = VoiceSet(make_catalog(tmp_path / "voices"), None, "af_alloy", loader=load_voice)
     service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or Limits(first_chunk_seconds=0))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     loop = asyncio.new_event_loop()
     task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}", wyoming_limits))
 
@@ -161,19 +159,9 @@ def test_bad_voice_and_failure_are_error_events(tmp_path):
 
 
 def test_wyoming_cli_serves_and_stops_on_sigterm(tmp_path):
-    import os
     import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-    from test_server import SERVE_SCRIPT
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
-                             "wyoming", "--uri", f"tcp://127.0.0.1:{port}"], env={**os.environ, "KCC_VOICE": "bf_emma"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
+    port = free_port()
+    with serve_cli(tmp_path, ["wyoming", "--uri", f"tcp://127.0.0.1:{port}"], {"KCC_VOICE": "bf_emma"}) as proc:
         for _ in range(300):
             assert proc.poll() is None, proc.stderr.read().decode()
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -183,9 +171,6 @@ def test_wyoming_cli_serves_and_stops_on_sigterm(tmp_path):
         assert audio_of(events) == expected_pcm("Hello there.", "bf_emma")      # KCC_VOICE is the default
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0                 # the wyoming server stops cleanly on SIGTERM
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert f"kcc wyoming: tcp://127.0.0.1:{port}" in proc.stderr.read().decode()
 
 
