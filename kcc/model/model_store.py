@@ -76,7 +76,6 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
     found = _load_existing(where, verify, log)
     if found is not None:
         return _speaking(*found, max_frames, model_id, label)
-    where.parent.mkdir(parents=True, exist_ok=True)
     # One compiler per artifact: a second cold process waits, then maps what the first built.
     with exclusive_lock(where.parent / f".{where.name}.lock"):
         found = _load_existing(where, verify, log)

@@ -160,7 +160,7 @@ def _run(args) -> tuple[int, int, int]:
     max_frames = check_max_frames(args.max_frames)
     check_precision(getattr(args, "precision", None))
     lexicon = load_lexicon(args.lexicon) if getattr(args, "lexicon", None) else None
-    language, voice = speaking(args.voice, args.lang, decode_text(text))
+    language, voice = speaking(args.voice, args.lang, text)          # read_input decoded it
     g2p = G2P(language, args.g2p, lexicon=lexicon)
     print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
     pack = resolve_voice(voice, [Path(d) for d in args.voices_dir])
