@@ -13,10 +13,10 @@ from html.parser import HTMLParser
 import pytest
 
 from kcc.speech.serve.app import HttpLimits
-from kcc.speech.serve.cli import (MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory,
-                                  wyoming_bind_warning)
+from kcc.speech.serve.cli import MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory
 from kcc.speech.serve.connection import ConnectionLimits
-from kcc.speech.serve.security import PAGE_HEADERS, Access, ApiKeyError, access_for, host_name, is_loopback, public_bind_warning
+from kcc.speech.serve.security import (PAGE_HEADERS, Access, ApiKeyError, access_for, host_name, is_loopback,
+                                       public_bind_warning, wyoming_bind_warning)
 from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits
 
 from test_say import FakeSynth, LetterG2P, sentences

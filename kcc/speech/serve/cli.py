@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ENV = "KCC_"
 
@@ -225,20 +224,10 @@ def run_serve(args) -> int:
     return 0
 
 
-def wyoming_bind_warning(uri: str) -> str | None:
-    """The Wyoming protocol has no authentication: listening beyond loopback is worth a word."""
-    from kcc.speech.serve.security import is_loopback
-    parts = urlsplit(uri)
-    if parts.scheme != "tcp" or is_loopback(parts.hostname or ""):
-        return None
-    return (f"kcc: WARNING: Wyoming listens on {parts.hostname}, beyond this machine; the protocol has no "
-            "authentication, so anyone who can reach this port can use the server (bind 127.0.0.1 unless "
-            "Home Assistant runs on another host, and then firewall the port)")
-
-
 def run_wyoming(args) -> int:
     import asyncio
 
+    from kcc.speech.serve.security import wyoming_bind_warning
     from kcc.speech.serve.wyoming_server import serve
     _setup_logging()
     service = build_service(args)

@@ -22,6 +22,7 @@ import ipaddress
 import os
 import ssl
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from starlette.middleware.cors import CORSMiddleware
 
@@ -171,6 +172,16 @@ def public_bind_warning(bind_host: str, api_key: str | None, tls: bool = False) 
                 "text travel in clear (set --tls-cert and --tls-key, or put a TLS proxy in front)")
     return (f"kcc: WARNING: listening on {bind_host}, beyond this machine, with no --api-key: anyone who can "
             "reach this port can use the server (set --api-key or KCC_API_KEY, or bind 127.0.0.1)")
+
+
+def wyoming_bind_warning(uri: str) -> str | None:
+    """The Wyoming protocol has no authentication: listening beyond loopback is worth a word."""
+    parts = urlsplit(uri)
+    if parts.scheme != "tcp" or is_loopback(parts.hostname or ""):
+        return None
+    return (f"kcc: WARNING: Wyoming listens on {parts.hostname}, beyond this machine; the protocol has no "
+            "authentication, so anyone who can reach this port can use the server (bind 127.0.0.1 unless "
+            "Home Assistant runs on another host, and then firewall the port)")
 
 
 class TlsError(ValueError):
