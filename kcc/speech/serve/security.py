@@ -37,8 +37,9 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-PUBLIC_PATHS = ("/health", "/ready")           # exact paths open without a key (probes)
-PAGE_PATHS = ("/", "/static/")                 # the web page asks for the key itself
+# Open without a key: the probes, and the web page with its static files (it asks for the key itself).
+OPEN_PATHS = ("/health", "/ready", "/")        # exact paths
+OPEN_PREFIX = "/static/"
 
 
 def is_loopback(host: str) -> bool:
@@ -90,7 +91,7 @@ class ApiKeyCheck:
         self.app, self.expected = app, f"Bearer {key}".encode()
 
     def _open(self, path: str) -> bool:
-        return path in PUBLIC_PATHS or path == "/" or path.startswith(PAGE_PATHS[1])
+        return path in OPEN_PATHS or path.startswith(OPEN_PREFIX)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope.get("method") != "OPTIONS" and not self._open(scope.get("path", "")):
