@@ -26,6 +26,15 @@ def pytest_xdist_auto_num_workers(config):
     return n if n > 1 else 0
 
 
+@pytest.fixture()
+def own_cache(tmp_path, monkeypatch):
+    """A fresh kcc cache (tmp_path / "cache") and its own signing key (kcc.cache_trust keeps the key
+    under XDG_CONFIG_HOME, outside the cache), for this test alone."""
+    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "cache"
+
+
 @pytest.fixture(scope="session")
 def small_ckpt_path():
     from oracle.checkpoints import test_checkpoint

@@ -25,10 +25,8 @@ BOUND = artifact_eviction.MAX_CACHED_ARTIFACTS_PER_MODEL
 
 
 @pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))      # this test's own signing key
-    return tmp_path / "cache"
+def cache(own_cache):
+    return own_cache
 
 
 def _load(ckpt, max_frames, log=None):

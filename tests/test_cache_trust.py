@@ -15,10 +15,8 @@ _SRC = "int kcc_probe(void);\nint kcc_probe(void) { return 42; }\n"
 
 
 @pytest.fixture()
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path
+def env(own_cache):
+    return own_cache.parent                     # the test's directory: cache/ and config/ below it
 
 
 def _mode(p) -> int:

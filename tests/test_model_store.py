@@ -18,10 +18,8 @@ IDS = [50, 83, 54, 156, 57, 135, 16, 65, 156, 87]
 
 
 @pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("KCC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))      # this test's own signing key
-    return tmp_path / "cache"
+def cache(own_cache):
+    return own_cache
 
 
 def _front(synth, style):
