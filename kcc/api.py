@@ -27,19 +27,12 @@ from typing import AsyncIterator, Callable, Iterator, Sequence
 import numpy as np
 
 from kcc.model import loader
-from kcc.model.kokoro import MAX_SPEED, MIN_SPEED, SAMPLE_RATE
-from kcc.speech.engine import (
-    NothingToSay,
-    SayError,
-    check_seed,
-    check_speed,
-    iter_plan,
-    resolve_voice,
-    synthesize_chunks,
-)
+from kcc.model.kokoro import MIN_SPEED, SAMPLE_RATE
+from kcc.speech.engine import NothingToSay, check_speed, iter_plan, resolve_voice, synthesize_chunks
 from kcc.speech.g2p.g2p import G2P, G2PError, canonical_language
 from kcc.speech.g2p.overrides import load_lexicon
-from kcc.speech.voices import voice_catalog
+from kcc.speech.request import SayError, SpeechRequest, chunking
+from kcc.speech.voices import speaking, voice_catalog
 
 _END = object()
 
@@ -102,16 +95,20 @@ class Kokoro:
     # -- speaking -------------------------------------------------------------------------------
     def create(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0, lang: str = "auto",
                seed: int = 0) -> tuple[np.ndarray, int]:
-        """The whole text's audio: (float32 samples, 24000)."""
-        parts = [c.audio for c in self.stream(text, voice, speed, lang, seed)]
+        """The whole text's audio: (float32 samples, 24000), the samples `kcc say` writes for the
+        same request (chunks end where the text does, never early for latency)."""
+        req = SpeechRequest.build(text, voice=voice, lang=lang, speed=speed, seed=seed, stream=False)
+        parts = [c.audio for c in self._drive(self._run(self._steps, req))]
         return (np.concatenate(parts) if parts else np.zeros(0, np.float32)), SAMPLE_RATE
 
     def stream(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0, lang: str = "auto",
                seed: int = 0) -> Iterator[SpeechChunk]:
-        """Yield each chunk as soon as it is made (the first one short, so audio starts early).
-        Text, speed, voice and the first chunk's G2P are checked by this call, before the first
-        synthesis: a bad request raises here, not at the first next()."""
-        return self._drive(self._run(self._steps, text, voice, speed, lang, seed, {}))
+        """Yield each chunk as soon as it is made (the first one short, ending at a boundary of
+        the text, so audio starts early). Text, speed, voice and the first chunk's G2P are
+        checked by this call, before the first synthesis: a bad request raises here, not at the
+        first next()."""
+        req = SpeechRequest.build(text, voice=voice, lang=lang, speed=speed, seed=seed, stream=True)
+        return self._drive(self._run(self._steps, req))
 
     async def astream(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0,
                       lang: str = "auto", seed: int = 0) -> AsyncIterator[SpeechChunk]:
@@ -119,7 +116,8 @@ class Kokoro:
         event loop waits for it without blocking."""
         loop = asyncio.get_running_loop()
         self._check_open()
-        steps = await loop.run_in_executor(self._worker, self._steps, text, voice, speed, lang, seed, {})
+        req = SpeechRequest.build(text, voice=voice, lang=lang, speed=speed, seed=seed, stream=True)
+        steps = await loop.run_in_executor(self._worker, self._steps, req)
         while True:
             self._check_open()
             chunk = await loop.run_in_executor(self._worker, next, steps, _END)
@@ -152,20 +150,18 @@ class Kokoro:
             g = self._g2ps[lang] = G2P(lang, self._backend, lexicon=self._lexicon)
         return g
 
-    def _steps(self, text, voice, speed, lang, seed, plan_opts: dict,
-               chunk_speed: Callable | None = None) -> Iterator[SpeechChunk]:
-        """The chunk generator (runs on the worker). Everything cheap is checked here, at once:
-        the generator returned has its first chunk planned already, so a bad text or voice fails
-        the call itself, not the first next()."""
-        if not isinstance(text, (str, bytes)):
-            raise SayError(f"text must be a string, got {type(text).__name__}")
-        seed = check_seed(seed)
+    def _steps(self, req: SpeechRequest, chunk_speed: Callable | None = None) -> Iterator[SpeechChunk]:
+        """The chunk generator (runs on the worker). Language and voice are decided as every door
+        decides them (kcc.speech.voices.speaking), the chunks planned as kcc.speech.request.chunking
+        says for the request. Everything cheap is checked here, at once: the generator returned
+        has its first chunk planned already, so a bad text or voice fails the call itself."""
+        language, voice = speaking(req.voice, req.lang, req.text)
         pack = resolve_voice(voice, self._search)
-        plan_speed = MIN_SPEED if chunk_speed is not None else speed     # a chunk fits at its slowest speed
-        chunks = iter_plan(text, self._g2p(lang), speed=plan_speed, max_frames=self.synthesizer.max_frames,
-                           **plan_opts)
+        plan_speed = MIN_SPEED if chunk_speed is not None else req.speed    # a chunk fits at its slowest speed
+        chunks = iter_plan(req.text, self._g2p(language), speed=plan_speed, max_frames=self.synthesizer.max_frames,
+                           **chunking(req.stream))
         first = next(chunks)
-        return self._chunks(first, chunks, pack, speed, seed, chunk_speed)
+        return self._chunks(first, chunks, pack, req.speed, req.seed, chunk_speed)
 
     def _chunks(self, first, rest, pack, speed, seed, chunk_speed) -> Iterator[SpeechChunk]:
         planned = chain([first], rest)
@@ -312,12 +308,13 @@ class KPipeline:
                 continue
             try:
                 if model is None:
-                    for enc in iter_plan(graphemes, self._g2p_only(), first_limit=None):
+                    for enc in iter_plan(graphemes, self._g2p_only(), **chunking(stream=False)):
                         yield self.Result(enc.text, enc.phonemes, text_index=index)
                     continue
                 chunk_speed = (lambda enc: check_speed(speed(len(enc.phonemes)))) if callable(speed) else None
-                steps = model._run(model._steps, graphemes, voice, 1.0 if chunk_speed else speed, self.language, 0,
-                                   {"first_limit": None}, chunk_speed)
+                req = SpeechRequest.build(graphemes, voice=voice, lang=self.language,
+                                          speed=1.0 if chunk_speed else speed, stream=False)
+                steps = model._run(model._steps, req, chunk_speed)
             except NothingToSay:                      # upstream skips a segment with no phonemes
                 continue
             for chunk in model._drive(steps):

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from kcc.speech.cli.args import add_speech_args, checkpoint_of
+from kcc.speech.request import add_request_args
 
 
 def _checkpoint_arg(args) -> str:
@@ -92,7 +93,7 @@ def cmd_synth(args) -> int:
     fmt = format_for(args.out)
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
-    check_speed(args.speed)
+    speed = check_speed(args.speed)
     seed = check_seed(args.seed)
     ids = _synth_ids(args)
     top = max(load_vocab().values())
@@ -105,7 +106,7 @@ def cmd_synth(args) -> int:
                 pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
                 synth = load_synthesizer(checkpoint_of(args), max_frames,
                                          args.native, getattr(args, "threads", None), precision=args.precision)
-                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=seed)
+                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=speed, seed=seed)
                 with open_audio(out_path, fmt) as audio:
                     audio.write(out.audio)
                     audio.commit()
@@ -236,12 +237,9 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--out", required=True,
                    help="output file, written atomically, its format from the extension (.wav .flac .mp3 "
                         ".ogg/.opus .m4a .aac); - streams to stdout chunk by chunk (WAV unless --format)")
-    from kcc.speech.audio.formats import FORMATS
-    p.add_argument("--format", choices=list(FORMATS), help="audio format (default: from the -o extension)")
+    add_request_args(p, "format")
     p.add_argument("--subtitles", metavar="SRT|VTT", help="also write captions (.srt or .vtt) from the word timestamps")
-    p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
-    p.add_argument("--speed", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
+    add_request_args(p, "voice", "speed", "seed")
     p.add_argument("--timestamps", metavar="JSON", help="also write word timestamps")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
     add_speech_args(p)
@@ -252,9 +250,7 @@ def main(argv=None) -> int:
     g.add_argument("--phonemes", help="a Kokoro phoneme string, mapped through the vocabulary")
     g.add_argument("--demo", action="store_true", help="a built-in phoneme string")
     p.add_argument("-o", "--out", required=True, help="output file (format from its extension, as for say) or - for stdout")
-    p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
-    p.add_argument("--speed", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
+    add_request_args(p, "voice", "speed", "seed")
     add_speech_args(p)
     p.set_defaults(fn=cmd_synth)
     p = sub.add_parser("export", help="write a standalone C program (stages, weights, main.c, Makefile)")

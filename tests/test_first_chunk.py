@@ -1,4 +1,4 @@
-"""First-chunk planning (kcc.speech.serve.first_chunk, kcc.speech.text.iter_chunks' ramp) and the
+"""First-chunk planning (kcc.speech.request.chunking, kcc.speech.text.iter_chunks' ramp) and the
 server's chunk scheduler (kcc.speech.serve.scheduler): pure functions and event order, no clocks."""
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from kcc.model.pipeline import SynthesisCancelled
-from kcc.speech.serve.first_chunk import CostModel, chunk_plan, chunk_ramp
+from kcc.speech.request import chunk_plan, chunk_ramp
 from kcc.speech.g2p.g2p import Word
 from kcc.model.pipeline import CONTINUING_TRAIL_FRAMES, continuing_durations
 from kcc.speech.engine import ends_sentence, plan, synthesize_chunks
 from kcc.speech.audio.timestamps import SAMPLES_PER_FRAME
 from kcc.speech.serve.scheduler import ChunkScheduler, SchedulerClosed
 from kcc.speech.serve.service import Limits
-from kcc.speech.text import iter_chunks, phoneme_string
+from kcc.speech.text import iter_chunks, phoneme_string, word_level
 
 from test_say import FakeSynth, LetterG2P, sentences
 from test_server import RawStream, post, serving
@@ -54,9 +54,9 @@ def test_ramped_chunks_keep_every_word_whole_and_in_order(ramp):
     chunks = list(iter_chunks(words, 200, ramp))
     assert flat(chunks) == [(w.text, w.phonemes) for w in words]        # nothing lost, nothing split
     assert [id(w) for c in chunks for w in c] == [id(w) for w in words]  # the very Word objects
-    for k, c in enumerate(chunks):
-        assert len(phoneme_string(c)) <= (ramp[k] if k < len(ramp) else 200)
-    assert len(phoneme_string(chunks[0])) > ramp[0] - 12                # cut near the limit, not early
+    for k, c in enumerate(chunks[:-1]):
+        assert len(phoneme_string(c)) <= 200
+        assert word_level(c[-1]) is not None or word_level(c[-2]) is not None   # a short chunk ends where the text does
     assert max(len(phoneme_string(c)) for c in chunks) > ramp[-1]       # later chunks are longer
 
 
@@ -65,14 +65,14 @@ def test_first_chunk_ends_at_a_phrase_mark_when_one_fits():
     assert [w.text for w in chunks[0]] == ["Sentence", "number", "one", ","]
 
 
-def test_first_chunk_cuts_between_words_without_a_mark():
+def test_first_chunk_grows_to_the_next_mark_rather_than_cut_inside_a_phrase():
     chunks = list(iter_chunks(words_of(TEXT), 200, [9]))
-    assert [w.text for w in chunks[0]] == ["The", "quick"]             # "the quick": 9 phonemes
+    assert [w.text for w in chunks[0]][-3:] == ["lazy", "dog", ","]     # not "The quick": the text's first comma
 
 
 def test_a_word_longer_than_the_first_limit_stays_whole():
     chunks = list(iter_chunks(words_of("Incomprehensibilities abound here, truly and really."), 100, [5]))
-    assert [w.text for w in chunks[0]] == ["Incomprehensibilities"]
+    assert [w.text for w in chunks[0]] == ["Incomprehensibilities", "abound", "here", ","]   # up to the mark
 
 
 @pytest.mark.parametrize("text", ["Hello there.", "Yes.", "Hi, all of you."])
@@ -80,21 +80,23 @@ def test_a_short_sentence_stays_one_chunk(text):
     ramp, min_rest = chunk_plan(6, 200)
     assert min_rest == 12
     assert len(list(iter_chunks(words_of(text), 200, ramp, min_rest))) == 1
-    assert len(list(iter_chunks(words_of(text), 200, ramp))) == (1 if len(phoneme_string(words_of(text))) <= 6 else 2)
+    # without min_rest a short run still ends only at a mark: "Hi, | all of you." is the one cut
+    assert len(list(iter_chunks(words_of(text), 200, ramp))) == (2 if "," in text else 1)
 
 
 def test_min_rest_keeps_a_short_tail_with_its_chunk_but_not_a_long_one():
-    text = "The quick brown fox jumps over the lazy dog."
+    text = "The quick brown fox jumps, over the lazy dog."
     assert len(list(iter_chunks(words_of(text), 200, [30], min_rest=30))) == 1       # 11 phonemes would follow
-    assert len(list(iter_chunks(words_of(text), 200, [15], min_rest=15))) == 2
+    assert len(list(iter_chunks(words_of(text), 200, [24], min_rest=10))) == 2
 
 
 def test_the_ramp_runs_across_paragraphs():
-    text = "One two.\nThree four five six seven eight nine ten eleven twelve thirteen."
+    text = "One two.\nThree four, five six seven, eight nine ten eleven, twelve thirteen."
     chunks = plan(text, LetterG2P(), limit=200, first_limit=[8, 18])
     sizes = [len(c.phonemes) for c in chunks]
     assert chunks[0].text == "One two." and sizes[0] == 8      # the first paragraph fits the first limit
-    assert 12 < sizes[1] <= 18 and sizes[2] > 18 and len(sizes) == 3   # the second gets the ramp's next
+    assert chunks[1].text == "Three four," and sizes[1] <= 18         # the second gets the ramp's next,
+    assert sizes[2] > 18 and len(sizes) == 3                            # cut at the text's comma
 
 
 @pytest.mark.parametrize("bad", [[0], [5, -1], [2.5], ["x"]])
@@ -103,42 +105,18 @@ def test_bad_ramp_limits_are_refused(bad):
         list(iter_chunks(words_of(TEXT), 200, bad))
 
 
-# -- the measured size ---------------------------------------------------------------------------
-def test_cost_model_recovers_a_linear_cost():
-    m = CostModel()
-    for n in (5, 10, 20, 40, 80):
-        m.observe(n, 0.02 + 0.007 * n)
-    fixed, per = m.fit()
-    assert fixed == pytest.approx(0.02) and per == pytest.approx(0.007)
-    assert m.phonemes_within(0.16, 3, 40) == 20
-    assert m.phonemes_within(0.01, 3, 40) == 3 and m.phonemes_within(10.0, 3, 40) == 40
+# -- the plan comes from the request, never from load -------------------------------------------------
+def test_the_server_plans_a_whole_file_as_say_and_a_stream_by_the_fixed_ramp(tmp_path):
+    from kcc.speech.serve.request import SpeechRequest
+    with serving(tmp_path, limits=Limits(first_chunk_phonemes=40, chunk_phonemes=200)) as srv:
+        whole = SpeechRequest.build("Hi.", stream=False)
+        streamed = SpeechRequest.build("Hi.", stream=True)
+        assert srv.service.chunk_plan(whole) == {"limit": 510, "first_limit": None, "min_rest": 0}
+        assert srv.service.chunk_plan(streamed) == {"limit": 200, "first_limit": [40, 120], "min_rest": 80}
+        srv.service._measure(5.0, 10)                   # a very slow machine: the plan does not change
+        assert srv.service.chunk_plan(streamed) == {"limit": 200, "first_limit": [40, 120], "min_rest": 80}
 
 
-def test_cost_model_prior_and_one_size():
-    m = CostModel(prior_fixed_s=0.1, prior_per_phoneme_s=0.01)
-    assert m.fit() == (0.1, 0.01)
-    m.observe(10, 0.4)                                  # twice the prior's 0.2 s
-    assert m.fit() == pytest.approx((0.2, 0.02))
-    m.observe(0, 1.0)                                   # not a chunk: ignored
-    m.observe(10, -1.0)
-    assert m.fit() == pytest.approx((0.2, 0.02))
-
-
-def test_server_sizes_the_first_chunk_from_the_measured_cost(tmp_path):
-    limits = Limits(first_chunk_phonemes=40, first_chunk_seconds=0.15, first_chunk_min=6, chunk_phonemes=200)
-    with serving(tmp_path, limits=limits) as srv:
-        cost = srv.service.cost
-        for n in (10, 40):                              # fast: 40 phonemes well within 0.15 s
-            cost.observe(n, 0.001 * n)
-        assert srv.service.first_chunks() == ([40, 120], 80)
-        for _ in range(32):                             # slow: 25 ms a phoneme + 0.1 s
-            cost.observe(10, 0.35)
-            cost.observe(20, 0.6)
-        assert srv.service.first_chunks() == ([6, 18, 54, 162], 12)
-    assert Limits(first_chunk_seconds=0).first_chunk_seconds == 0
-
-
-# -- scheduling --------------------------------------------------------------------------------------
 def test_scheduler_runs_the_earliest_key_first_and_skips_cancelled():
     sched = ChunkScheduler(1)
     hold, order, threads = threading.Event(), [], []
@@ -218,7 +196,7 @@ class HoldSecond(FakeSynth):
 
 def test_a_new_requests_first_chunk_goes_before_another_requests_later_chunks(tmp_path):
     synth = HoldSecond()
-    limits = Limits(workers=1, max_queue=2, first_chunk_seconds=0, first_chunk_phonemes=20)
+    limits = Limits(workers=1, max_queue=2, first_chunk_phonemes=20)
     with serving(tmp_path, synth, limits=limits) as srv:
         a = RawStream(srv.port, json.dumps({"input": sentences(8), "response_format": "pcm"}).encode())
         try:
@@ -297,7 +275,7 @@ def test_the_thread_count_is_applied_in_every_synthesising_thread():
 # -- the first chunk's leading silence ------------------------------------------------------------
 def test_the_first_chunk_of_a_stream_has_its_leading_silence_capped(tmp_path):
     synth = FakeSynth()
-    limits = Limits(workers=1, first_chunk_seconds=0, first_chunk_phonemes=20, first_lead_frames=3)
+    limits = Limits(workers=1, first_chunk_phonemes=20, first_lead_frames=3)
     with serving(tmp_path, synth, limits=limits) as srv:
         status, _, body = post(srv.port, {"input": sentences(4), "response_format": "pcm"})
     assert status == 200 and body
@@ -326,7 +304,7 @@ def test_a_chunk_cut_inside_a_sentence_continues_and_a_sentence_end_does_not():
 
 
 def test_a_last_chunk_without_final_punctuation_ends_as_an_utterance():
-    chunks, calls, _ = _spoken("alpha bravo charlie delta echo foxtrot golf hotel", [12])
+    chunks, calls, _ = _spoken("alpha bravo, charlie delta; echo foxtrot, golf hotel", [12])
     assert len(chunks) >= 2 and not any(ends_sentence(c) for c in chunks)
     assert [c["continues"] for c in calls] == [True] * (len(chunks) - 1) + [False]
 

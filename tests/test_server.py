@@ -22,7 +22,7 @@ import uvicorn
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kcc.speech.g2p.g2p import G2PError
-from kcc.speech.serve.first_chunk import chunk_plan
+from kcc.speech.request import chunk_plan
 from kcc.speech.engine import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
 from kcc.speech.serve.connection import ConnectionLimits, uvicorn_options
@@ -36,7 +36,7 @@ from test_say import FakeSynth, LetterG2P, sentences
 
 # The fakes take no time, so a measured first-chunk size would depend on the order of requests:
 # these tests plan with a fixed one (tests/test_first_chunk.py tests the measured sizing).
-FIXED = Limits(first_chunk_seconds=0)
+FIXED = Limits()
 
 
 VOICE_SEEDS = {"af_alloy": 1, "am_echo": 2, "bf_emma": 3, "jf_alpha": 4}
@@ -465,7 +465,7 @@ def only_worker_held(tmp_path, **limits):
     (per-chunk scheduling) and be served: the race the wait rules out."""
     gate = threading.Event()
     synth = FakeSynth(gate=gate)
-    with serving(tmp_path, synth, limits=Limits(workers=1, first_chunk_seconds=0, **limits)) as srv:
+    with serving(tmp_path, synth, limits=Limits(workers=1, **limits)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(12), "response_format": "pcm"}).encode())
         try:
             assert s.status == 200 and s.chunk()
@@ -561,7 +561,7 @@ def test_client_disconnect_cancels_the_synthesis(tmp_path, stream):
 @pytest.mark.parametrize("stream", [True, False])
 def test_request_deadline_holds(tmp_path, stream):
     synth = FakeSynth(delay=0.2)
-    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
+    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0)) as srv:
         t0 = time.monotonic()
         try:
             status, headers, data = post(srv.port, {"input": sentences(30), "response_format": "pcm", "stream": stream})
@@ -577,7 +577,7 @@ def test_request_deadline_holds(tmp_path, stream):
 
 def test_stream_cut_mid_way_is_not_a_clean_end(tmp_path):
     synth = FakeSynth(delay=0.2)
-    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
+    with serving(tmp_path, synth, limits=Limits(request_timeout_s=1.0)) as srv:
         s = RawStream(srv.port, json.dumps({"input": sentences(30), "response_format": "pcm"}).encode())
         assert s.status == 200
         t0 = time.monotonic()
@@ -591,7 +591,7 @@ def test_stream_cut_mid_way_is_not_a_clean_end(tmp_path):
 
 
 def test_sse_deadline_ends_with_an_error_event(tmp_path):
-    with serving(tmp_path, FakeSynth(delay=0.2), limits=Limits(request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
+    with serving(tmp_path, FakeSynth(delay=0.2), limits=Limits(request_timeout_s=1.0)) as srv:
         status, _, data = post(srv.port, {"input": sentences(30), "stream_format": "sse", "response_format": "pcm"})
     events = [json.loads(x[6:]) for x in data.decode().split("\n\n") if x.startswith("data: ")]
     assert status == 200 and events[-1]["type"] == "error" and events[-1]["error"]["code"] == 504

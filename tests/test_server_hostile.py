@@ -137,7 +137,7 @@ def _non_reader(port: int, doc: dict) -> socket.socket:
 def test_a_client_that_stops_reading_is_cut_and_frees_its_slot(tmp_path, stream_format):
     synth = FakeSynth()
     text = sentences(60)                       # ~10 MB of pcm: far over every socket buffer
-    limits = Limits(workers=1, max_queue=0, first_chunk_seconds=0)
+    limits = Limits(workers=1, max_queue=0)
     with serving(tmp_path, synth, limits=limits, connection=ConnectionLimits(write_stall_s=1.0)) as srv:
         readers = [_non_reader(srv.port, {"input": text, "response_format": "pcm", "stream_format": stream_format})]
         _wait(lambda: len(synth.calls) >= 1, what="synthesis started")
@@ -200,7 +200,7 @@ def _long_text(chars: int = 4000) -> str:
 
 def test_dropped_long_requests_stop_their_g2p_and_a_short_request_is_answered(tmp_path):
     g2p = SlowG2P()                          # a 2000-character piece: 8 s; a 200-character one: 0.08 s
-    limits = Limits(workers=2, max_queue=8, first_chunk_seconds=0)
+    limits = Limits(workers=2, max_queue=8)
     with serving(tmp_path, limits=limits, g2ps=lambda lang: g2p) as srv:
         dropped = []
         for _ in range(10):
@@ -221,7 +221,7 @@ def test_dropped_long_requests_stop_their_g2p_and_a_short_request_is_answered(tm
 
 def test_g2p_past_the_request_deadline_is_a_504_and_stops(tmp_path):
     g2p = SlowG2P(per_char2=2.5e-6)          # 0.1 s a piece, 20 pieces: past a 1 s deadline
-    limits = Limits(request_timeout_s=1.0, first_chunk_seconds=0)
+    limits = Limits(request_timeout_s=1.0)
     with serving(tmp_path, limits=limits, g2ps=lambda lang: g2p) as srv:
         t0 = time.monotonic()
         status, headers, data = post(srv.port, {"input": _long_text(), "response_format": "pcm"}, timeout=10)

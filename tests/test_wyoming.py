@@ -30,7 +30,7 @@ from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, Synthesiz
 @contextlib.contextmanager
 def wyoming_server(tmp_path, synth=None, g2ps=None, limits: Limits | None = None, wyoming_limits=None):
     voices = VoiceSet(make_catalog(tmp_path / "voices"), None, "af_alloy", loader=load_voice)
-    service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or Limits(first_chunk_seconds=0))
+    service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or Limits())
     port = free_port()
     loop = asyncio.new_event_loop()
     task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}", wyoming_limits))

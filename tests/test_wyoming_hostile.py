@@ -166,7 +166,7 @@ def test_a_stop_without_a_start_is_answered_stopped(tmp_path):
 def test_dropped_long_requests_stop_their_g2p_over_wyoming(tmp_path):
     g2p = SlowG2P()
     with wyoming_server(tmp_path, g2ps=lambda lang: g2p,
-                        limits=Limits(workers=2, max_queue=8, first_chunk_seconds=0)) as (port, service):
+                        limits=Limits(workers=2, max_queue=8)) as (port, service):
         clients = []
         for _ in range(10):
             c = Raw(port)
@@ -189,7 +189,7 @@ def test_dropped_long_requests_stop_their_g2p_over_wyoming(tmp_path):
 
 def test_a_wyoming_client_that_stops_reading_is_cut(tmp_path):
     synth = FakeSynth()
-    with wyoming_server(tmp_path, synth, limits=Limits(workers=1, max_queue=0, first_chunk_seconds=0),
+    with wyoming_server(tmp_path, synth, limits=Limits(workers=1, max_queue=0),
                         wyoming_limits=WyomingLimits(write_stall_s=1.0)) as (port, service):
         c = Raw(port, rcvbuf=4096)
         c.event("synthesize", {"text": sentences(40)})

@@ -20,18 +20,15 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
 from kcc.model.loader import load
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
 from kcc.speech.cli.progress_bar import WIDTH, ProgressBar
-from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
+from kcc.speech.request import FIELDS, SayError, SpeechRequest, chunking
+from kcc.speech.sentences import ends_sentence as _ends_sentence
+from kcc.speech.text import MAX_PHONEMES, word_level, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
-
-
-class SayError(ValueError):
-    """The request cannot be spoken; the message names the problem."""
 
 
 class NothingToSay(SayError):
@@ -80,43 +77,22 @@ def resolve_voice(voice, search: list[Path] | None = None, language: str = "") -
 
 
 def check_speed(speed) -> float:
-    if isinstance(speed, bool):          # float(True) is 1.0: a JSON or CSV true is no speed
-        raise SayError(f"speed must be a number, got {speed!r}")
-    try:
-        s = float(speed)
-    except (TypeError, ValueError):
-        raise SayError(f"speed must be a number, got {speed!r}") from None
-    if not (np.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
-        raise SayError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed!r}")
-    return s
+    """The one speed check (kcc.speech.request's declaration): RequestError, a SayError."""
+    return FIELDS["speed"].check(speed)
 
 
 def check_seed(value) -> int:
-    """The one seed check (say, synth, batch, serve, the Python API): a whole number in
-    [0, 2**31 - 1], the C RNG's range; anything else is refused, never wrapped."""
-    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
-        raise SayError(f"seed must be an integer, got {value!r}")
-    try:
-        s = int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise SayError(f"seed must be an integer, got {value!r}") from None
-    if not 0 <= s <= MAX_SEED:
-        raise SayError(f"seed must be in [0, {MAX_SEED}], got {value!r}")
-    return s
+    """The one seed check (kcc.speech.request's declaration): RequestError, a SayError."""
+    return FIELDS["seed"].check(value)
 
 
-# The first chunk is cut short (at a phrase boundary) so the first audio comes early:
-# measured on a 996-word text, 11.8 s to first audio with a full 456-phoneme first chunk,
-# 3.2 s with a 91-phoneme one (bench/results/bench_synth.md).
-FIRST_CHUNK_PHONEMES = 100
-
-
-def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = FIRST_CHUNK_PHONEMES,
+def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = None,
               speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> Iterator[Encoded]:
     """Text (str or UTF-8 bytes) -> encoded chunks, lazily, each <= limit phonemes and sized so
-    its frames at `speed` fit `max_frames` (kcc.speech.text.chunk_limit); the first <= first_limit where
-    a boundary allows (a sequence: the first chunks' limits, across paragraphs; min_rest: see
-    kcc.speech.text.iter_chunks); words in order. G2P runs one paragraph piece ahead of the chunks."""
+    its frames at `speed` fit `max_frames` (kcc.speech.text.chunk_limit); None: a chunk ends only
+    where the text does (a whole file); first_limit: the first chunk <= it where a boundary of the
+    text allows (a sequence: the first chunks' limits, across paragraphs; min_rest: see
+    kcc.speech.text.iter_chunks; kcc.speech.request.chunking gives both for a stream); words in order. G2P runs one paragraph piece ahead of the chunks."""
     text = clean_text(decode_text(text))
     if not text.strip():
         raise NothingToSay("input text is empty")
@@ -152,7 +128,7 @@ def _paragraph_words(para: str, g2p) -> Iterator[Word]:
         yield from words
 
 
-def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = FIRST_CHUNK_PHONEMES,
+def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = None,
          speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> list[Encoded]:
     """iter_plan, all of it (errors anywhere in the text surface before any synthesis)."""
     return list(iter_plan(text, g2p, limit, first_limit, speed, max_frames, min_rest))
@@ -190,12 +166,11 @@ def _synthesize_fitting(enc: Encoded, synth, pack: np.ndarray, speed: float, see
                                              continues or i < len(parts) - 1)]
 
 
-SENTENCE_END = ".!?…"
-
-
 def ends_sentence(enc: Encoded) -> bool:
-    """The chunk's phonemes end with a sentence's final punctuation (closing quotes aside)."""
-    return enc.phonemes.rstrip().rstrip("\"'”’»)]").endswith(tuple(SENTENCE_END))
+    """The chunk ends a sentence (kcc.speech.sentences: closing quotes aside; a Devanagari danda
+    the G2P dropped from the phonemes counts by the last word's text)."""
+    words = getattr(enc, "words", None)
+    return _ends_sentence(enc.phonemes) or bool(words) and word_level(words[-1]) == 0
 
 
 def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,

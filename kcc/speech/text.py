@@ -3,9 +3,9 @@
 Text is first cleaned (control characters become spaces: espeak-ng reads a NUL as the end of
 its input and would silently drop the rest of the word) and cut into paragraphs at newlines
 (KPipeline's split_pattern r'\\n+'); a paragraph whose phonemes exceed the limit is cut before
-the word that would overflow, at the last sentence end (!.?…) whose remainder fits, else the
-last clause mark (:;), else the last comma or dash, else right there (KPipeline.waterfall_last,
-a closing ')' or '”' staying with its sentence). A single word longer than the limit is cut
+the word that would overflow, at the last sentence end whose remainder fits, else the last
+clause mark, else the last comma or dash, else right there (KPipeline.waterfall_last, a closing
+')' or '”' staying with its sentence; the marks of every script: kcc.speech.sentences). A single word longer than the limit is cut
 into pieces, with a warning.
 
 Everything here is lazy: a paragraph longer than PIECE_CHARS reaches G2P in pieces cut at
@@ -27,9 +27,8 @@ from typing import Iterable, Iterator, Sequence
 from kcc.model.kokoro import MAX_PHONEMES  # ALBERT's 512 positions less the two boundary tokens
 from kcc.speech.g2p.g2p import Word
 from kcc.speech.g2p.overrides import INLINE, MAX_OVERRIDE_PHONEMES, MAX_WORD_CHARS
+from kcc.speech.sentences import CLOSERS, level, sentence_ends
 
-WATERFALL = ("!.?…", ":;", ",—")
-BUMPS = (")", "”")
 # A chunk's frames at speed 1, bounded from above: real Kokoro-82M (default voice, 40 English
 # chunks of prose, digits, spelled-out letters and punctuation runs) took 1.2-3.2 frames per
 # phoneme on long chunks, and short ones up to 50 frames for 7 phonemes (the boundary tokens).
@@ -59,9 +58,6 @@ def iter_paragraphs(text: str) -> Iterator[str]:
             yield m.group().strip()
 
 
-_SENTENCE_END = re.compile(r"[.!?…][)”\"']?\s")
-
-
 def _outside_overrides(paragraph: str, at: int, cut: int) -> int:
     """A cut at paragraph[at + cut] moved off any inline `[word](/phonemes/)` it would split."""
     reach = MAX_WORD_CHARS + MAX_OVERRIDE_PHONEMES + 6
@@ -76,7 +72,7 @@ def pieces(paragraph: str, size: int = PIECE_CHARS) -> Iterator[tuple[str, bool]
     at, n = 0, len(paragraph)
     while n - at > size:
         window = paragraph[at:at + size + 1]
-        ends = [m.end() for m in _SENTENCE_END.finditer(window)]
+        ends = sentence_ends(window, complete=False)
         cut = ends[-1] if ends and ends[-1] > size // 4 else window.rfind(" ") + 1
         if cut <= 0:
             cut = size
@@ -123,18 +119,31 @@ def _split_long(words: Iterable[Word], limit: int) -> Iterator[Word]:
         yield Word(w.text, cuts[-1], w.whitespace)
 
 
-def _cut(words: list[Word], incoming: Word, limit: int) -> int:
-    """How many of `words` form the chunk, so that the rest plus `incoming` fits the limit."""
-    for marks in WATERFALL:
-        z = next((i for i in range(len(words) - 1, -1, -1) if words[i].phonemes and words[i].phonemes in marks), None)
+def word_level(w: Word) -> int | None:
+    """The break after a word (kcc.speech.sentences.level): its punctuation phonemes, or its text
+    where the G2P dropped an unspaced mark ('है।' -> 'hɛː' still ends a sentence)."""
+    if w.phonemes:
+        got = level(w.phonemes)
+        if got is not None:
+            return got
+    return level(w.text) if w.text and w.text != w.phonemes else None
+
+
+def _cut(words: list[Word], incoming: Word, limit: int, natural: bool = False) -> int | None:
+    """How many of `words` form the chunk, so that the rest plus `incoming` fits the limit: after
+    the last sentence end that allows it, else clause mark, else comma; else all of them (or
+    None when `natural`: no boundary in the text allows the cut)."""
+    levels = [word_level(w) for w in words]
+    for n in range(3):
+        z = next((i for i in range(len(words) - 1, -1, -1) if levels[i] == n), None)
         if z is None:
             continue
         z += 1
-        if z < len(words) and words[z].phonemes in BUMPS:
-            z += 1
+        if z < len(words) and words[z].phonemes and not words[z].phonemes.strip(CLOSERS):
+            z += 1                          # a closing quote or bracket stays with its sentence
         if len(phoneme_string(words[z:] + [incoming])) <= limit:
             return z
-    return len(words)
+    return None if natural else len(words)
 
 
 def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
@@ -143,7 +152,8 @@ def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
 
     first_limit: the first run's limit, or the first runs' limits in order (a ramp: short runs
     first, so the first audio comes early and each next run is made while the last one plays);
-    a boundary is found as for `limit` (a word longer than the limit stays whole).
+    a short run ends only at a boundary of the text (sentence, clause, comma): where none
+    allows the cut it grows, up to `limit`, until one does.
     min_rest: a run is cut short of `limit` only when at least min_rest phonemes follow the cut
     in `words`, so a short sentence stays one run instead of ending in a fragment."""
     if limit < 1:
@@ -171,8 +181,14 @@ def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
         if w is None:
             break
         if current and len(phoneme_string(current + [w])) > lim():
-            z = _cut(current, w, lim())
-            if lim() < limit and min_rest > 0 and not rest_at_least(current[z:] + [w], min_rest):
+            short = lim() < limit
+            z = _cut(current, w, lim(), natural=short)
+            if z is None:                 # a short run ends only where the text does: grow it
+                if len(phoneme_string(current + [w])) <= limit:
+                    current.append(w)
+                    continue
+                z = _cut(current, w, limit)
+            if short and min_rest > 0 and not rest_at_least(current[z:] + [w], min_rest):
                 ramp = ramp[:k]           # too little follows: no more short runs
                 if len(phoneme_string(current + [w])) > limit:
                     z = _cut(current, w, limit)

@@ -330,14 +330,15 @@ def spec_language(spec: str) -> str:
     return voice_language(best.rpartition(".npz:")[2] if ".npz:" in best else Path(best).stem)
 
 
-def speaking(voice, language: str, text: str = "") -> tuple[str, object]:
-    """(the G2P's language, the voice) for a text, as every front-end picks them: no voice: the
-    default of the language (asked for, else detected from the text); a voice and no language
-    ('auto'): the voice's language reads Latin-script text (`--voice bm_george` speaks British
-    English; a blend, its heaviest voice's), the script decides the rest."""
+def speaking(voice, language: str, text: str = "", offered=None) -> tuple[str, object]:
+    """(the G2P's language, the voice) for a text: the one decision every door makes (kcc say,
+    kcc.Kokoro, kcc.KPipeline, the server, Wyoming, batch, book). No voice: the default of the
+    language (asked for, else detected from the text; among `offered` names where given); a
+    voice and no language ('auto'): the voice's language reads Latin-script text (`--voice
+    bm_george` speaks British English; a blend, its heaviest voice's), the script decides the rest."""
     auto = language in ("", "auto", None)
     if voice is None:
-        return language, default_voice_for(detect_language(text, DEFAULT_LANGUAGE) if auto else language)
+        return language, default_voice_for(detect_language(text, DEFAULT_LANGUAGE) if auto else language, offered)
     if auto and isinstance(voice, str):
         return pick_language(text, spec_language(voice), "auto"), voice
     return language, voice

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from kcc.speech.batch.audio import FORMATS
-from kcc.speech.batch.item import DEFAULT_MAX_CHARS
+from kcc.speech.request import BATCH_MAX_CHARS, add_request_args
 
 
 def add_parser(subparsers) -> None:
@@ -27,11 +27,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--processes", action="store_true",
                    help="local engine: one process per worker (survives a crashing worker; slower start) "
                         "instead of threads sharing one model")
-    p.add_argument("--voice", help="voice for items without one (catalog name, path or blend; default: the voice of each item's language)")
-    p.add_argument("--speed", type=float, default=1.0, help="default speed")
-    p.add_argument("--seed", type=int, default=0, help="default seed")
+    # the request's declarations; each is the default of items whose manifest row leaves it out
+    add_request_args(p, "voice", "speed", "seed", "max_chars", defaults={"max_chars": BATCH_MAX_CHARS})
     p.add_argument("--format", default="wav", choices=list(FORMATS), help="default audio format")
-    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="longest item text accepted")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
     add_speech_args(p)      # --checkpoint --voices-dir --lang --g2p --max-frames --threads --native
     p.set_defaults(fn=run_cli)
@@ -47,7 +45,8 @@ def run_cli(args) -> int:
     from kcc.speech.g2p.g2p import G2PFactory
     try:
         g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
-        defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),
+        defaults = Defaults(check_option("voice", args.voice, Defaults()), check_option("lang", args.lang, Defaults()),
+                            check_option("speed", args.speed, Defaults()),
                             check_option("seed", args.seed, Defaults()), args.format)
         spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
                          precision=args.precision)

@@ -30,10 +30,11 @@ from kcc.speech.batch.manifest import Item, id_problem
 from kcc.speech.engine import plan, resolve_voice, say
 from kcc.speech.g2p.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
+from kcc.speech.request import BATCH_MAX_CHARS
 from kcc.speech.voices import VoiceError, speaking
 
 FINGERPRINT_SCHEMA = "kcc.speech.batch.item/1"
-DEFAULT_MAX_CHARS = 20_000               # one item's text: ~25 min of speech, a few minutes of synthesis
+DEFAULT_MAX_CHARS = BATCH_MAX_CHARS       # one item's text (kcc.speech.request's declaration)
 
 
 class ItemError(ValueError):

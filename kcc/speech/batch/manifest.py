@@ -19,11 +19,13 @@ from typing import Iterator
 
 from kcc.files import read_user_file
 from kcc.speech.batch.audio import FORMATS
-from kcc.speech.g2p.g2p import G2PError, canonical_language, decode_text
-from kcc.speech.engine import check_seed, check_speed
+from kcc.speech.g2p.g2p import G2PError, decode_text
+from kcc.speech.request import FIELDS, language_code
 
-COLUMNS = ("id", "text", "phonemes", "voice", "lang", "speed", "seed", "format")
-OPTIONS = ("voice", "lang", "speed", "seed", "format")
+# The request's fields that have a column (kcc.speech.request.FIELDS), with the item's id and the
+# phonemes batch alone accepts instead of text.
+OPTIONS = tuple(f.column for f in FIELDS.values() if f.column and f.name != "text")
+COLUMNS = ("id", "text", "phonemes", *OPTIONS)
 MAX_ID_BYTES = 200                       # leaves room for '.json' / '.opus' and the temp-file prefix
 MAX_MANIFEST_BYTES = 256 << 20           # read counting bytes: `kcc batch /dev/zero` ends, by name
 MAX_FIELD_BYTES = 128 << 10              # one field (a text, an id...); a longer one is a Rejected line
@@ -122,23 +124,20 @@ def check_option(name: str, value, defaults: Defaults):
     if value is None or value == "":
         return getattr(defaults, name)
     if name == "voice":
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("voice must be a non-empty string")
-        if "/" in value or "\\" in value:
-            raise ValueError(f"voice {value!r}: a manifest names catalog voices, not paths")
-        return value.strip()
+        voice = FIELDS["voice"].check(value)          # RequestError (a ValueError): the declaration's message
+        if voice is None:
+            return getattr(defaults, name)
+        if "/" in voice or "\\" in voice:
+            raise ValueError(f"voice {voice!r}: a manifest names catalog voices, not paths")
+        return voice
     if name == "lang":
-        if not isinstance(value, str):
-            raise ValueError(f"lang must be a string, got {value!r}")
-        return canonical_language(value)      # its G2PError is a ValueError naming the choices
+        return language_code(value)
     if name == "format":
         if value not in FORMATS:
             raise ValueError(f"format {value!r} is not one of {', '.join(FORMATS)}")
         return value
-    if name == "speed":
-        return check_speed(value)            # a SayError is a ValueError
-    if name == "seed":
-        return check_seed(value)             # the one seed check (kcc.speech.engine); a SayError is a ValueError
+    if name in ("speed", "seed"):
+        return FIELDS[name].check(value)              # the one check and message of every door
     raise AssertionError(name)
 
 

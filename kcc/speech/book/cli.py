@@ -13,7 +13,7 @@ import time
 
 
 def add_parser(subparsers) -> None:
-    from kcc.model.kokoro import MAX_SEED
+    from kcc.speech.request import add_request_args
     from kcc.speech.book.assemble import AUDIO_FORMATS
     from kcc.speech.book.captions import FORMATS as CAPTIONS
     from kcc.speech.book.layout import Pauses
@@ -31,10 +31,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--paragraph-pause", type=float, default=d.paragraph, metavar="S", help="silence after a paragraph")
     p.add_argument("--chapter-pause", type=float, default=d.chapter, metavar="S", help="silence after a chapter")
     p.add_argument("--title-pause", type=float, default=d.title, metavar="S", help="silence after a chapter title")
-    p.add_argument("--voice", help="voice: NAME or a blend 'a:0.6,b:0.4' (default: one for the book's language)")
-    p.add_argument("--speed", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0,
-                   help=f"seed of the sine source's noise (0..{MAX_SEED})")
+    add_request_args(p, "voice", "speed", "seed")
     p.add_argument("--engine", default="local", choices=["local", "ray"], help="the batch engine (kcc batch)")
     p.add_argument("--address", help="--engine ray: an existing Ray cluster (default: start a local Ray)")
     p.add_argument("--workers", type=int, help="paragraphs at once (default: one per core)")

@@ -8,13 +8,15 @@ silence inserted between items, not synthesised, so changing them redoes no synt
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kcc.speech.book.sources import Book
+from kcc.speech.sentences import split_sentences
+
+if TYPE_CHECKING:                # annotations only: `kcc book --help` reads Pauses without the parsers
+    from kcc.speech.book.sources import Book
 
 ITEM_CHARS = 1_500           # ~1.5 min of speech: a paragraph past it is cut at sentence ends
-_SENTENCE = re.compile(r"(?<=[.!?…;:])[)”\"'’]?\s+")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def split_paragraph(text: str, limit: int = ITEM_CHARS) -> list[str]:
 
 
 def _pieces(text: str, limit: int):
-    for sentence in _SENTENCE.split(text):
+    for sentence in split_sentences(text):
         while len(sentence) > limit:
             cut = sentence.rfind(" ", 0, limit)
             cut = cut if cut > 0 else limit

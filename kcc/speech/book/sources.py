@@ -30,6 +30,7 @@ from kcc.speech.book.errors import (
     UnsupportedBook,
 )
 from kcc.speech.g2p.g2p import G2PError, decode_text
+from kcc.speech.sentences import ends_sentence
 
 FORMATS = ("epub", "markdown", "html", "text", "pdf")
 _SUFFIXES = {".epub": "epub", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
@@ -282,7 +283,7 @@ def _blocks(text: str, by_lines: bool) -> list[list[str]]:
             cur = []
             continue
         cur.append(ln)
-        if len(ln) < short and ln.rstrip("\"'”’)").endswith((".", "!", "?", "…")):
+        if len(ln) < short and ends_sentence(ln):
             out.append(cur)
             cur = []
     if cur:

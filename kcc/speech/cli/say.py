@@ -20,8 +20,9 @@ from kcc.model.pipeline import SynthesisError
 from kcc.speech.audio.formats import AudioFormatError, format_for
 from kcc.speech.audio.output import open_audio
 from kcc.speech.cli.args import checkpoint_of
-from kcc.speech.engine import (Chunk, Progress, SayError, check_seed, check_speed, chunk_summary, iter_plan,
-                               load_synthesizer, resolve_voice, synthesize_chunks)
+from kcc.speech.engine import (Chunk, Progress, chunk_summary, iter_plan, load_synthesizer, resolve_voice,
+                               synthesize_chunks)
+from kcc.speech.request import SayError, SpeechRequest, chunking
 from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, decode_text
 from kcc.speech.cli.interrupts import Interrupted, interruptible, interrupts_raise
 from kcc.speech.audio.outputs import OutputError, check_outputs
@@ -154,18 +155,19 @@ def _run(args) -> tuple[int, int, int]:
     fmt = format_for(args.out, getattr(args, "format", None))
     if subtitles is not None:
         subtitle_kind(subtitles)
-    text = read_input(args)
-    speed = check_speed(args.speed)
-    seed = check_seed(args.seed)
+    req = SpeechRequest.build(read_input(args), voice=args.voice, lang=args.lang, speed=args.speed, seed=args.seed,
+                              format=fmt)
+    speed, seed = req.speed, req.seed
     max_frames = check_max_frames(args.max_frames)
     check_precision(getattr(args, "precision", None))
     lexicon = load_lexicon(args.lexicon) if getattr(args, "lexicon", None) else None
-    language, voice = speaking(args.voice, args.lang, text)          # read_input decoded it
+    language, voice = speaking(req.voice, req.lang, req.text)         # read_input decoded it
     g2p = G2P(language, args.g2p, lexicon=lexicon)
     print(f"kcc: G2P: {g2p.description}", file=sys.stderr)
     pack = resolve_voice(voice, [Path(d) for d in args.voices_dir])
-    progress = Progress(len(text), enabled=True if args.progress else None)
-    chunks = iter_plan(text, g2p, speed=speed, max_frames=max_frames)
+    progress = Progress(len(req.text), enabled=True if args.progress else None)
+    # a file, even on stdout, is whole: its chunks end where the text does, never early for latency
+    chunks = iter_plan(req.text, g2p, speed=speed, max_frames=max_frames, **chunking(stream=False))
     first = next(chunks)                   # text errors surface before the (slow) compile
     synth = load_synthesizer(checkpoint_of(args), max_frames,
                              native=getattr(args, "native", False), threads=getattr(args, "threads", None),

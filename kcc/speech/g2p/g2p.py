@@ -31,10 +31,9 @@ __all__ = ["ALIASES", "G2P", "G2P_BACKENDS", "LANGUAGE_CHOICES", "PUNCTUATION", 
            "G2PFactory", "load_vocab", "misaki_available", "peel", "words_from_phonemes"]
 
 # Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
-from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
-# The English backends (kcc.speech.g2p.en). Each other language has one backend; a server started with
+# The English backends (kcc.speech.g2p.en): each other language has one backend; a server started with
 # --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
-G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
+from kcc.speech.languages import ALIASES, G2P_BACKENDS, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
 
 
 def decode_text(data: bytes | str, source: str = "input") -> str:

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -28,7 +27,8 @@ from starlette.staticfiles import StaticFiles
 from kcc.speech.serve import sse
 from kcc.speech.audio.formats import STREAMABLE
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
-from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
+from kcc.speech.serve.limits import HttpLimits  # noqa: F401  (re-exported: kcc.speech.serve.app.HttpLimits)
+from kcc.speech.serve.request import ApiError, parse_speech
 from kcc.speech.serve.security import PAGE_HEADERS, Access, guarded
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
@@ -36,21 +36,6 @@ from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 STATIC = Path(__file__).with_name("static")
 SEND_SLICE = 16 * 1024               # a stream's bytes are sent in slices of at most this (paced)
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-
-
-@dataclass
-class HttpLimits:
-    max_body_bytes: int = 64 * 1024
-    max_input_chars: int = MAX_INPUT_CHARS
-    max_connections: int = 64        # requests in flight, all routes but /health
-    body_timeout_s: float = 10.0     # a slow body holds a request slot: as long as a slow head may
-    # A streamed response's client may make the server wait on its reading (the send blocked)
-    # at most as long as the audio sent so far lasts, plus this: a player reading in real time
-    # never falls further behind, a client reading slower than real time is cut.
-    read_lag_s: float = 30.0
-    # A response's writing, first byte to last: generous, as a player that reads in real time
-    # takes as long as the audio lasts (4096 characters speak for about 5 minutes).
-    response_timeout_s: float = 900.0
 
 
 async def read_body(request: Request, limits: HttpLimits) -> bytes:

@@ -14,7 +14,11 @@ import sys
 import threading
 from pathlib import Path
 
+from kcc.speech.request import add_request_args, language_code
+from kcc.speech.serve.limits import HttpLimits, Limits
+
 ENV = "KCC_"
+LIMITS, HTTP = Limits(), HttpLimits()          # the defaults, written once (docs/LIMITS.md reads them too)
 
 # The server's memory: SERVER_BASE_BYTES (the process, G2P, the weights faulted in by the first
 # request) plus WORKER_MEMORY_BYTES for each synthesis worker's arena and scratch at the default
@@ -45,23 +49,22 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
     p.set_defaults(lang=_env("LANG", "en-us"))
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="address to listen on ($KCC_HOST)")
     p.add_argument("--port", type=int, default=_env("PORT", port, int), help="($KCC_PORT)")
-    p.add_argument("--voice", default=_env("VOICE", None), help="default voice NAME ($KCC_VOICE)")
+    add_request_args(p, "voice", defaults={"voice": _env("VOICE", None)})     # a request without one: this ($KCC_VOICE)
     p.add_argument("--voice-alias", default=_env("VOICE_ALIASES", None), metavar="A=V,...",
                    help="OpenAI voice name -> catalog voice, replacing the built-in table ($KCC_VOICE_ALIASES)")
-    p.add_argument("--workers", type=int, default=_env("WORKERS", 2, int), help="syntheses at once ($KCC_WORKERS)")
-    p.add_argument("--max-queue", type=int, default=_env("MAX_QUEUE", 8, int),
+    p.add_argument("--workers", type=int, default=_env("WORKERS", LIMITS.workers, int),
+                   help="syntheses at once ($KCC_WORKERS)")
+    p.add_argument("--max-queue", type=int, default=_env("MAX_QUEUE", LIMITS.max_queue, int),
                    help="requests waiting for a worker before 503 ($KCC_MAX_QUEUE)")
-    p.add_argument("--request-timeout", type=float, default=_env("REQUEST_TIMEOUT", 120.0, float),
+    p.add_argument("--request-timeout", type=float, default=_env("REQUEST_TIMEOUT", LIMITS.request_timeout_s, float),
                    help="seconds one request may take, queue included ($KCC_REQUEST_TIMEOUT)")
-    p.add_argument("--chunk-phonemes", type=int, default=_env("CHUNK_PHONEMES", 200, int),
-                   help="longest text chunk synthesised at once; bounds one step past a deadline ($KCC_CHUNK_PHONEMES)")
-    p.add_argument("--first-chunk-phonemes", type=int, default=_env("FIRST_CHUNK_PHONEMES", 40, int),
-                   help="the first chunk's most phonemes: it is cut shorter, so the first audio comes early "
-                        "($KCC_FIRST_CHUNK_PHONEMES)")
-    p.add_argument("--first-chunk-seconds", type=float, default=_env("FIRST_CHUNK_SECONDS", 0.15, float),
-                   help="size the first chunk from the measured synthesis cost to be made within this (at least "
-                        "16 phonemes); 0: --first-chunk-phonemes, sentences under ~3x that whole: later first "
-                        "audio, more natural speech ($KCC_FIRST_CHUNK_SECONDS)")
+    p.add_argument("--chunk-phonemes", type=int, default=_env("CHUNK_PHONEMES", LIMITS.chunk_phonemes, int),
+                   help="longest chunk of a stream synthesised at once; bounds one step past a deadline (a whole "
+                        "file is chunked as `kcc say` chunks it) ($KCC_CHUNK_PHONEMES)")
+    p.add_argument("--first-chunk-phonemes", type=int,
+                   default=_env("FIRST_CHUNK_PHONEMES", LIMITS.first_chunk_phonemes, int),
+                   help="a stream's first chunk's most phonemes: it ends early, at a sentence, clause or comma "
+                        "of the text, so the first audio comes early ($KCC_FIRST_CHUNK_PHONEMES)")
     p.add_argument("--first-lead-ms", type=int, default=_env("FIRST_LEAD_MS", -1, int),
                    help="the most silence before a stream's first phoneme (the model puts ~300 ms there); "
                         "-1 (default): the model's. Shorter comes sooner but costs the first word's onset "
@@ -71,9 +74,9 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
 def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("serve", help="OpenAI-compatible speech server (HTTP) with a web page at /")
     _common(p, 8880)
-    p.add_argument("--max-chars", type=int, default=_env("MAX_CHARS", 4096, int), help="longest input ($KCC_MAX_CHARS)")
-    p.add_argument("--max-body", type=int, default=_env("MAX_BODY", 64 * 1024, int), help="bytes ($KCC_MAX_BODY)")
-    p.add_argument("--max-connections", type=int, default=_env("MAX_CONNECTIONS", 64, int),
+    add_request_args(p, "max_chars", defaults={"max_chars": _env("MAX_CHARS", HTTP.max_input_chars, int)})
+    p.add_argument("--max-body", type=int, default=_env("MAX_BODY", HTTP.max_body_bytes, int), help="bytes ($KCC_MAX_BODY)")
+    p.add_argument("--max-connections", type=int, default=_env("MAX_CONNECTIONS", HTTP.max_connections, int),
                    help="requests in flight before 503 ($KCC_MAX_CONNECTIONS)")
     p.add_argument("--shutdown-timeout", type=float, default=_env("SHUTDOWN_TIMEOUT", 30.0, float),
                    help="seconds SIGTERM waits for requests in flight ($KCC_SHUTDOWN_TIMEOUT)")
@@ -113,7 +116,6 @@ def check_settings(args) -> None:
               ("--request-timeout", args.request_timeout, 0.1, 86_400),
               ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
               ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
-              ("--first-chunk-seconds", args.first_chunk_seconds, 0, 60),
               ("--first-lead-ms", args.first_lead_ms, -1, 10_000),
               ("--port", args.port, 0, 65_535)]
     checks += [(flag, getattr(args, attr), lo, hi) for flag, attr, lo, hi in (
@@ -155,6 +157,7 @@ def build_service(args):
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
     check_settings(args)
+    args.lang = language_code(args.lang)  # every spelling the README lists; RequestError names the others
     dirs = [Path(d) for d in args.voices_dir] or [Path(d) for d in filter(None, [_env("VOICES_DIR", None)])]
     catalog = voices_mod.voice_catalog(dirs)
     aliases = parse_aliases(args.voice_alias) if args.voice_alias else None
@@ -174,7 +177,6 @@ def build_service(args):
                              precision=args.precision)
     limits = Limits(workers=args.workers, max_queue=args.max_queue, request_timeout_s=args.request_timeout,
                     chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes,
-                    first_chunk_seconds=args.first_chunk_seconds,
                     first_lead_frames=lead_frames(args.first_lead_ms),
                     cores=0 if args.threads else available_cores())
     return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)

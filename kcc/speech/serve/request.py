@@ -1,5 +1,9 @@
 """The OpenAI speech request body -> a checked SpeechRequest, or a named ApiError.
 
+The body's fields are kcc.speech.request's declarations, read by their JSON `key` (input, voice,
+lang_code, speed, seed, response_format, stream) and checked by the same functions every other
+door uses: an out-of-range value is the same RequestError message, here as a 422 naming the key.
+
 Rules: a body that is not a JSON object (bad UTF-8, not JSON, NaN/Infinity, nesting deeper than
 the parser allows, integers over Python's digit limit) is 400; a field of the wrong type or out
 of range is 422. Unknown fields are ignored, so clients written for OpenAI or Kokoro-FastAPI
@@ -12,11 +16,11 @@ import math
 from dataclasses import dataclass
 
 from kcc.model.kokoro import MAX_SPEED, MIN_SPEED      # the one speed range (re-exported)
-from kcc.speech.g2p.g2p import G2PError, canonical_language
-from kcc.speech.engine import SayError, check_seed
 from kcc.speech.audio.formats import STREAMABLE
+from kcc.speech.request import FIELDS, RequestError
+from kcc.speech.request import SpeechRequest as Request
 
-MAX_INPUT_CHARS = 4096                 # OpenAI's limit
+from kcc.speech.serve.limits import MAX_INPUT_CHARS  # noqa: E402  (the default of the max_chars field here)
 MAX_INSTRUCTIONS_CHARS = 4096
 
 
@@ -35,17 +39,16 @@ class ApiError(Exception):
 
 
 @dataclass(frozen=True)
-class SpeechRequest:
-    text: str
-    voice: str | None
-    model: str = "kokoro"
-    response_format: str = "mp3"
-    speed: float = 1.0
+class SpeechRequest(Request):
+    """kcc.speech.request.SpeechRequest with what only the HTTP door carries."""
     stream: bool = True               # chunked as made; false: one whole file
+    model: str = "kokoro"
     sse: bool = False
-    lang: str | None = None
-    seed: int = 0
     volume: float = 1.0
+
+    @property
+    def response_format(self) -> str:
+        return self.format or "mp3"   # OpenAI's default
 
 
 def _reject_constant(name: str):
@@ -134,21 +137,20 @@ def parse_speech(body: bytes, max_input_chars: int = MAX_INPUT_CHARS) -> SpeechR
     stream_format = _string(doc, "stream_format", "audio")
     if stream_format not in ("audio", "sse"):
         raise ApiError(422, "'stream_format' must be 'audio' or 'sse'", "stream_format")
-    lang = _string(doc, "lang_code", None, limit=16)
-    if lang is not None:              # Kokoro-FastAPI's one-letter codes ('a', 'j', ...) included
-        try:
-            lang = canonical_language(lang)
-        except G2PError as exc:
-            raise ApiError(422, str(exc), "lang_code") from None
-    seed = doc.get("seed", 0)
     try:
-        if not isinstance(seed, int):     # JSON: 1e3 and 1.0 are numbers, not the integers a seed is
-            raise SayError(f"seed must be an integer, got {seed!r}")
-        seed = check_seed(seed)           # the one seed check and its message (kcc.speech.engine)
-    except SayError as exc:
-        raise ApiError(422, str(exc), "seed") from None
-    return SpeechRequest(
-        text=text, voice=voice, model=_string(doc, "model", "kokoro"), response_format=fmt,
-        speed=_number(doc, "speed", 1.0, MIN_SPEED, MAX_SPEED), stream=_bool(doc, "stream", True),
-        sse=stream_format == "sse", lang=lang, seed=seed,
-        volume=_number(doc, "volume_multiplier", 1.0, 0.0, 10.0))
+        return SpeechRequest.build(
+            text, max_chars=max_input_chars, voice=voice, format=fmt, lang=doc.get("lang_code"),
+            speed=_json_number(doc, "speed"), seed=_json_number(doc, "seed"), stream=doc.get("stream", True),
+            model=_string(doc, "model", "kokoro"), sse=stream_format == "sse",
+            volume=_number(doc, "volume_multiplier", 1.0, 0.0, 10.0))
+    except RequestError as exc:       # the declarations' own message, naming the body's key
+        raise ApiError(422, exc.message, FIELDS[exc.field].key) from None
+
+
+def _json_number(doc: dict, key: str):
+    """A numeric field as JSON gives it: a string is no number here (the command line's strings
+    are parsed by the declarations, JSON's types are not)."""
+    value = doc.get(key)
+    if isinstance(value, str):
+        raise ApiError(422, f"{key} must be a number, got {value!r}", key)
+    return value

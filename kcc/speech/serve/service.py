@@ -6,8 +6,9 @@ urgent listener's chunk first; the compiled circuits release the GIL), and it ha
 loop a stream of items: ('plan', chunks), ('bytes', encoded bytes, the Chunk or None for the
 encoder's tail)..., then ('end', None); or ('error', ApiError) at any point. At most
 `workers` + `max_queue` jobs are admitted; one more is refused at once with 503 + Retry-After.
-The first chunks are short and grow (kcc.speech.serve.first_chunk): the first is sized from the
-measured cost of recent chunks to be made within `first_chunk_seconds`.
+A streamed request's first chunks are short and grow, each ending at a boundary of the text
+(kcc.speech.request.chunking: fixed sizes, never measured load); a whole file is planned as
+`kcc say` plans it, so the same request gives the same bytes at any load and equals say's samples.
 Between chunks the job stops if the client went away (Job.cancel) or if the next chunk, at the
 measured seconds per phoneme, would end past the request's deadline (504); the server plans
 chunks of at most `chunk_phonemes`, so one chunk's time is bounded too. G2P, before the first
@@ -24,22 +25,21 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
-from kcc.speech.g2p.g2p import G2PError, detect_language
-from kcc.speech.languages import pick_language
+from kcc.speech.g2p.g2p import G2PError
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
-from kcc.speech.serve.first_chunk import CostModel, chunk_plan
 from kcc.speech.engine import SayError, plan, synthesize_chunks
-from kcc.speech.text import pieces
+from kcc.speech.request import chunking
+from kcc.speech.text import MAX_PHONEMES, pieces
 from kcc.speech.audio.formats import Encoder
+from kcc.speech.serve.limits import Limits  # noqa: F401  (re-exported: kcc.speech.serve.service.Limits)
 from kcc.speech.serve.request import ApiError, SpeechRequest
 from kcc.speech.serve.scheduler import ChunkScheduler
 from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.serve.voice_set import VoiceRequestError, VoiceSet
-from kcc.speech.voices import VoiceError
+from kcc.speech.voices import VoiceError, speaking
 
 log = logging.getLogger("kcc.speech.serve")
 
@@ -84,29 +84,6 @@ def shutting_down() -> ApiError:
     return ApiError(503, "server is shutting down", headers={"Retry-After": "5"})
 
 
-@dataclass
-class Limits:
-    workers: int = 2
-    max_queue: int = 8
-    request_timeout_s: float = 120.0
-    chunk_phonemes: int = 200           # a chunk's synthesis time stays a small part of the deadline
-    first_chunk_phonemes: int = 40      # the first chunk's most phonemes (fewer when synthesis is slow)
-    # >0: the first chunk is sized from the measured cost to be made within this many seconds,
-    # but no shorter than first_chunk_min; 0: first_chunk_phonemes, and a sentence under ~3x that
-    # stays whole. Cutting after a few words costs intelligibility and adds a join's pause
-    # (Whisper WER over 11 sentences: whole 4.5%, this 8.4% with its 16-phoneme floor, 10.7% at 6,
-    # a plain 40-phoneme cut 11.8%; bench/results/bench_serve.md).
-    first_chunk_seconds: float = 0.15
-    first_chunk_min: int = 16
-    chunk_growth: float = 3.0           # each next chunk's limit, until chunk_phonemes
-    # The first chunk's leading silence, at most (frames of 25 ms; None: the model's ~0.3 s).
-    # Cutting it makes the first audio ~8% sooner but the model makes the first phoneme's
-    # onset in those frames: Whisper WER of chunked sentences 3.8% -> 16.2% at 4 frames
-    # (bench/results/chunk_join_wer.md), so it is off unless asked for.
-    first_lead_frames: int | None = None
-    cores: int = 0                      # kernel threads shared among running syntheses (0: fixed)
-
-
 class Job:
     def __init__(self, loop: asyncio.AbstractEventLoop, deadline: float, streamed: bool = True):
         self.loop, self.deadline, self.streamed = loop, deadline, streamed
@@ -140,7 +117,6 @@ class SpeechService:
         self.limits = limits or Limits()
         self.pool = ThreadPoolExecutor(self.limits.workers + self.limits.max_queue, thread_name_prefix="kcc-job")
         self.scheduler = ChunkScheduler(self.limits.workers, self.limits.cores)
-        self.cost = CostModel()
         self._lock = threading.Lock()
         self.running = self.waiting = 0
         self.jobs: set[Job] = set()
@@ -153,8 +129,7 @@ class SpeechService:
 
     def submit(self, req: SpeechRequest, loop: asyncio.AbstractEventLoop) -> Job:
         try:
-            hint = "" if req.voice else req.lang or detect_language(req.text, self.default_language)
-            parts = self.voices.resolve(req.voice, hint)
+            language, parts = self.decide(req)
         except VoiceRequestError as exc:
             raise ApiError(422, str(exc), "voice") from None
         with self._lock:
@@ -166,8 +141,21 @@ class SpeechService:
             self.waiting += 1
             job = Job(loop, time.monotonic() + self.limits.request_timeout_s, req.stream or req.sse)
             self.jobs.add(job)
-        self.pool.submit(self._run, job, req, parts)
+        self.pool.submit(self._run, job, req, language, parts)
         return job
+
+    def decide(self, req: SpeechRequest) -> tuple[str, tuple]:
+        """(language, voice parts) as every door decides them (kcc.speech.voices.speaking): the
+        request's voice (an OpenAI alias mapped to its catalog voice) or the operator's --voice,
+        else the language's own; the request's lang, else this server's --lang."""
+        lang = req.lang if req.lang != "auto" else self.default_language
+        voice = req.voice if req.voice else (self.voices.default if self.voices.fixed_default else None)
+        if voice is not None:
+            voice = self.voices.canonical(voice)
+        language, spec = speaking(voice, lang, req.text, offered=self.voices.voices)
+        if voice is None and spec not in self.voices.voices:      # the language's voice is not offered here
+            spec = self.voices.default
+        return language, self.voices.resolve(spec)
 
     async def next_item(self, job: Job):
         """The job's next item; past its deadline a 504 (a running job gets a grace for the chunk
@@ -193,12 +181,14 @@ class SpeechService:
         self.scheduler.close()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def first_chunks(self) -> tuple[list[int], int]:
-        """The first chunks' phoneme limits for a request now, and min_rest (kcc.speech.serve.first_chunk)."""
+    def chunk_plan(self, req: SpeechRequest) -> dict:
+        """plan()'s limit, first_limit and min_rest for a request: a whole file as `kcc say` plans
+        it (the model's limit, chunks ending where the text does); a stream in chunks of at most
+        chunk_phonemes, the first ones short (kcc.speech.request.chunking). Never from load."""
+        if not (req.stream or req.sse):
+            return {"limit": MAX_PHONEMES, **chunking(False)}
         lim = self.limits
-        first = lim.first_chunk_phonemes if lim.first_chunk_seconds <= 0 else self.cost.phonemes_within(
-            lim.first_chunk_seconds, min(lim.first_chunk_min, lim.first_chunk_phonemes), lim.first_chunk_phonemes)
-        return chunk_plan(first, lim.chunk_phonemes, lim.chunk_growth)
+        return {"limit": lim.chunk_phonemes, **chunking(True, lim.chunk_phonemes, lim.first_chunk_phonemes)}
 
     # -- the worker ----------------------------------------------------------------------------
     def _start(self, job: Job) -> None:
@@ -217,18 +207,15 @@ class SpeechService:
                 self._start(job)
             t0 = time.monotonic()
             out = self.synth.synthesize(ids, ref_s, speed=speed, seed=seed, **opts)
-            seconds = time.monotonic() - t0
-            self.cost.observe(len(ids), seconds)
-            self._measure(seconds, len(ids))
+            self._measure(time.monotonic() - t0, len(ids))     # for deadlines and Retry-After only
             return out
         return self.scheduler.run(job.urgency(), work, job.cancel)
 
-    def _run(self, job: Job, req: SpeechRequest, parts) -> None:
+    def _run(self, job: Job, req: SpeechRequest, lang: str, parts) -> None:
         encoder = None
         try:
             if job.cancel.is_set():
                 raise shutting_down() if self.draining else ApiError(499, "the client went away")
-            lang = req.lang or pick_language(req.text, self.voices.language(parts), self.default_language)
             try:
                 g2p = self.g2p_for(lang)
             except (G2PError, ValueError) as exc:
@@ -236,9 +223,8 @@ class SpeechService:
             pack = self.voices.pack(parts)
             # the whole text is planned first: a G2P error anywhere is a JSON error, not a cut
             # stream; chunk sizes also fit the synthesizer's frame plan at this speed
-            ramp, min_rest = self.first_chunks()
-            chunks = plan(req.text, BoundedG2P(g2p, job, self.limits.request_timeout_s), limit=self.limits.chunk_phonemes, first_limit=ramp, min_rest=min_rest,
-                          speed=req.speed, max_frames=getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES))
+            chunks = plan(req.text, BoundedG2P(g2p, job, self.limits.request_timeout_s), speed=req.speed,
+                          max_frames=getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES), **self.chunk_plan(req))
             encoder = Encoder(req.response_format, streaming=req.stream or req.sse)
             job.emit("plan", chunks)
             produced = synthesize_chunks(chunks, _Scheduled(self, job), pack, req.speed, req.seed,

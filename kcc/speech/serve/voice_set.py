@@ -124,6 +124,11 @@ class VoiceSet:
         total = sum(parts.values())
         return tuple(sorted((n, w / total) for n, w in parts.items()))
 
+    def canonical(self, spec: str) -> str:
+        """An OpenAI alias -> the catalog voice it names (so its language can be read from the
+        name); anything else as given (resolve checks it)."""
+        return self.aliases.get(spec.strip(), spec)
+
     def language(self, parts) -> str:
         """The heaviest voice's language (the first named among equals); '' when its name does not say."""
         return self.voices[max(parts, key=lambda p: p[1])[0]].language

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from functools import partial
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -33,6 +32,8 @@ from wyoming.server import AsyncEventHandler, AsyncServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from kcc.speech.languages import LANGUAGES, default_voice, from_tag
+from kcc.speech.request import RequestError
+from kcc.speech.sentences import sentence_ends
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, SpeechRequest
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.serve.wyoming_events import BadEvent, WyomingLimits, read_event, text_field, voice_field
@@ -40,9 +41,6 @@ from kcc.speech.audio.timestamps import SAMPLE_RATE
 
 SAMPLES_PER_EVENT = 2048
 ATTRIBUTION = Attribution(name="hexgrad (Kokoro-82M), compiled by kcc", url="https://github.com/hexgrad/kokoro")
-# A sentence is complete once its end punctuation is followed by whitespace (so "3.14" waits),
-# or at once after CJK full stops, which take no space.
-SENTENCE_END = re.compile(r"(?:[.!?]+[\"')\]]*\s+|[。！？]+)")
 
 
 def info(service: SpeechService) -> Info:
@@ -164,9 +162,11 @@ class SpeechHandler(AsyncEventHandler):
             if not self.streaming:
                 raise BadEvent("synthesize-chunk without a synthesize-start")
             self.pending += text
-            ends = list(SENTENCE_END.finditer(self.pending))
+            # a sentence is complete once its mark is followed by whitespace (so "3.14" waits), or at
+            # once after a CJK or Devanagari mark (kcc.speech.sentences: the one rule)
+            ends = sentence_ends(self.pending, complete=False)
             if ends:
-                done, self.pending = self.pending[:ends[-1].end()], self.pending[ends[-1].end():]
+                done, self.pending = self.pending[:ends[-1]], self.pending[ends[-1]:]
                 while done:                                # up to the last sentence end, in pieces a request holds
                     piece, done = _cut(done)
                     await self.speak(piece, self.voice)
@@ -198,8 +198,11 @@ class SpeechHandler(AsyncEventHandler):
             return
         service = self.service
         try:
-            job = service.submit(SpeechRequest(text=text, voice=voice, response_format="pcm"),
+            job = service.submit(SpeechRequest.build(text, voice=voice, format="pcm", stream=True),
                                  asyncio.get_running_loop())
+        except RequestError as err:
+            await self.write_event(Error(text=err.message, code="422").event())
+            return
         except ApiError as err:
             await self.write_event(Error(text=err.message, code=str(err.status)).event())
             return

@@ -1,0 +1,255 @@
+"""The one speech request every front-end builds: each field declared once, with its default,
+range, help, environment variable and error message.
+
+`kcc say` / `kcc synth` options (add_request_args), the server's JSON body (kcc.speech.serve.request
+reads FIELDS by their `key`), the batch manifest's columns (`column`), `kcc.Kokoro` / `kcc.KPipeline`
+keywords and Wyoming's events all go through `SpeechRequest.build` (or a field's `check`), so a
+value out of range is the same RequestError with the same message through every door; each door
+only wraps it in its own form (exit 2, HTTP 422 naming the JSON key, a manifest line).
+
+Deciding the language and voice from a request is kcc.speech.voices.speaking (one function for
+every door); planning its chunks is `chunking` below (a whole file is never cut for latency).
+This module is light on purpose: `kcc --help` builds its options from it without importing the
+G2P or the compiler.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields as dataclass_fields, replace
+from typing import Callable
+
+from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
+from kcc.speech.audio.formats import FORMATS
+from kcc.speech.languages import ALIASES, LANGUAGES, from_tag
+
+
+class SayError(ValueError):
+    """The request cannot be spoken; the message names the problem."""
+
+
+class RequestError(SayError):
+    """A field of a speech request is out of its declared range; `.field` names it."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+# Every spelling of a language the README lists: the codes, the one-letter codes and short
+# forms (a, en, j...), BCP 47 tags (en-US, ja-JP) and 'auto'.
+LANGUAGE_SPELLINGS = ("auto", *LANGUAGES, *ALIASES, *(lang.tag for lang in LANGUAGES.values()))
+
+
+def _speed(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise RequestError("speed", f"speed must be a number, got {value!r}")
+    try:
+        s = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise RequestError("speed", f"speed must be a number, got {value!r}") from None
+    if not (math.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
+        raise RequestError("speed", f"speed must be between {MIN_SPEED:g} and {MAX_SPEED:g}, got {value!r}")
+    return s
+
+
+def _seed(value) -> int:
+    """A whole number in [0, 2**31 - 1], the C RNG's range; anything else is refused, never
+    wrapped or rounded (a float, even 1.0 or JSON's 1e3; a bool; '1.5')."""
+    if isinstance(value, (bool, float)):
+        raise RequestError("seed", f"seed must be an integer, got {value!r}")
+    try:
+        s = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise RequestError("seed", f"seed must be an integer, got {value!r}") from None
+    if not 0 <= s <= MAX_SEED:
+        raise RequestError("seed", f"seed must be in [0, {MAX_SEED}], got {value!r}")
+    return s
+
+
+def language_code(value) -> str:
+    """Any spelling of a language ('a', 'en', 'en-US', 'en_gb', 'J', 'auto', None) -> its code,
+    or 'auto'."""
+    if value is None or isinstance(value, str) and value.strip().lower() in ("", "auto"):
+        return "auto"
+    if not isinstance(value, str):
+        raise RequestError("lang", f"lang must be a string such as 'en-us' or 'a', got {type(value).__name__}")
+    code = from_tag(value)
+    if not code or len(value) > 16:
+        raise RequestError("lang", f"language {value!r} is not supported; use one of {', '.join(LANGUAGE_SPELLINGS[:10])} "
+                                   f"(or a one-letter code, or a tag such as en-GB)")
+    return code
+
+
+def _voice(value):
+    if value is None or hasattr(value, "shape"):              # a voice pack as an array (the Python API)
+        return value
+    if not isinstance(value, str):
+        raise RequestError("voice", f"voice must be a name, a path or a blend such as 'a:0.6,b:0.4', "
+                                    f"got {type(value).__name__}")
+    if not value.strip():
+        return None
+    if len(value) > 4096:
+        raise RequestError("voice", f"voice has {len(value)} characters; the limit is 4096")
+    return value.strip()
+
+
+def _format(value):
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.lower() not in FORMATS:
+        raise RequestError("format", f"format must be one of {', '.join(FORMATS)}, got {value!r}")
+    return value.lower()
+
+
+def _stream(value) -> bool:
+    if not isinstance(value, bool):
+        raise RequestError("stream", f"stream must be true or false, got {value!r}")
+    return value
+
+
+def _text(value, max_chars: int | None = None) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "surrogateescape")       # kcc.speech.g2p reports bad bytes by offset
+    if not isinstance(value, str):
+        raise RequestError("text", f"text must be a string, got {type(value).__name__}")
+    if max_chars is not None and len(value) > max_chars:
+        raise RequestError("text", f"text has {len(value)} characters; the limit is {max_chars}")
+    if not value.strip():
+        raise RequestError("text", "text is empty")
+    return value
+
+
+def _max_chars(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RequestError("max_chars", f"max_chars must be a positive whole number, got {value!r}")
+    return value
+
+
+# The longest item text `kcc batch` takes by default: ~25 min of speech, a few minutes of synthesis.
+BATCH_MAX_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Field:
+    """One request field. flag: its command-line option; key: its name in the server's JSON body
+    (OpenAI's and Kokoro-FastAPI's names); column: its batch manifest column; env: the variable
+    a server reads its default from."""
+    name: str
+    help: str
+    check: Callable
+    default: object = None
+    flag: str | None = None
+    key: str | None = None
+    column: str | None = None
+    env: str | None = None
+    cli_type: Callable = str            # the command line hands the check the string (one message for all doors)
+    metavar: str | None = None
+    choices: tuple | None = None
+
+
+FIELDS: dict[str, Field] = {f.name: f for f in (
+    Field("text", "the text to speak (UTF-8)", _text, key="input", column="text"),
+    Field("voice", "voice: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4' (default: the language's "
+          "own voice, af_heart for English)", _voice, flag="--voice", key="voice", column="voice", env="KCC_VOICE"),
+    Field("lang", "language of the text: en-us / a / en, en-gb / b, ja / j, zh / z, es / e, fr-fr / f / fr, hi / h, "
+          "it / i, pt-br / p / pt, or a tag such as en-GB (default auto: from the voice, else the text's script)",
+          language_code, default="auto", flag="--lang", key="lang_code", column="lang", metavar="LANG"),
+    Field("speed", f"speaking rate, {MIN_SPEED:g} to {MAX_SPEED:g} (default 1)", _speed, default=1.0, flag="--speed",
+          key="speed", column="speed"),
+    Field("seed", f"seed of the sine source's noise, 0 to {MAX_SEED} (chunk i uses seed + i; default 0)", _seed,
+          default=0, flag="--seed", key="seed", column="seed"),
+    Field("format", f"audio format: {', '.join(FORMATS)} (default: from the output's extension; the server: mp3)",
+          _format, flag="--format", key="response_format", column="format", choices=tuple(FORMATS)),
+    Field("stream", "audio as it is made: the first chunk may end early, at a boundary of the text (whole files "
+          "never do)", _stream, default=False, key="stream"),
+    Field("max_chars", "the longest text a request may carry, in characters", _max_chars, flag="--max-chars",
+          env="KCC_MAX_CHARS", cli_type=int),
+)}
+
+
+@dataclass(frozen=True)
+class SpeechRequest:
+    """A checked request: build it with SpeechRequest.build (every door does)."""
+    text: str
+    voice: object = None                 # a spec string, a pack array, or None (the language's voice)
+    lang: str = "auto"                   # a language code, or 'auto'
+    speed: float = 1.0
+    seed: int = 0
+    format: str | None = None
+    stream: bool = False
+
+    @classmethod
+    def build(cls, text, max_chars: int | None = None, **values) -> "SpeechRequest":
+        """Each value through its field's check (None: the declared default); RequestError names
+        the first field out of range."""
+        own = {f.name: f.default for f in dataclass_fields(cls)}
+        unknown = sorted(set(values) - set(own))
+        if unknown:
+            raise TypeError(f"unknown request field(s): {', '.join(unknown)}")
+        checked = {"text": _text(text, _max_chars(max_chars))}
+        for name, default in own.items():
+            value = values.get(name)
+            if name == "text" or value is None:      # the default (a door's class may set its own)
+                continue
+            field = FIELDS.get(name)
+            checked[name] = value if field is None else field.check(value)   # None: a door's own field
+        return cls(**checked)
+
+    def but(self, **changes) -> "SpeechRequest":
+        return replace(self, **changes)
+
+
+def add_request_args(parser, *names: str, defaults: dict | None = None) -> None:
+    """The command-line options of the named fields, from their declarations."""
+    for name in names:
+        f = FIELDS[name]
+        default = (defaults or {}).get(name, f.default)
+        kw = {"default": default, "help": f.help}
+        if f.choices:
+            kw["choices"] = f.choices
+        if f.metavar:
+            kw["metavar"] = f.metavar
+        if f.cli_type is not str:
+            kw["type"] = f.cli_type
+        parser.add_argument(f.flag, **kw)
+
+
+# -- chunking: the one plan of a request's chunks -------------------------------------------------------
+# A stream's first chunks are short so that audio starts early, and end only where the text
+# does (kcc.speech.text.iter_chunks cuts a short chunk at a sentence, clause or comma, never
+# inside a phrase); each next one may be 3 x longer, until the plan's limit. The numbers are
+# fixed, not measured: the same request gives the same chunks, hence the same bytes, at any load.
+STREAM_FIRST_PHONEMES = 40
+STREAM_GROWTH = 3.0
+
+
+def chunk_ramp(first: int = STREAM_FIRST_PHONEMES, limit: int = 510, growth: float = STREAM_GROWTH) -> list[int]:
+    """The first chunks' phoneme limits: first, first * growth, ... while below `limit`."""
+    if first < 1 or limit < 1:
+        raise ValueError(f"chunk limits must be positive, got first={first}, limit={limit}")
+    if not growth > 1:
+        raise ValueError(f"the ramp must grow, got growth={growth}")
+    ramp, n = [], float(first)
+    while n < limit:
+        ramp.append(int(n))
+        n *= growth
+    return ramp
+
+
+def chunking(stream: bool, limit: int = 510, first: int = STREAM_FIRST_PHONEMES) -> dict:
+    """kcc.speech.engine.plan's first_limit / min_rest for a request. A whole file (stream False):
+    none: a chunk ends only where the text does (sentence, else clause, else the model's limit).
+    A stream: the ramp, and a paragraph is cut short only when at least twice the first limit
+    follows the cut, so a short sentence stays whole."""
+    if not stream:
+        return {"first_limit": None, "min_rest": 0}
+    ramp, min_rest = chunk_plan(first, limit)
+    return {"first_limit": ramp, "min_rest": min_rest}
+
+
+def chunk_plan(first: int, limit: int, growth: float = STREAM_GROWTH) -> tuple[list[int], int]:
+    """(the ramp, min_rest): a paragraph is cut short only when at least twice the first chunk's
+    limit follows the cut, so a short sentence ("Hello there.") stays whole."""
+    return chunk_ramp(first, limit, growth), 2 * first
