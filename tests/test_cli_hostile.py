@@ -24,7 +24,8 @@ from kcc.speech.cli import say as say_mod
 from kcc.speech import engine
 from kcc.speech.g2p.g2p import espeak_available, load_vocab
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError, continuing_durations
-from kcc.speech.engine import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
+from kcc.speech.request import chunking
+from kcc.speech.engine import iter_plan, plan, random_voice, say, split_encoded
 from kcc.speech.audio.wav import pcm16
 from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
@@ -147,10 +148,13 @@ def test_a_word_longer_than_the_limit_is_really_cut():
     assert max(len(c.phonemes) for c in chunks) <= chunk_limit(MAX_PHONEMES, 0.25, DEFAULT_MAX_FRAMES)
 
 
-def test_first_chunk_is_short_only_where_a_boundary_allows():
-    chunks = plan(PARAGRAPH * 2, LetterG2P())
-    assert len(chunks[0].phonemes) <= FIRST_CHUNK_PHONEMES and chunks[0].words[-1].phonemes in ".,"
-    assert all(len(c.phonemes) <= MAX_PHONEMES for c in chunks)
+def test_a_whole_file_chunk_ends_where_the_text_does_and_a_stream_starts_short_at_a_mark():
+    whole = plan(PARAGRAPH * 2, LetterG2P())
+    assert all(c.words[-1].phonemes == "." for c in whole[:-1])              # sentence ends only
+    assert len(whole[0].phonemes) > MAX_PHONEMES // 2                          # filled, not cut early
+    streamed = plan(PARAGRAPH * 2, LetterG2P(), **chunking(stream=True))
+    assert len(streamed[0].phonemes) < len(whole[0].phonemes) and streamed[0].words[-1].phonemes in ".,"
+    assert all(len(c.phonemes) <= MAX_PHONEMES for c in whole + streamed)
 
 
 # -- text cleaning: control characters and line separators --------------------------------

@@ -68,13 +68,14 @@ class G2PS:
 @contextlib.contextmanager
 def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: HttpLimits | None = None,
             aliases=None, default=None, g2ps=None, access=None, connection: ConnectionLimits | None = None,
-            sndbuf: int | None = None):
+            sndbuf: int | None = None, service: SpeechService | None = None):
     """The app on uvicorn as `kcc serve` runs it (the guarded h11 protocol), on 127.0.0.1.
     sndbuf: the accepted sockets' kernel send buffer (fixed, not autotuned up to megabytes), so
     that a test's slow reader blocks the server's writes as it would over a real network."""
-    catalog = make_catalog(tmp_path / "voices")
-    voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
-    service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or FIXED)
+    if service is None:                  # service: one a test built (the real model's, say)
+        catalog = make_catalog(tmp_path / "voices")
+        voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
+        service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or FIXED)
     gate = create_app(service, http, access)
     server = uvicorn.Server(uvicorn.Config(gate, log_level="warning", access_log=False,
                                            timeout_graceful_shutdown=5, **uvicorn_options(connection)))

@@ -28,7 +28,8 @@ class SayError(ValueError):
 
 
 class RequestError(SayError):
-    """A field of a speech request is out of its declared range; `.field` names it."""
+    """A field of a speech request is out of its declared range; `.field` names it. The message
+    shows the value as text ('got 9'), so the command line's '9' and JSON's 9 read the same."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)
@@ -42,13 +43,13 @@ LANGUAGE_SPELLINGS = ("auto", *LANGUAGES, *ALIASES, *(lang.tag for lang in LANGU
 
 def _speed(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise RequestError("speed", f"speed must be a number, got {value!r}")
+        raise RequestError("speed", f"speed must be a number, got {value}")
     try:
         s = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise RequestError("speed", f"speed must be a number, got {value!r}") from None
+        raise RequestError("speed", f"speed must be a number, got {value}") from None
     if not (math.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
-        raise RequestError("speed", f"speed must be between {MIN_SPEED:g} and {MAX_SPEED:g}, got {value!r}")
+        raise RequestError("speed", f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {value}")
     return s
 
 
@@ -56,13 +57,13 @@ def _seed(value) -> int:
     """A whole number in [0, 2**31 - 1], the C RNG's range; anything else is refused, never
     wrapped or rounded (a float, even 1.0 or JSON's 1e3; a bool; '1.5')."""
     if isinstance(value, (bool, float)):
-        raise RequestError("seed", f"seed must be an integer, got {value!r}")
+        raise RequestError("seed", f"seed must be an integer, got {value}")
     try:
         s = int(value)
     except (TypeError, ValueError, OverflowError):
-        raise RequestError("seed", f"seed must be an integer, got {value!r}") from None
+        raise RequestError("seed", f"seed must be an integer, got {value}") from None
     if not 0 <= s <= MAX_SEED:
-        raise RequestError("seed", f"seed must be in [0, {MAX_SEED}], got {value!r}")
+        raise RequestError("seed", f"seed must be in [0, {MAX_SEED}], got {value}")
     return s
 
 
@@ -97,13 +98,13 @@ def _format(value):
     if value is None:
         return None
     if not isinstance(value, str) or value.lower() not in FORMATS:
-        raise RequestError("format", f"format must be one of {', '.join(FORMATS)}, got {value!r}")
+        raise RequestError("format", f"format must be one of {', '.join(FORMATS)}, got {value}")
     return value.lower()
 
 
 def _stream(value) -> bool:
     if not isinstance(value, bool):
-        raise RequestError("stream", f"stream must be true or false, got {value!r}")
+        raise RequestError("stream", f"stream must be true or false, got {value}")
     return value
 
 
@@ -123,7 +124,7 @@ def _max_chars(value) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RequestError("max_chars", f"max_chars must be a positive whole number, got {value!r}")
+        raise RequestError("max_chars", f"max_chars must be a positive whole number, got {value}")
     return value
 
 

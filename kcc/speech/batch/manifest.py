@@ -66,7 +66,7 @@ def text_problem(record: dict) -> str | None:
 @dataclass(frozen=True)
 class Defaults:
     voice: str | None = None
-    lang: str = "en-us"
+    lang: str = "auto"                   # kcc.speech.request's default: from the voice, else the text's script
     speed: float = 1.0
     seed: int = 0
     format: str = "wav"
@@ -79,7 +79,7 @@ class Item:
     text: str | None = None
     phonemes: str | None = None
     voice: str | None = None
-    lang: str = "en-us"
+    lang: str = "auto"
     speed: float = 1.0
     seed: int = 0
     format: str = "wav"

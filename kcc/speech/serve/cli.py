@@ -46,7 +46,7 @@ def _env(name: str, default, kind=str):
 def _common(p: argparse.ArgumentParser, port: int) -> None:
     from kcc.speech.cli.args import add_speech_args
     add_speech_args(p)
-    p.set_defaults(lang=_env("LANG", "en-us"))
+    p.set_defaults(lang=_env("LANG", "auto"))        # as `kcc say`: from the voice, else the text's script
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="address to listen on ($KCC_HOST)")
     p.add_argument("--port", type=int, default=_env("PORT", port, int), help="($KCC_PORT)")
     add_request_args(p, "voice", defaults={"voice": _env("VOICE", None)})     # a request without one: this ($KCC_VOICE)

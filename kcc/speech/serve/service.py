@@ -110,7 +110,7 @@ class Job:
 
 class SpeechService:
     def __init__(self, synth, g2p_for, voices: VoiceSet, limits: Limits | None = None,
-                 default_language: str = "en-us"):
+                 default_language: str = "auto"):
         """g2p_for(language) -> a G2P callable (raises G2PError for a language it cannot do)."""
         self.synth, self.g2p_for, self.voices = synth, g2p_for, voices
         self.default_language = default_language
