@@ -130,7 +130,6 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2, help="the server's --workers")
     ap.add_argument("--threads", type=int, default=None, help="the server's kernel --threads")
-    ap.add_argument("--first-chunk-seconds", type=float, default=None, help="the server's --first-chunk-seconds")
     ap.add_argument("--first-chunk-phonemes", type=int, default=None, help="the server's --first-chunk-phonemes")
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per phase")
     ap.add_argument("--json", help="also write the results here")
@@ -140,8 +139,6 @@ def main() -> int:
             "--workers", str(a.workers), "--max-queue", str(4 * a.clients)]
     if a.threads:
         argv += ["--threads", str(a.threads)]
-    if a.first_chunk_seconds is not None:
-        argv += ["--first-chunk-seconds", str(a.first_chunk_seconds)]
     if a.first_chunk_phonemes is not None:
         argv += ["--first-chunk-phonemes", str(a.first_chunk_phonemes)]
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)

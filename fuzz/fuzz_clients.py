@@ -163,7 +163,7 @@ def _self_serve(seconds: float, clients: int, seed: int) -> dict:
     from kcc.speech.serve.app import HttpLimits
     conn = ConnectionLimits(head_timeout_s=2.0, write_stall_s=2.0)
     http = HttpLimits(body_timeout_s=2.0, read_lag_s=2.0)
-    with tempfile.TemporaryDirectory() as tmp, serving(Path(tmp), limits=Limits(first_chunk_seconds=0),
+    with tempfile.TemporaryDirectory() as tmp, serving(Path(tmp), limits=Limits(),
                                                          connection=conn, http=http) as srv:
         svc = srv.service
         return fuzz(srv.port, seconds, clients, seed,

@@ -14,7 +14,7 @@ __version__ = "0.2.0"
 _EXPORTS = {
     "Kokoro": "kcc.api", "KPipeline": "kcc.api", "SpeechChunk": "kcc.api", "WordTiming": "kcc.api",
     "KPipelineError": "kcc.api",
-    "SayError": "kcc.speech.engine", "NothingToSay": "kcc.speech.engine",
+    "SayError": "kcc.speech.request", "NothingToSay": "kcc.speech.request", "RequestError": "kcc.speech.request",
     "G2PError": "kcc.speech.g2p.g2p", "VoiceError": "kcc.speech.voices", "OutputError": "kcc.speech.audio.outputs",
     "SynthesisError": "kcc.model.pipeline", "ModelOptionsError": "kcc.model.loader",
     "CheckpointError": "kcc.weights.bounded_read", "PrecisionError": "kcc.compiler.precision",
@@ -31,7 +31,7 @@ if TYPE_CHECKING:                 # what type checkers and IDEs see; at run time
     from kcc.model.pipeline import SynthesisError  # noqa: F401
     from kcc.speech.g2p.g2p import G2PError  # noqa: F401
     from kcc.speech.audio.outputs import OutputError  # noqa: F401
-    from kcc.speech.engine import NothingToSay, SayError  # noqa: F401
+    from kcc.speech.request import NothingToSay, RequestError, SayError  # noqa: F401
     from kcc.speech.voices import VoiceError  # noqa: F401
     from kcc.weights.bounded_read import CheckpointError  # noqa: F401
 

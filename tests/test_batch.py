@@ -148,7 +148,7 @@ def test_manifest_kinds_read_the_same_items(tmp_path):
     cs = read_manifest(csv_path)
     strip = lambda recs: [{**r.to_dict(), "line": 0} for r in recs]
     assert strip(jl) == strip(cs)
-    assert jl[0] == Item("a1", 1, "Hello there.", None, "af", "en-us", 1.25, 3, "flac")
+    assert jl[0] == Item("a1", 1, "Hello there.", None, "af", "auto", 1.25, 3, "flac")
     assert jl[1] == Item("b2", 2, None, "hɛlO", None, "en-gb", 1.0, 0, "wav")
     txt = tmp_path / "lines.txt"
     txt.write_text("First line.\n\n  Third line.  \n", encoding="utf-8")

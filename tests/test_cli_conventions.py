@@ -113,7 +113,7 @@ class WatchingSynth(FakeSynth):
 
 
 def test_stdout_gets_a_streamed_wav_chunk_by_chunk_and_nothing_else(monkeypatch, capsysbinary, voice):
-    text = sentences(12)
+    text = sentences(40)                  # several whole-file chunks (a file's chunks end where the text does)
     synth = WatchingSynth()
     rc, out, err, _ = _run(monkeypatch, capsysbinary, ["say", text, "-o", "-", "--voice", voice], synth=synth)
     assert rc == 0, err

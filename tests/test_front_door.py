@@ -9,7 +9,6 @@ import concurrent.futures
 import io
 import threading
 import wave
-from pathlib import Path
 
 import numpy as np
 import pytest

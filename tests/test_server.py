@@ -34,8 +34,7 @@ from kcc.speech.audio.wav import pcm16
 
 from test_say import FakeSynth, LetterG2P, sentences
 
-# The fakes take no time, so a measured first-chunk size would depend on the order of requests:
-# these tests plan with a fixed one (tests/test_first_chunk.py tests the measured sizing).
+# The server's default limits (a stream's chunk sizes come from the request alone, never from load).
 FIXED = Limits()
 
 
@@ -147,17 +146,20 @@ class RawStream:
 TEXT = "Hello there, wide world. It speaks in sines."
 
 
-def planned(text, limits: Limits | None = None):
-    """The chunks the server plans (its chunk sizes, not `kcc say`'s)."""
+def planned(text, limits: Limits | None = None, stream: bool = True):
+    """The chunks the server plans: a stream's (short first chunks at boundaries of the text), or
+    a whole file's, which are `kcc say`'s."""
+    if not stream:
+        return plan(text, LetterG2P())
     limits = limits or FIXED
     ramp, min_rest = chunk_plan(limits.first_chunk_phonemes, limits.chunk_phonemes, limits.chunk_growth)
     return plan(text, LetterG2P(), limit=limits.chunk_phonemes, first_limit=ramp, min_rest=min_rest)
 
 
-def expected(text, voice="af_alloy", speed=1.0, seed=0):
+def expected(text, voice="af_alloy", speed=1.0, seed=0, stream=True):
     """The audio a request must carry: `say` over the same fakes, pack and chunks."""
     return say(text, FakeSynth(), random_voice(VOICE_SEEDS[voice]), speed, seed, g2p=LetterG2P(),
-               chunks=planned(text)).audio
+               chunks=planned(text, stream=stream)).audio
 
 
 def client(srv) -> openai.OpenAI:
@@ -214,7 +216,7 @@ def test_openai_client_every_format_streamed_whole_and_sse(tmp_path, fmt):
         if fmt == "mp3":                           # OpenAI's default format
             default = request(srv.port, body=json.dumps({"model": "tts-1", "voice": "alloy", "input": TEXT}).encode())
             assert default[0] == 200 and default[1]["content-type"] == "audio/mpeg"
-    for data in (streamed, whole, sse_audio):
+    for data, want in ((streamed, want), (whole, expected(TEXT, stream=False)), (sse_audio, want)):
         got = decode(data, fmt)
         if fmt in ("flac", "wav", "pcm"):          # lossless: the very samples `kcc say` writes
             assert s16(data, fmt) == pcm16(want)
@@ -671,7 +673,7 @@ def serve_cli(tmp_path, argv: list[str], env: dict | None = None):
 def test_serve_cli_environment_and_sigterm_drains(tmp_path):
     import signal
     port = free_port()
-    env = {"KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo", "KCC_FIRST_CHUNK_SECONDS": "0"}
+    env = {"KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo"}
     with serve_cli(tmp_path, ["serve", "--port", str(port), "--max-chars", "999"], env) as proc:
         def ready():
             try:
@@ -711,7 +713,6 @@ def _until_value(fn, timeout=60.0):
     (["--chunk-phonemes", "5000"], "--chunk-phonemes 5000 is outside"),
     (["--first-chunk-phonemes", "300", "--chunk-phonemes", "200"], "--first-chunk-phonemes 300 is outside [1, 200]"),
     (["--max-body", "1"], "--max-body 1 is outside"),
-    (["--first-chunk-seconds", "-1"], "--first-chunk-seconds -1.0 is outside [0, 60]"),
     (["--voice-alias", "alloy"], "voice alias 'alloy': expected NAME=VOICE"),
     (["--voice", "../x"], "'voice' must be a voice name"),
     (["--voice-alias", "alloy=af_nova"], "voice alias alloy=af_nova: not a voice this server offers"),

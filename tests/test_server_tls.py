@@ -76,7 +76,7 @@ def test_every_wrong_pair_is_a_tls_error(tmp_path, pair):
 def test_the_server_speaks_https_only(tmp_path, pair):
     cert, key = pair
     port = free_port()
-    env = {"KCC_FIRST_CHUNK_SECONDS": "0", "KCC_TLS_KEY": str(key)}       # the key from the environment
+    env = {"KCC_TLS_KEY": str(key)}       # the key from the environment
     trusted = ssl.create_default_context(cafile=str(cert))
     with serve_cli(tmp_path, ["serve", "--port", str(port), "--tls-cert", str(cert)], env) as proc:
         def ready():

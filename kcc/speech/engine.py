@@ -24,15 +24,11 @@ from kcc.model.loader import load
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
 from kcc.speech.cli.progress_bar import WIDTH, ProgressBar
-from kcc.speech.request import FIELDS, SayError, SpeechRequest, chunking
+from kcc.speech.request import FIELDS, NothingToSay, SayError, SpeechRequest, chunking  # noqa: F401  (re-exported)
 from kcc.speech.sentences import ends_sentence as _ends_sentence
 from kcc.speech.text import MAX_PHONEMES, word_level, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
-
-
-class NothingToSay(SayError):
-    """The text is empty, or none of it has phonemes to speak (only punctuation, say)."""
 
 
 @dataclass

@@ -19,12 +19,17 @@ from dataclasses import dataclass, fields as dataclass_fields, replace
 from typing import Callable
 
 from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
+from kcc.speech.g2p.base import G2PError
 from kcc.speech.audio.formats import FORMATS
 from kcc.speech.languages import ALIASES, LANGUAGES, from_tag
 
 
 class SayError(ValueError):
     """The request cannot be spoken; the message names the problem."""
+
+
+class NothingToSay(SayError):
+    """The text is empty, or none of it has phonemes to speak (only punctuation, say)."""
 
 
 class RequestError(SayError):
@@ -36,9 +41,18 @@ class RequestError(SayError):
         self.field, self.message = field, message
 
 
+class EmptyText(RequestError, NothingToSay):
+    """The request's text is empty or only whitespace."""
+
+
+class LanguageError(RequestError, G2PError):
+    """The request names a language kcc does not speak (a G2PError too, as the G2P's own refusal was)."""
+
+
 # Every spelling of a language the README lists: the codes, the one-letter codes and short
 # forms (a, en, j...), BCP 47 tags (en-US, ja-JP) and 'auto'.
 LANGUAGE_SPELLINGS = ("auto", *LANGUAGES, *ALIASES, *(lang.tag for lang in LANGUAGES.values()))
+_SPELLED = {**{s.lower(): from_tag(s) for s in LANGUAGE_SPELLINGS[1:]}, "auto": "auto"}
 
 
 def _speed(value) -> float:
@@ -68,15 +82,15 @@ def _seed(value) -> int:
 
 
 def language_code(value) -> str:
-    """Any spelling of a language ('a', 'en', 'en-US', 'en_gb', 'J', 'auto', None) -> its code,
-    or 'auto'."""
-    if value is None or isinstance(value, str) and value.strip().lower() in ("", "auto"):
+    """Any spelling of a language the README lists ('a', 'en', 'en-us', 'en-US', 'en_gb', 'J',
+    'auto', None) -> its code, or 'auto'; anything else (a region kcc has no voice for, '') is
+    refused by name."""
+    if value is None or isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
-    if not isinstance(value, str):
-        raise RequestError("lang", f"lang must be a string such as 'en-us' or 'a', got {type(value).__name__}")
-    code = from_tag(value)
-    if not code or len(value) > 16:
-        raise RequestError("lang", f"language {value!r} is not supported; use one of {', '.join(LANGUAGE_SPELLINGS[:10])} "
+    spelled = str(value).strip().lower().replace("_", "-") if isinstance(value, str) else None
+    code = _SPELLED.get(spelled)
+    if code is None:
+        raise LanguageError("lang", f"language {value!r} is not supported; use one of {', '.join(LANGUAGE_SPELLINGS[:10])} "
                                    f"(or a one-letter code, or a tag such as en-GB)")
     return code
 
@@ -116,7 +130,7 @@ def _text(value, max_chars: int | None = None) -> str:
     if max_chars is not None and len(value) > max_chars:
         raise RequestError("text", f"text has {len(value)} characters; the limit is {max_chars}")
     if not value.strip():
-        raise RequestError("text", "text is empty")
+        raise EmptyText("text", "text is empty")
     return value
 
 
