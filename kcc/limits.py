@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kcc.compiler.artifact_eviction import MAX_CACHED_ARTIFACTS_PER_MODEL
 from kcc.files import TEMP_MAX_AGE_S
-from kcc.model.kokoro import MAX_PHONEMES, MAX_SPEED, MIN_SPEED
+from kcc.model.kokoro import MAX_PHONEMES, MAX_SEED, MAX_SPEED, MIN_SPEED
 from kcc.model.loader import MAX_MAX_FRAMES, MIN_MAX_FRAMES
 from kcc.speech.batch.item import DEFAULT_MAX_CHARS
 from kcc.speech.batch.manifest import MAX_FIELD_BYTES, MAX_ID_BYTES, MAX_MANIFEST_BYTES
@@ -12,6 +12,7 @@ from kcc.speech.book.bounds import LIMITS as BOOK
 from kcc.speech.book.layout import ITEM_CHARS
 from kcc.speech.g2p.overrides import MAX_LEXICON_BYTES
 from kcc.speech.cli.say import MAX_TEXT_BYTES
+from kcc.speech.request import STREAM_FIRST_PHONEMES, STREAM_GROWTH
 from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
 from kcc.speech.serve.connection import ConnectionLimits
@@ -45,6 +46,11 @@ def _table() -> list[tuple[str, str, str]]:
         ("text", "phonemes per chunk (fewer at slow speeds; longer words are cut)", str(MAX_PHONEMES)),
         ("say / synth", "speed; `--max-frames`; `--threads`",
          f"{MIN_SPEED:g}-{MAX_SPEED:g}; {MIN_MAX_FRAMES}-{MAX_MAX_FRAMES}; 1 to the cores available"),
+        ("request (every door)", "seed; a stream's first chunk (phonemes, ending at a sentence, clause or comma) "
+                                 "and each next one's growth; a whole file's chunks end only where the text does",
+         f"0-{MAX_SEED}; {STREAM_FIRST_PHONEMES}; {STREAM_GROWTH:g}x"),
+        ("server", "a streamed chunk's phonemes: first / most (a whole file: as `kcc say`)",
+         f"{svc.first_chunk_phonemes} / {svc.chunk_phonemes}"),
         ("server", "input characters / body bytes / requests in flight",
          f"{app.max_input_chars} / {_mib(app.max_body_bytes)} / {app.max_connections}"),
         ("server", "synthesis workers / queue (503 past it) / request deadline",

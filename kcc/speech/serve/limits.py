@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcc.speech.request import STREAM_FIRST_PHONEMES, STREAM_GROWTH
+
 MAX_INPUT_CHARS = 4096                 # OpenAI's limit
 
 
@@ -14,8 +16,8 @@ class Limits:
     max_queue: int = 8
     request_timeout_s: float = 120.0
     chunk_phonemes: int = 200           # a streamed chunk's most phonemes: its synthesis time stays a small part of the deadline
-    first_chunk_phonemes: int = 40      # a stream's first chunk's most phonemes (it ends at a boundary of the text)
-    chunk_growth: float = 3.0           # each next streamed chunk's limit, until chunk_phonemes
+    first_chunk_phonemes: int = STREAM_FIRST_PHONEMES   # a stream's first chunk's most phonemes (it ends at a boundary of the text)
+    chunk_growth: float = STREAM_GROWTH                 # each next streamed chunk's limit, until chunk_phonemes
     # The first chunk's leading silence, at most (frames of 25 ms; None: the model's ~0.3 s).
     # Cutting it makes the first audio ~8% sooner but the model makes the first phoneme's
     # onset in those frames: Whisper WER of chunked sentences 3.8% -> 16.2% at 4 frames
