@@ -55,15 +55,26 @@ LANGUAGE_SPELLINGS = ("auto", *LANGUAGES, *ALIASES, *(lang.tag for lang in LANGU
 _SPELLED = {**{s.lower(): from_tag(s) for s in LANGUAGE_SPELLINGS[1:]}, "auto": "auto"}
 
 
+def _shown(value) -> str:
+    """A refused value as a message shows it: as text ('9' from a command line and 9 from JSON read
+    the same), long ones shortened (a 4000-digit JSON number is not echoed back)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return "a number of more than 19 digits"
+    text = str(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
 def _speed(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise RequestError("speed", f"speed must be a number, got {value}")
+        raise RequestError("speed", f"speed must be a number, got {_shown(value)}")
     try:
         s = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise RequestError("speed", f"speed must be a number, got {value}") from None
+    except OverflowError:                # an integer too large for a float: a number, out of range
+        s = math.inf
+    except (TypeError, ValueError):
+        raise RequestError("speed", f"speed must be a number, got {_shown(value)}") from None
     if not (math.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
-        raise RequestError("speed", f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {value}")
+        raise RequestError("speed", f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {_shown(value)}")
     return s
 
 
@@ -71,13 +82,13 @@ def _seed(value) -> int:
     """A whole number in [0, 2**31 - 1], the C RNG's range; anything else is refused, never
     wrapped or rounded (a float, even 1.0 or JSON's 1e3; a bool; '1.5')."""
     if isinstance(value, (bool, float)):
-        raise RequestError("seed", f"seed must be an integer, got {value}")
+        raise RequestError("seed", f"seed must be an integer, got {_shown(value)}")
     try:
         s = int(value)
     except (TypeError, ValueError, OverflowError):
-        raise RequestError("seed", f"seed must be an integer, got {value}") from None
+        raise RequestError("seed", f"seed must be an integer, got {_shown(value)}") from None
     if not 0 <= s <= MAX_SEED:
-        raise RequestError("seed", f"seed must be in [0, {MAX_SEED}], got {value}")
+        raise RequestError("seed", f"seed must be in [0, {MAX_SEED}], got {_shown(value)}")
     return s
 
 
@@ -112,13 +123,13 @@ def _format(value):
     if value is None:
         return None
     if not isinstance(value, str) or value.lower() not in FORMATS:
-        raise RequestError("format", f"format must be one of {', '.join(FORMATS)}, got {value}")
+        raise RequestError("format", f"format must be one of {', '.join(FORMATS)}, got {_shown(value)}")
     return value.lower()
 
 
 def _stream(value) -> bool:
     if not isinstance(value, bool):
-        raise RequestError("stream", f"stream must be true or false, got {value}")
+        raise RequestError("stream", f"stream must be true or false, got {_shown(value)}")
     return value
 
 
@@ -138,7 +149,7 @@ def _max_chars(value) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RequestError("max_chars", f"max_chars must be a positive whole number, got {value}")
+        raise RequestError("max_chars", f"max_chars must be a positive whole number, got {_shown(value)}")
     return value
 
 
