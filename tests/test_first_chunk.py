@@ -15,6 +15,7 @@ from kcc.model.pipeline import CONTINUING_TRAIL_FRAMES, continuing_durations
 from kcc.speech.engine import ends_sentence, plan, synthesize_chunks
 from kcc.speech.audio.timestamps import SAMPLES_PER_FRAME
 from kcc.speech.serve.scheduler import ChunkScheduler, SchedulerClosed
+from kcc.speech.serve.request import SpeechRequest
 from kcc.speech.serve.service import Limits
 from kcc.speech.text import iter_chunks, phoneme_string, word_level
 
@@ -107,7 +108,6 @@ def test_bad_ramp_limits_are_refused(bad):
 
 # -- the plan comes from the request, never from load -------------------------------------------------
 def test_the_server_plans_a_whole_file_as_say_and_a_stream_by_the_fixed_ramp(tmp_path):
-    from kcc.speech.serve.request import SpeechRequest
     with serving(tmp_path, limits=Limits(first_chunk_phonemes=40, chunk_phonemes=200)) as srv:
         whole = SpeechRequest.build("Hi.", stream=False)
         streamed = SpeechRequest.build("Hi.", stream=True)

@@ -8,17 +8,21 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import kcc.api
+import kcc.speech.cli.say as say_mod
 from kcc.cli import main as kcc_main
 from kcc.model.kokoro import MAX_SEED
 from kcc.speech.batch.manifest import COLUMNS, Defaults, make_item
+from kcc.speech.engine import random_voice
 from kcc.speech.languages import LANGUAGES
 from kcc.speech.request import FIELDS, LANGUAGE_SPELLINGS, RequestError, SpeechRequest, language_code
 from kcc.speech.serve.request import ApiError, parse_speech
+from kcc.speech.serve.request import SpeechRequest as Served
 
-from test_say import FakeSynth
+from test_say import FakeSynth, LetterG2P
 
 # (field, value): one out-of-range or wrong-kind value per refusal class of each field.
 BAD = [("speed", 9), ("speed", 0.1), ("speed", "fast"), ("seed", -1), ("seed", MAX_SEED + 1), ("seed", 1.5),
@@ -69,7 +73,6 @@ def test_a_manifest_row_is_refused_with_the_declared_message(field, value):
 
 
 def test_wyoming_builds_the_same_request():
-    from kcc.speech.serve.request import SpeechRequest as Served
     req = Served.build("こんにちは。", voice=None, format="pcm", stream=True)
     assert (req.lang, req.voice, req.response_format, req.stream, req.speed, req.seed) == ("auto", None, "pcm", True, 1.0, 0)
 
@@ -109,7 +112,6 @@ def test_cli_options_are_the_declarations(command, names, capsys):
 
 
 def test_a_door_field_keeps_its_own_default():
-    from kcc.speech.serve.request import SpeechRequest as Served
     assert Served.build("Hi.").stream is True and SpeechRequest.build("Hi.").stream is False
     with pytest.raises(TypeError, match="unknown request field"):
         SpeechRequest.build("Hi.", volume=2.0)
@@ -142,3 +144,16 @@ print("HEAVY", heavy)
 def test_help_imports_neither_the_compiler_nor_the_g2p(argv):
     out = subprocess.run([sys.executable, "-c", HELP_PROBE, *argv], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out, out[-400:]
+
+
+@pytest.mark.parametrize("spelling, code", [("a", "en-us"), ("en", "en-us"), ("en-US", "en-us"), ("b", "en-gb"),
+                                            ("j", "ja"), ("auto", "auto")])
+def test_kcc_say_takes_every_spelling_of_lang(spelling, code, tmp_path, monkeypatch, capsys):
+    """`kcc say --lang a` was refused though the README lists it: the G2P now gets the code."""
+    asked = []
+    monkeypatch.setattr(say_mod, "load_synthesizer", lambda *a, **k: FakeSynth())
+    monkeypatch.setattr(say_mod, "G2P", lambda lang, backend, **kw: asked.append(lang) or LetterG2P())
+    voice = str(tmp_path / "v.npy")
+    np.save(voice, random_voice(0))
+    assert kcc_main(["say", "Hello there.", "-o", str(tmp_path / "x.wav"), "--lang", spelling, "--voice", voice]) == 0
+    assert asked == [code] and (tmp_path / "x.wav").stat().st_size > 44
