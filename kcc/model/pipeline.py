@@ -267,7 +267,8 @@ class Synthesizer:
         if ref_s.shape != (1, kokoro.REF_S_DIM) or not np.isfinite(ref_s).all():
             raise SynthesisError(f"style must be {kokoro.REF_S_DIM} finite floats, got shape {ref_s.shape}")
         if not (np.isfinite(speed) and kokoro.MIN_SPEED <= speed <= kokoro.MAX_SPEED):
-            raise SynthesisError(f"speed must be between {kokoro.MIN_SPEED:g} and {kokoro.MAX_SPEED:g}, got {speed}")
+            # a guard for direct Synthesizer calls (every front door checks first: kcc.speech.request), in its words
+            raise SynthesisError(f"speed must be between {kokoro.MIN_SPEED} and {kokoro.MAX_SPEED}, got {speed}")
         tokens = np.array([[0, *ids, 0]], dtype=np.int32)
         env = {"input_ids": tokens, "token_type_ids": np.zeros_like(tokens),
                "lengths": np.array([tokens.shape[1]], dtype=np.int32),
