@@ -15,6 +15,7 @@ from kcc.speech.say import MAX_TEXT_BYTES
 from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
 from kcc.speech.serve.connection import ConnectionLimits
+from kcc.speech.serve.listener import FD_HEADROOM, MAX_OPEN_CEILING, ListenerLimits
 from kcc.speech.serve.service import G2P_PIECE_CHARS
 from kcc.speech.serve.service import Limits as ServiceLimits
 from kcc.speech.serve.voice_set import CACHE_PACKS
@@ -28,7 +29,7 @@ def _mib(n: int) -> str:
 
 
 def _table() -> list[tuple[str, str, str]]:
-    app, svc, conn, wy = HttpLimits(), ServiceLimits(), ConnectionLimits(), WyomingLimits()
+    app, svc, conn, wy, lis = HttpLimits(), ServiceLimits(), ConnectionLimits(), WyomingLimits(), ListenerLimits()
     rows = []
     for what, lim in (("checkpoint (.pth / .npz)", CHECKPOINT_LIMITS), ("voice file (.pt / .npy)", VOICE_LIMITS),
                       ("voice bank (.npz)", VOICE_BANK_LIMITS)):
@@ -51,9 +52,12 @@ def _table() -> list[tuple[str, str, str]]:
          f"{svc.workers} / {svc.max_queue} / {svc.request_timeout_s:g} s"),
         ("server", "cached voice packs", str(CACHE_PACKS)),
         ("server", "request body must arrive within", f"{app.body_timeout_s:g} s"),
-        ("server", "request head must arrive within / writes paused (client not reading) at most / open "
-                   "connections (past it the oldest idle one is closed)",
-         f"{conn.head_timeout_s:g} s / {conn.write_stall_s:g} s / {conn.max_open}"),
+        ("server, wyoming", "open connections, idle ones included (past it the oldest idle one is closed; `--max-open`)",
+         f"the file limit less {FD_HEADROOM} (the soft limit is raised to the hard one), at most {MAX_OPEN_CEILING}"),
+        ("server, wyoming", "first byte / TLS handshake must arrive within; failed accepts logged at most once per",
+         f"{lis.first_byte_s:g} s / {lis.takeover_s:g} s; {lis.log_interval_s:g} s"),
+        ("server", "request head must arrive within / writes paused (client not reading) at most",
+         f"{conn.head_timeout_s:g} s / {conn.write_stall_s:g} s"),
         ("server", "a response's writing, first byte to last; a stream's reader may fall behind real time by",
          f"{app.response_timeout_s:g} s; {app.read_lag_s:g} s"),
         ("server", "characters per G2P call (cancel and deadline checked between)", str(G2P_PIECE_CHARS)),
@@ -62,6 +66,8 @@ def _table() -> list[tuple[str, str, str]]:
         ("wyoming", "event header / data / payload bytes; writes paused at most",
          f"{_mib(wy.max_header_bytes)} / {_mib(wy.max_data_bytes)} / {_mib(wy.max_payload_bytes)}; "
          f"{wy.write_stall_s:g} s"),
+        ("wyoming", "next event must arrive within: the first / after an answer / in an open text stream",
+         f"{wy.first_event_s:g} s / {wy.idle_s:g} s / {wy.streaming_idle_s:g} s"),
         ("batch", "characters per item / id bytes", f"{DEFAULT_MAX_CHARS} / {MAX_ID_BYTES}"),
         ("batch", "manifest size (counted as read) / one field (longer: a rejected line)",
          f"{_mib(MAX_MANIFEST_BYTES)} / {_mib(MAX_FIELD_BYTES)}"),

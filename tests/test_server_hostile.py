@@ -15,6 +15,7 @@ import pytest
 from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory
 from kcc.speech.serve.connection import ConnectionLimits
+from kcc.speech.serve.listener import ListenerLimits
 from kcc.speech.serve.security import (PAGE_HEADERS, Access, ApiKeyError, access_for, host_name, is_loopback,
                                        public_bind_warning, wyoming_bind_warning)
 from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits
@@ -46,7 +47,7 @@ def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
 # -- connections that send no request --------------------------------------------------------------
 def test_idle_and_slowloris_connections_neither_block_requests_nor_stay_open(tmp_path):
     conn = ConnectionLimits(head_timeout_s=2.0)
-    with serving(tmp_path, connection=conn) as srv:
+    with serving(tmp_path, connection=conn, listener=ListenerLimits(first_byte_s=2.0)) as srv:
         idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(100)]
         slow = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(20)]
         for s in slow:
@@ -83,7 +84,8 @@ def test_idle_and_slowloris_connections_neither_block_requests_nor_stay_open(tmp
 
 
 def test_a_partial_head_and_an_idle_keep_alive_connection_are_closed_at_the_deadline(tmp_path):
-    with serving(tmp_path, connection=ConnectionLimits(head_timeout_s=1.0)) as srv:
+    with serving(tmp_path, connection=ConnectionLimits(head_timeout_s=1.0),
+                 listener=ListenerLimits(first_byte_s=1.0)) as srv:
         for partial in (b"", b"G", b"POST /v1/audio/speech HTTP/1.1\r\n", b"GET /health HTTP/1.1\r\nHost: x"):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
             s.sendall(partial)
@@ -108,7 +110,7 @@ def test_a_partial_head_and_an_idle_keep_alive_connection_are_closed_at_the_dead
 
 
 def test_past_the_connection_cap_the_oldest_idle_socket_is_closed(tmp_path):
-    with serving(tmp_path, connection=ConnectionLimits(max_open=20, head_timeout_s=30)) as srv:
+    with serving(tmp_path, connection=ConnectionLimits(head_timeout_s=30), listener=ListenerLimits(max_open=20)) as srv:
         socks = []
         for _ in range(30):
             socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))

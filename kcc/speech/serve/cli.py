@@ -66,6 +66,9 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
                    help="the most silence before a stream's first phoneme (the model puts ~300 ms there); "
                         "-1 (default): the model's. Shorter comes sooner but costs the first word's onset "
                         "(Whisper WER 3.8%% -> 16.2%% at 100 ms) ($KCC_FIRST_LEAD_MS)")
+    p.add_argument("--max-open", type=int, default=_env("MAX_OPEN", 0, int),
+                   help="open connections, idle ones included (past it the oldest idle one is closed); 0 (default): "
+                        "sized below the process's file limit, at most 2048 ($KCC_MAX_OPEN)")
 
 
 def add_parsers(subparsers) -> None:
@@ -114,7 +117,7 @@ def check_settings(args) -> None:
               ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
               ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
               ("--first-chunk-seconds", args.first_chunk_seconds, 0, 60),
-              ("--first-lead-ms", args.first_lead_ms, -1, 10_000),
+              ("--first-lead-ms", args.first_lead_ms, -1, 10_000), ("--max-open", args.max_open, 0, 1_000_000),
               ("--port", args.port, 0, 65_535)]
     checks += [(flag, getattr(args, attr), lo, hi) for flag, attr, lo, hi in (
         ("--max-chars", "max_chars", 1, 1_000_000), ("--max-body", "max_body", 64, 1 << 30),
@@ -199,11 +202,16 @@ def access_from_args(args):
                       _listed(args.allowed_host, "ALLOWED_HOSTS"))
 
 
-def run_serve(args) -> int:
-    import uvicorn
+def listener_limits(args):
+    """The Listener's limits for either server: the file limit raised first, so the cap is sized from it."""
+    from kcc.speech.serve.listener import ListenerLimits, open_limit, raise_fd_limit
+    fd_limit = raise_fd_limit()
+    return ListenerLimits(max_open=args.max_open or open_limit(fd_limit))
 
+
+def run_serve(args) -> int:
     from kcc.speech.serve.app import HttpLimits, create_app
-    from kcc.speech.serve.connection import uvicorn_options
+    from kcc.speech.serve.connection import http_server
     from kcc.speech.serve.security import check_tls, public_bind_warning
     _setup_logging()
     access = access_from_args(args)
@@ -211,16 +219,16 @@ def run_serve(args) -> int:
     service = build_service(args)
     app = create_app(service, HttpLimits(max_body_bytes=args.max_body, max_input_chars=args.max_chars,
                                          max_connections=args.max_connections), access)
-    print(f"kcc serve: {'https' if tls else 'http'}://{args.host}:{args.port}/ (POST /v1/audio/speech)",
-          file=sys.stderr)
+    listener = listener_limits(args)
+    print(f"kcc serve: {'https' if tls else 'http'}://{args.host}:{args.port}/ (POST /v1/audio/speech; "
+          f"{listener.max_open} connections at most)", file=sys.stderr)
     if (warning := public_bind_warning(args.host, args.api_key, tls is not None)):
         print(warning, file=sys.stderr)
-    # Requests in flight are capped by the app (JSON 503); connections are timed and capped by
-    # the protocol (kcc.speech.serve.connection), not by uvicorn's limit_concurrency, which
-    # counts idle connections as requests.
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info",
-                timeout_graceful_shutdown=args.shutdown_timeout, **uvicorn_options(),
-                **(tls.uvicorn_options() if tls else {}))
+    # Requests in flight are capped by the app (JSON 503); connections are accepted, timed and
+    # capped by kcc (kcc.speech.serve.listener, .connection), not by uvicorn's limit_concurrency,
+    # which counts idle connections as requests.
+    http_server(app, listener=listener, host=args.host, port=args.port, access_log=False, log_level="info",
+                timeout_graceful_shutdown=args.shutdown_timeout, **(tls.uvicorn_options() if tls else {})).run()
     return 0
 
 
@@ -232,11 +240,12 @@ def run_wyoming(args) -> int:
     _setup_logging()
     service = build_service(args)
     uri = args.uri or f"tcp://{args.host}:{args.port}"
-    print(f"kcc wyoming: {uri}", file=sys.stderr)
+    listener = listener_limits(args)
+    print(f"kcc wyoming: {uri} ({listener.max_open} connections at most)", file=sys.stderr)
     if (warning := wyoming_bind_warning(uri)):
         print(warning, file=sys.stderr)
     try:
-        asyncio.run(serve(service, uri))
+        asyncio.run(serve(service, uri, listener=listener))
     except KeyboardInterrupt:
         pass
     finally:
