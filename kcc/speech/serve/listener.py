@@ -16,8 +16,8 @@ failed accept once the fd limit was reached (hundreds of thousands of lines). He
   request yet, else the one idle longest, else (every one busy) the new one is closed;
 - `max_open` is sized below the process's fd limit (raise_fd_limit raises the soft limit to the
   hard one at start), leaving FD_HEADROOM for the model, voices, logs and threads;
-- a failed accept (EMFILE, ENFILE, ENOBUFS, ENOMEM) pauses accepting briefly and frees the
-  oldest idle slot; failures, refusals and closings are counted and logged once per
+- a failed accept (EMFILE, ENFILE, ENOBUFS, ENOMEM) pauses accepting briefly and lowers the
+  cap below what is open (closing idle connections down to it); failures, refusals and closings are counted and logged once per
   `log_interval_s` with their counts, never per event.
 """
 from __future__ import annotations
@@ -77,18 +77,19 @@ def open_limit(fd_limit: int | None = None) -> int:
 
 
 class Tally:
-    """Counted events logged once per interval: the first at once, the rest summed per interval."""
+    """Counted events logged once per interval: the first at once (with those of the same loop
+    iteration), the rest summed per interval."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, interval_s: float, what: str):
         self.loop, self.interval_s, self.what = loop, interval_s, what
         self.counts: Counter = Counter()
         self.lines = 0                  # log lines written (tests bound the log by it)
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
 
     def add(self, event: str) -> None:
         self.counts[event] += 1
         if self._timer is None:
-            self._flush()
+            self._timer = self.loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._timer = None
@@ -182,6 +183,7 @@ class Listener:
         self._between: dict[Slot, None] = {}   # idle after a request, in the order they went idle
         self._accepting = False
         self._live = 0
+        self.accepted = 0                      # connections taken in (tests and bench read it)
         for sock in socks:
             sock.setblocking(False)
         self._resume()
@@ -216,7 +218,7 @@ class Listener:
                 if exc.errno not in ACCEPT_ERRORS:
                     raise
                 self.tally.add(f"accepts failed ({os.strerror(exc.errno)})")
-                self._make_room()                # frees one fd for the next try
+                self._lower_cap()
                 self._pause()
                 self.loop.call_later(ACCEPT_PAUSE_S, self._resume)
                 return
@@ -231,8 +233,19 @@ class Listener:
         slot = Slot(self, sock)
         self.slots.add(slot)
         self._live += 1
+        self.accepted += 1
         slot.idle(self.limits.first_byte_s)
         self.loop.add_reader(sock.fileno(), self._first_byte, slot)
+
+    def _lower_cap(self) -> None:
+        """The fds ran out below max_open (other files, another limit): the cap drops below what is
+        open now and idle connections are closed down to it, so the next accepts find fds."""
+        cap = max(8, self._live - ACCEPT_BATCH)
+        if cap < self.max_open:
+            self.tally.add(f"cap lowered to {cap} (out of file descriptors)")
+            self.max_open = cap
+        while self._live > self.max_open and self._make_room():
+            pass
 
     def _make_room(self) -> bool:
         """Close the oldest idle connection that has had no request, else the one idle longest."""
