@@ -267,3 +267,57 @@ def test_out_of_file_descriptors_is_logged_once_per_interval_and_the_server_keep
     assert any("cap lowered to" in line for line in tally), lines[-20:]
     assert len(tally) <= 3 and len(lines) <= 20, lines[-20:]
     assert not any("Traceback" in line or "socket.accept() out of system resource" in line for line in lines)
+
+
+# -- Wyoming's idle deadlines ----------------------------------------------------------------------
+WY_DEADLINES = WyomingLimits(first_event_s=1.0, idle_s=1.0, streaming_idle_s=30.0)
+
+
+def _server_closes(raw, within: float = SETTLE_S) -> bool:
+    """The server closes the connection (EOF or reset) within `within` seconds; the client reads
+    and ignores anything before it."""
+    raw.sock.settimeout(within)
+    return raw.closed()
+
+
+def test_a_wyoming_event_trickled_in_or_never_sent_is_closed_at_its_deadline(tmp_path):
+    from test_wyoming_hostile import Raw
+    with wyoming_server(tmp_path, wyoming_limits=WY_DEADLINES) as (port, _):
+        trickle = Raw(port)
+        trickle.send(b'{"type": "desc')                 # past the first byte, never a whole event
+        answered = Raw(port)
+        answered.event("describe")
+        assert answered.read()[0] == "info"              # answered, then idle
+        assert _server_closes(trickle) and _server_closes(answered)
+        for raw in (trickle, answered):
+            raw.close()
+
+
+def test_a_synthesis_or_an_open_text_stream_outlasts_the_idle_deadline(tmp_path):
+    import threading
+    from test_say import FakeSynth, sentences
+    from test_wyoming_hostile import Raw
+    held = threading.Event()                             # holds every text chunk after the first
+    with wyoming_server(tmp_path, synth=FakeSynth(gate=held), wyoming_limits=WY_DEADLINES) as (port, service):
+        long = Raw(port)
+        long.event("synthesize", {"text": sentences(6)})
+        kinds = [long.read()[0], long.read()[0]]          # the first text chunk's audio, then the synthesis waits
+        time.sleep(3 * WY_DEADLINES.idle_s)
+        assert len(service.synth.calls) == 2              # the second text chunk is still held
+        held.set()
+        while (event := long.read()) is not None and event[0] != "audio-stop":
+            kinds.append(event[0])
+        assert event is not None and kinds[:2] == ["audio-start", "audio-chunk"] and len(service.synth.calls) > 1
+        stream = Raw(port)
+        stream.event("synthesize-start", {})
+        stream.event("synthesize-chunk", {"text": "Half a sentence"})
+        time.sleep(3 * WY_DEADLINES.idle_s)              # an open stream waits streaming_idle_s, not idle_s
+        stream.event("synthesize-chunk", {"text": " and the rest."})
+        stream.event("synthesize-stop", {})
+        kinds = []
+        while (event := stream.read()) is not None and event[0] != "synthesize-stopped":
+            kinds.append(event[0])
+        assert event is not None and "audio-stop" in kinds
+        assert _server_closes(long)                       # idle after its answer: closed
+        for raw in (long, stream):
+            raw.close()

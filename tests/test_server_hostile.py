@@ -16,8 +16,9 @@ from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory
 from kcc.speech.serve.connection import ConnectionLimits
 from kcc.speech.serve.listener import ListenerLimits
-from kcc.speech.serve.security import (PAGE_HEADERS, Access, ApiKeyError, access_for, host_name, is_loopback,
-                                       public_bind_warning, wyoming_bind_warning)
+from kcc.speech.serve.security import (PAGE_HEADERS, Access, ApiKeyError, CorsOriginError, HostNameError, access_for,
+                                       cors_warning, host_name, is_loopback, public_bind_warning,
+                                       wyoming_bind_warning)
 from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits
 
 from test_say import FakeSynth, LetterG2P, sentences
@@ -351,6 +352,44 @@ def test_a_loopback_server_answers_only_loopback_host_names(tmp_path):
         for host in ("localhost", f"localhost:{srv.port}", "127.0.0.1", f"127.0.0.1:{srv.port}", f"[::1]:{srv.port}",
                      "LOCALHOST", "tts.lan", "tts.lan:80"):
             assert request(srv.port, "GET", "/health", headers={"Host": host})[0] == 200, host
+
+
+NOT_HOSTS = ("localhost:80@evil.example", "localhost@evil.example", "user@localhost", "localhost/evil",
+             "localhost:80:80", "localhost:http", "localhost:", "[::1", "[::1]x", "[::1]:80@evil.example",
+             "[zz::1]", "localhost evil.example", "localhost,evil.example", "localhost#", "-", ".", ":80")
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
+def test_a_host_header_that_is_not_a_host_is_refused_on_every_server(tmp_path, bind):
+    with serving(tmp_path, access=access_for(bind, None)) as srv:
+        for host in NOT_HOSTS:
+            status, headers, data = request(srv.port, "GET", "/health", headers={"Host": host})
+            assert status == 400 and "is not a host name" in json_error(status, headers, data)["message"], host
+        for host in ("localhost", "localhost.", f"127.0.0.1:{srv.port}", "[::1]", f"[0:0::1]:{srv.port}"):
+            assert request(srv.port, "GET", "/health", headers={"Host": host})[0] == 200, host
+    assert all(host_name(h) is None for h in NOT_HOSTS)
+    assert [host_name(h) for h in ("LOCALHOST.:8880", "[0:0::1]", "0::1", "tts_box.lan")] == \
+        ["localhost", "::1", "::1", "tts_box.lan"]
+    for bad in NOT_HOSTS:
+        with pytest.raises(HostNameError, match="is not a host name"):
+            access_for("127.0.0.1", None, extra_hosts=[bad])
+
+
+@pytest.mark.parametrize("origin", ["null", "NULL", " null", "https://app.example/", "https://app.example/page",
+                                    "app.example", "//app.example", "https://user@app.example", "https://",
+                                    "https://app.example?x=1", "HTTPS://App.Example", "https://a b.example", ""])
+def test_a_cors_origin_no_browser_sends_or_null_is_refused_at_start(origin):
+    with pytest.raises(CorsOriginError, match="null would let any sandboxed|is not an origin"):
+        access_for("127.0.0.1", None, cors_origins=[origin])
+
+
+def test_a_wildcard_cors_origin_is_taken_with_a_warning():
+    good = ("https://app.example", "http://localhost:3000", "chrome-extension://abcdef", "http://[::1]:8080")
+    assert access_for("127.0.0.1", None, cors_origins=good).cors_origins == good
+    assert cors_warning(good, None) is None
+    assert access_for("127.0.0.1", None, cors_origins=["*"]).cors_origins == ("*",)
+    assert "any web page" in cors_warning(("*",), None) and "set --api-key" in cors_warning(("*",), None)
+    assert "any web page" in cors_warning(("*",), "k") and "--api-key" not in cors_warning(("*",), "k")
 
 
 def test_bind_policy_and_warnings():

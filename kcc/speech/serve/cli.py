@@ -212,7 +212,7 @@ def listener_limits(args):
 def run_serve(args) -> int:
     from kcc.speech.serve.app import HttpLimits, create_app
     from kcc.speech.serve.connection import http_server
-    from kcc.speech.serve.security import check_tls, public_bind_warning
+    from kcc.speech.serve.security import check_tls, cors_warning, public_bind_warning
     _setup_logging()
     access = access_from_args(args)
     tls = check_tls(args.tls_cert, args.tls_key)
@@ -222,8 +222,10 @@ def run_serve(args) -> int:
     listener = listener_limits(args)
     print(f"kcc serve: {'https' if tls else 'http'}://{args.host}:{args.port}/ (POST /v1/audio/speech; "
           f"{listener.max_open} connections at most)", file=sys.stderr)
-    if (warning := public_bind_warning(args.host, args.api_key, tls is not None)):
-        print(warning, file=sys.stderr)
+    for warning in (public_bind_warning(args.host, args.api_key, tls is not None),
+                    cors_warning(access.cors_origins, access.api_key)):
+        if warning:
+            print(warning, file=sys.stderr)
     # Requests in flight are capped by the app (JSON 503); connections are accepted, timed and
     # capped by kcc (kcc.speech.serve.listener, .connection), not by uvicorn's limit_concurrency,
     # which counts idle connections as requests.
