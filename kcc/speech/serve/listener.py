@@ -214,11 +214,10 @@ class Listener:
                 return
             except ConnectionAbortedError:       # the client gave up while queued
                 continue
-            except OSError as exc:
-                if exc.errno not in ACCEPT_ERRORS:
-                    raise
-                self.tally.add(f"accepts failed ({os.strerror(exc.errno)})")
-                self._lower_cap()
+            except OSError as exc:               # counted, never logged per event; accepting pauses briefly
+                self.tally.add(f"accepts failed ({os.strerror(exc.errno) if exc.errno else exc})")
+                if exc.errno in ACCEPT_ERRORS:
+                    self._lower_cap()
                 self._pause()
                 self.loop.call_later(ACCEPT_PAUSE_S, self._resume)
                 return
