@@ -466,7 +466,8 @@ def test_fuzzed_hostile_clients_bounded(tmp_path):
     sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
     from fuzz_clients import fuzz
     conn = ConnectionLimits(head_timeout_s=1.0, write_stall_s=1.0)
-    with serving(tmp_path, connection=conn, http=HttpLimits(body_timeout_s=1.0, read_lag_s=1.0)) as srv:
+    with serving(tmp_path, connection=conn, http=HttpLimits(body_timeout_s=1.0, read_lag_s=1.0),
+                 listener=ListenerLimits(first_byte_s=1.0)) as srv:
         svc = srv.service
         result = fuzz(srv.port, seconds=6, clients=30, seed=2,
                       idle=lambda: svc.running + svc.waiting == 0 and not svc.jobs and srv.gate.active == 0)
