@@ -262,6 +262,7 @@ def test_out_of_file_descriptors_is_logged_once_per_interval_and_the_server_keep
             proc.kill()
             _, err = proc.communicate()
     lines = err.decode().splitlines()
+    assert any(f"kcc {command}: " in line and "5000 connections at most)" in line for line in lines), lines[:5]
     tally = [line for line in lines if line.startswith("kcc.speech.serve.listener")]
     assert any("accepts failed (Too many open files)" in line for line in tally), lines[-20:]
     assert any("cap lowered to" in line for line in tally), lines[-20:]
@@ -321,3 +322,15 @@ def test_a_synthesis_or_an_open_text_stream_outlasts_the_idle_deadline(tmp_path)
         assert _server_closes(long)                       # idle after its answer: closed
         for raw in (long, stream):
             raw.close()
+
+
+@pytest.mark.parametrize("command", ["serve", "wyoming"])
+def test_a_port_already_taken_is_said_by_name(tmp_path, command):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = subprocess.run([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
+                              command, "--port", str(port)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 3 and f"kcc {command}: cannot listen on " in res.stderr, res.stderr[-2000:]
+    assert "Address already in use" in res.stderr and "Traceback" not in res.stderr

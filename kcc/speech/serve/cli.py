@@ -250,6 +250,9 @@ def run_wyoming(args) -> int:
         asyncio.run(serve(service, uri, listener=listener))
     except KeyboardInterrupt:
         pass
+    except OSError as exc:               # the address is taken or not ours (serve binds before anything else)
+        print(f"kcc wyoming: cannot listen on {uri}: {exc.strerror or exc}", file=sys.stderr)
+        return 3
     finally:
         service.close()
     return 0
