@@ -131,6 +131,16 @@ def _describe(port: int) -> Info:
     return asyncio.run(ask())
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fd_room():
+    """The flood and the in-process server's side of it hold ~2 x FLOOD descriptors in this process:
+    the soft limit is raised to the hard one, as the servers do at start."""
+    soft = raise_fd_limit()
+    if soft < 2 * FLOOD + FD_HEADROOM:
+        pytest.fail(f"these tests need a file limit of {2 * FLOOD + FD_HEADROOM}; the hard limit is {soft} "
+                    "(raise it: ulimit -Hn, or LimitNOFILE= in systemd)")
+
+
 @pytest.fixture(scope="module")
 def tls_pair(tmp_path_factory):
     return _self_signed(tmp_path_factory.mktemp("tls"))

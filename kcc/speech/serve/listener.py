@@ -27,6 +27,7 @@ import errno
 import logging
 import os
 import resource
+import signal
 import socket
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -312,6 +313,26 @@ class Listener:
         loop, deadline = self.loop, self.loop.time() + timeout_s
         while any(s.closing for s in self.slots) and loop.time() < deadline:
             await asyncio.sleep(0.01)
+
+
+async def serve_until_stopped(socks: list[socket.socket], serve: Callable[[Slot], Awaitable[None]],
+                              limits: ListenerLimits | None = None, name: str = "server") -> None:
+    """A Listener on `socks` until cancelled or SIGTERM; then every connection is closed."""
+    listener = Listener(socks, serve, limits, name)
+    loop, stop = asyncio.get_running_loop(), asyncio.Event()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    except (NotImplementedError, RuntimeError, ValueError):   # not the main thread (tests), or no signals
+        pass
+    try:
+        await stop.wait()
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+        listener.close(connections=True)
+        await listener.wait_closed()
 
 
 def bind(host: str | None, port: int, backlog: int = 1024) -> list[socket.socket]:

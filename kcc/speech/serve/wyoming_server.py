@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import signal
 from functools import partial
 from urllib.parse import urlsplit
 
@@ -35,7 +34,7 @@ from wyoming.server import AsyncEventHandler, AsyncServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from kcc.speech.languages import LANGUAGES, default_voice, from_tag
-from kcc.speech.serve.listener import DetachedSlot, Listener, ListenerLimits, Slot, bind
+from kcc.speech.serve.listener import DetachedSlot, ListenerLimits, Slot, bind, serve_until_stopped
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, SpeechRequest
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.serve.wyoming_events import BadEvent, WyomingLimits, read_event, text_field, voice_field
@@ -278,18 +277,4 @@ async def serve(service: SpeechService, uri: str, limits: WyomingLimits | None =
         slot.abort = writer.transport.abort
         await SpeechHandler(service, reader, writer, limits=limits, slot=slot).run()
 
-    gate = Listener(bind(parts.hostname, parts.port, listener.backlog), serve_one, listener, "Wyoming")
-    loop, stop = asyncio.get_running_loop(), asyncio.Event()
-    try:
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
-    except (NotImplementedError, RuntimeError, ValueError):   # not the main thread (tests), or no signals
-        pass
-    try:
-        await stop.wait()
-    finally:
-        try:
-            loop.remove_signal_handler(signal.SIGTERM)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-        gate.close(connections=True)
-        await gate.wait_closed()
+    await serve_until_stopped(bind(parts.hostname, parts.port, listener.backlog), serve_one, listener, "Wyoming")
