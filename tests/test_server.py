@@ -712,6 +712,7 @@ def _until_value(fn, timeout=60.0):
     (["--first-chunk-phonemes", "300", "--chunk-phonemes", "200"], "--first-chunk-phonemes 300 is outside [1, 200]"),
     (["--max-body", "1"], "--max-body 1 is outside"),
     (["--first-chunk-seconds", "-1"], "--first-chunk-seconds -1.0 is outside [0, 60]"),
+    (["--max-open", "-1"], "--max-open -1 is outside [0, 1000000]"),
     (["--voice-alias", "alloy"], "voice alias 'alloy': expected NAME=VOICE"),
     (["--voice", "../x"], "'voice' must be a voice name"),
     (["--voice-alias", "alloy=af_nova"], "voice alias alloy=af_nova: not a voice this server offers"),
