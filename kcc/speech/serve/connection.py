@@ -97,7 +97,8 @@ class GuardedServer(uvicorn.Server):
         self.listener: Listener | None = None
 
     async def startup(self, sockets: list | None = None) -> None:
-        await super().startup(sockets=[])     # the lifespan only: uvicorn opens no listener of its own
+        # uvicorn (0.55, pinned) runs the lifespan and opens one server per socket given: none here
+        await super().startup(sockets=[])
         if not self.started:
             return
         config, limits = self.config, self.listener_limits
