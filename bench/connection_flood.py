@@ -198,6 +198,8 @@ def main() -> None:
     ap.add_argument("--before", type=Path, required=True, help="a checkout of the code before")
     ap.add_argument("--before-label", default="`git archive ed73a59` (asyncio's accept)",
                     help="what --before is, for the report")
+    ap.add_argument("--before-label", default="`git archive ed73a59` (asyncio's accept)",
+                    help="what --before is, for the report")
     ap.add_argument("--after", type=Path, default=Path("."), help="a checkout of the code now")
     ap.add_argument("--transports", default="http,https,wyoming")
     ap.add_argument("--flood", type=int, default=2000)
@@ -220,7 +222,8 @@ def main() -> None:
         "# A real client while 2000 sockets stall (bench/connection_flood.py)",
         "",
         f"CPU: {cpu_name()} (Zen 4, family 25 model 17), 2 cores, a machine shared with other jobs: upper bounds. "
-        f"Code: after = {short_commit()}, before = {a.before_label}. Server: a child process per row with tests' FakeSynth (connection handling only), file limit "
+        f"Code: after = {short_commit()}, before = {a.before_label}. Server: a child process per row with "
+        f"tests' FakeSynth (connection handling only), file limit "
         f"soft = hard = {a.fd_limit}. Flood: {a.flood} loopback sockets that never send a byte, each reopened "
         f"when the server closes it; probes every {a.interval:g} s for {a.seconds:g} s after {a.settle:g} s of "
         f"flood, each with a {a.timeout:g} s deadline (a timeout is a failure). Latency in ms, of the probes "
