@@ -198,8 +198,6 @@ def main() -> None:
     ap.add_argument("--before", type=Path, required=True, help="a checkout of the code before")
     ap.add_argument("--before-label", default="`git archive ed73a59` (asyncio's accept)",
                     help="what --before is, for the report")
-    ap.add_argument("--before-label", default="`git archive ed73a59` (asyncio's accept)",
-                    help="what --before is, for the report")
     ap.add_argument("--after", type=Path, default=Path("."), help="a checkout of the code now")
     ap.add_argument("--transports", default="http,https,wyoming")
     ap.add_argument("--flood", type=int, default=2000)
