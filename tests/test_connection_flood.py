@@ -58,21 +58,23 @@ def _until(cond, what: str, timeout: float = SETTLE_S):
 
 def _flood(port: int, n: int, first_byte: bytes) -> list[socket.socket]:
     """n sockets connecting at once (non-blocking), every other one sending `first_byte` once
-    connected; none ever sends more."""
+    connected; none ever sends more. Returns once every connect has completed (a SYN the full
+    backlog dropped is retried by the kernel a second or more later: waiting for those keeps a
+    late wave of them from arriving while the real client is being probed)."""
     socks, sel = [], selectors.DefaultSelector()
     for i in range(n):
         s = socket.socket()
         s.setblocking(False)
         s.connect_ex(("127.0.0.1", port))
         socks.append(s)
-        if i % 2:
-            sel.register(s, selectors.EVENT_WRITE)
+        sel.register(s, selectors.EVENT_WRITE, i % 2)
     t0 = time.monotonic()
-    while sel.get_map() and time.monotonic() - t0 < 10:
+    while sel.get_map() and time.monotonic() - t0 < SETTLE_S:
         for key, _ in sel.select(0.5):
             sel.unregister(key.fileobj)
-            with contextlib.suppress(OSError):
-                key.fileobj.send(first_byte)
+            if key.data:
+                with contextlib.suppress(OSError):
+                    key.fileobj.send(first_byte)
     sel.close()
     return socks
 
