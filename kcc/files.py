@@ -42,12 +42,32 @@ class InputTooLarge(ValueError):
     /proc file reports size 0)."""
 
 
-def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
+class NotRegularFile(ValueError):
+    """A path that names no regular file (a device, a FIFO, a directory) where only a file is meant."""
+
+
+def _read_regular(path: str | Path, n: int) -> bytes:
+    # O_NONBLOCK: opening a FIFO with no writer returns at once (instead of blocking) so that
+    # fstat can refuse it; one open, so what was checked is what is read.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else \
+                "not a regular file"
+            raise NotRegularFile(f"{path} is {kind}, not a regular file")
+        return fh.read(n)
+
+
+def read_bounded(path: str | Path, limit: int, what: str = "file", regular: bool = False) -> bytes:
     """The bytes of `path` ('-': standard input), at most `limit` of them: reads limit + 1 and
-    raises InputTooLarge if they came, so a source that never ends stops here. OSError as the
-    system gives it."""
-    if str(path) == "-":
+    raises InputTooLarge if they came, so a source that never ends stops here. regular: only a
+    regular file (NotRegularFile otherwise), opened once. OSError as the system gives it."""
+    if str(path) == "-" and not regular:
         data = sys.stdin.buffer.read(limit + 1)
+    elif regular:
+        data = _read_regular(path, limit + 1)
     else:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
@@ -57,14 +77,18 @@ def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
     return data
 
 
-def read_user_file(path: str | Path, limit: int, what: str, error: type[Exception]) -> bytes:
-    """read_bounded for a file a user named (a text, a manifest, a lexicon), both of its failures
-    raised as the reader's own named `error`: '{what} PATH is over N; split it' or
+def read_user_file(path: str | Path, limit: int, what: str, error: type[Exception], *, regular: bool = False,
+                   too_large: type[Exception] | None = None) -> bytes:
+    """read_bounded for a file a user named (a text, a manifest, a lexicon, a book), its failures
+    raised as the reader's own named `error` (`too_large` for the size, where given):
+    '{what} PATH is over N; split it', '{what} PATH is a FIFO, not a regular file' or
     '{what} PATH: the system's reason'."""
     try:
-        return read_bounded(path, limit, what)
+        return read_bounded(path, limit, what, regular)
     except InputTooLarge as exc:
-        raise error(str(exc)) from None
+        raise (too_large or error)(str(exc)) from None
+    except NotRegularFile as exc:
+        raise error(f"{what} {exc}") from None
     except OSError as exc:
         raise error(f"{what} {path}: {exc.strerror or exc}") from None
 

@@ -41,7 +41,7 @@ LAZY_MODULES: dict[str, str] = {   # third-party package -> why it is imported o
     "phonemizer": "0.37 s, 62 MB: the espeak-ng fallback only",
     "jieba": "40 ms and its dictionary: Mandarin only",
     "num2words": "40 ms: only when a number is read",
-    "bs4": "100 ms: `kcc book` HTML and EPUB only", "pypdf": "120 ms, 30 MB: `kcc book` PDF only",
+    "lxml": "40 ms: `kcc book` HTML and EPUB only", "pypdf": "120 ms, 30 MB: `kcc book` PDF only",
     "ebooklib": "`kcc book` EPUB only", "markdown_it": "50 ms: `kcc book` Markdown only",
     "mutagen": "`kcc book` .m4b tags only",
 }

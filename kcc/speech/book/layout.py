@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kcc.speech.book.sources import Book
+from kcc.speech.book.text import Book
 
 ITEM_CHARS = 1_500           # ~1.5 min of speech: a paragraph past it is cut at sentence ends
 _SENTENCE = re.compile(r"(?<=[.!?…;:])[)”\"'’]?\s+")
