@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kcc.cache_trust import private_dir
+from kcc.cache_trust import ownership_problem, private_dir
 
 # kcc's own temporaries (files and directories) are named '.kcc-tmp.<pid>.<target>.<random>.part',
 # so a later run can tell them from the user's files and from a live process's: only names of
@@ -169,6 +169,31 @@ def temp_dir(parent: Path, target_name: str):
     finally:
         AtomicFile.live.discard(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class UnsafeWorkDir(ValueError):
+    """A work directory kcc would trust between runs that someone else can write or has made."""
+
+
+def private_work_dir(path: str | Path, error: type[Exception] = UnsafeWorkDir) -> Path:
+    """A directory a resumable job keeps its work in between runs (items it trusts on a rerun),
+    made 0700 where missing; `error` when it is a link, no directory, another user's, or writable
+    by group or others: in a shared directory (mode 1777) another user could have made it first
+    and would put in it what the next run trusts."""
+    path = Path(path)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise error(f"work directory {path}: {exc.strerror or exc}") from None
+    st = os.lstat(path)
+    why = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a directory" if not stat.S_ISDIR(st.st_mode)
+           else ownership_problem(st))
+    if why:
+        raise error(f"work directory {path} {why}; kcc would trust what others put in it. Remove it "
+                    "(or write the output to a directory only you can write)")
+    return path
 
 
 def disk_bytes(path: str | Path) -> int:

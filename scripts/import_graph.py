@@ -64,6 +64,8 @@ LAZY_EDGES: dict[tuple[str, str], str] = {
     ("kcc/model/pipeline.py", "kcc.circuits"): "as the driver: a warm start reads no circuit (tests/test_model_store.py)",
     ("kcc/speech/g2p_en_cache.py", "importlib"): "importlib.metadata, 16 ms and 32 modules: read only when an "
                                                  "English G2P is built",
+    ("kcc/speech/worker_budget.py", "kcc.model.loader"): "the memory check asks the system only when a "
+                                                         "command starts workers; `kcc --help` does not",
     ("kcc/speech/serve/cli.py", "asyncio"): "50 ms: only `kcc wyoming` (the HTTP server's uvicorn brings its own)",
     ("kcc/model/__init__.py", "kcc.model"):
         "any kcc.model submodule runs the package first; kcc.model.load pulls the compiler (0.17 s, 34 MB)",

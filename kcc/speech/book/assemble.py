@@ -19,6 +19,7 @@ from kcc.files import AtomicFile
 from kcc.speech.audio_formats import Encoder
 from kcc.speech.book.errors import BookError
 from kcc.speech.book.layout import ChapterPlan
+from kcc.speech.book.tags import ChapterTags, tag_chapter
 from kcc.speech.timestamps import SAMPLE_RATE
 from kcc.speech.wav import WavWriter
 
@@ -93,10 +94,10 @@ class ChapterFile:
     streaming form (kcc.speech.audio_formats: bit-exact muxing, so the same audio gives
     the same bytes)."""
 
-    def __init__(self, path: Path, fmt: str):
+    def __init__(self, path: Path, fmt: str, tags: ChapterTags | None = None):
         if fmt not in AUDIO_FORMATS:
             raise BookError(f"audio format {fmt!r} is not one of {', '.join(AUDIO_FORMATS)}")
-        self.path, self.fmt, self.bytes = path, fmt, 0
+        self.path, self.fmt, self.bytes, self.tags = path, fmt, 0, tags
         if fmt == "wav":
             self.file = WavWriter(path)
             self.encoder = None
@@ -112,6 +113,9 @@ class ChapterFile:
     def commit(self) -> Path:
         if self.encoder is not None:
             self.file.fh.write(self.encoder.finish())
+        if self.tags is not None:              # on the whole temporary, before it is renamed into place
+            self.file.close()
+            tag_chapter(self.file.tmp, self.fmt, self.tags)
         return self.file.commit()
 
     def abort(self) -> None:
