@@ -6,7 +6,7 @@ chapters from the outline (bookmarks) where it has one.
   bytes (its /Contents and the form XObjects its resources name, decoded) are counted in the
   ReadBudget before its text is extracted, a shared stream on every page that uses it.
 - Furniture: running headers and footers ('The Title', 'Chapter 3', 'Page 12') are lines at a
-  page's top or bottom edge that recur, digits aside, on at least 3 pages and on at least
+  page's top or bottom edge, short, that recur, digits aside, on at least 3 pages and on at least
   RUNNING_SHARE of the pages between their first and last (alternating recto/verso headers make
   1/2; a chapter heading recurs on a chapter's first page only, far sparser); a bare page number
   at an edge is dropped anywhere.
@@ -27,8 +27,9 @@ from kcc.speech.book.text import Book, Chapter, chapters_from_text, paragraphs_f
 
 PDF_WARNING = ("PDF: only the text layer is read; images, tables, page layout and the place of footnotes "
                "are lost, and line breaks and hyphenation may be wrong; an EPUB or HTML edition reads better")
-EDGE_LINES = 3               # lines from a page's top and from its bottom that may be furniture
-RUNNING_SHARE = 0.4
+EDGE_LINES = 2               # lines from a page's top and from its bottom that may be furniture
+RUNNING_CHARS = 100          # a running header or footer is a short line
+RUNNING_SHARE = 0.5
 _PAGE_NUMBER = re.compile(r"[\[(\-–— ]*(?:page\s+|p\.\s*)?(?:\d{1,5}|[ivxlcdm]{1,8})(?:\s*(?:of|/)\s*\d{1,5})?"
                           r"[\])\-–— ]*", re.I)
 _DIGITS = re.compile(r"\d+")
@@ -81,7 +82,7 @@ def drop_furniture(pages: list[list[str]]) -> list[list[str]]:
         return _DIGITS.sub("#", " ".join(line.lower().split()))
     where: dict[str, list[int]] = {}
     for i, lines in enumerate(pages):
-        for k in {key(ln) for ln in lines[:EDGE_LINES] + lines[-EDGE_LINES:]}:
+        for k in {key(ln) for ln in lines[:EDGE_LINES] + lines[-EDGE_LINES:] if len(ln) <= RUNNING_CHARS}:
             where.setdefault(k, []).append(i)
     running = {k for k, at in where.items()
                if len(at) >= 3 and len(at) >= RUNNING_SHARE * (at[-1] - at[0] + 1)}
