@@ -182,7 +182,7 @@ def join_clicks(audio: np.ndarray, joins: list[int], speech: list[tuple[int, int
     return float(at_joins), float(np.percentile(inside, 99.9))
 
 
-def _content(lines: list[str]) -> bytes:
+def content_stream(lines: list[str]) -> bytes:
     ops = ["BT /F1 11 Tf 14 TL 50 780 Td"]
     for line in lines:
         esc = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
@@ -197,7 +197,7 @@ def write_pages_pdf(path: Path, pages: list[list[str]] | None = None, outline: l
     `count` pages that all draw the one content stream `shared` (the work-budget case); with
     `outline`: (title, page index) bookmarks added through pypdf."""
     n = count if shared is not None else len(pages)
-    streams = [zlib.compress(shared)] if shared is not None else [zlib.compress(_content(p)) for p in pages]
+    streams = [zlib.compress(shared)] if shared is not None else [zlib.compress(content_stream(p)) for p in pages]
     # objects: 1 catalog, 2 pages, 3 font, 4.. page objects, then the content streams
     first_stream = 4 + n
     kids = " ".join(f"{4 + i} 0 R" for i in range(n))
