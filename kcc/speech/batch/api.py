@@ -62,15 +62,15 @@ class Batch:
                  for n, r in enumerate(manifest, 1)), defaults)
         if isinstance(synth, SynthSpec) and threads is None:
             threads = synth.threads
-        for name, n in (("workers", workers), ("threads", threads), ("max_chars", max_chars)):
-            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-                raise BatchError(f"{name} must be a positive integer, got {n!r}")
         if workers is not None:
             # the cap and memory budget every door shares; a Ray cluster's memory is its own
             try:
                 check_workers(workers, "workers", local=engine == "local" or address is None)
             except ValueError as exc:
                 raise BatchError(str(exc)) from None
+        for name, n in (("threads", threads), ("max_chars", max_chars)):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+                raise BatchError(f"{name} must be a positive integer, got {n!r}")
         self.workers, self.threads = split_cores(available_cores(), workers, threads)
         self.loaded = synth if hasattr(synth, "synthesize") else None
         if self.loaded is not None and (engine != "local" or processes):
