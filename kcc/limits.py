@@ -76,6 +76,9 @@ def _table() -> list[tuple[str, str, str]]:
          f"{BOOK.max_members} / {_mib(BOOK.max_member_bytes)} / {_mib(BOOK.max_unpacked_bytes)} / {BOOK.max_ratio}:1"),
         ("book", "HTML nesting depth / PDF pages / characters per synthesis item",
          f"{BOOK.max_depth} / {BOOK.max_pdf_pages} / {ITEM_CHARS}"),
+        ("book (reading work)", "markup bytes parsed / document nodes / PDF content-stream bytes (a stream counted "
+                                "on every page that draws it)",
+         f"{_mib(BOOK.max_parse_bytes)} / {BOOK.max_nodes} / {_mib(BOOK.max_pdf_content_bytes)}"),
     ]
     return rows
 
