@@ -36,11 +36,12 @@ class BookLimits:
     max_pdf_pages: int = 10_000
     # The work of one reading. Markup: the EPUB members' own bound (512 MiB) at most, parsed at
     # ~50-100 MiB/s by libxml2. Nodes: ~10 per paragraph of a novel; 32 M is ten War and Peaces.
-    # PDF content streams: pypdf extracts ~2-5 MiB/s of them, so 256 MiB is about a minute or
-    # two; a 1,000-page illustrated textbook draws ~30-60 MiB.
+    # PDF content streams: pypdf extracts 0.2-0.4 MiB/s of them (2-core Zen 4: text-drawing and
+    # path operators alike), so 32 MiB is 1.5-3 minutes at most; a text page draws ~3 KiB (a
+    # 1,000-page novel ~3 MiB), and the most pages a PDF may have of them ~30 MiB.
     max_parse_bytes: int = 512 << 20
     max_nodes: int = 32_000_000
-    max_pdf_content_bytes: int = 256 << 20
+    max_pdf_content_bytes: int = 32 << 20
 
 
 LIMITS = BookLimits()
