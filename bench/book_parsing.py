@@ -35,7 +35,8 @@ STREAM = content_stream(["Top.", "Second.", "The middle line of the page.", "Fou
 CASES = {
     "unclosed tags ('<a' x 8192k)": (".html", lambda k: b"<p>x</p>" + b"<a" * (8192 * k)),
     "open doctypes ('<!DOCTYPE[' x 2048k)": (".html", lambda k: b"<p>x</p>" + b"<!DOCTYPE[" * (2048 * k)),
-    "HTML novel (1,500k paragraphs)": (".html", lambda k: b"<html><body>" + PARAGRAPH * (1500 * k) + b"</body></html>"),
+    "HTML novel (1,500k paragraphs, a chapter per 500)": (".html", lambda k: b"<html><body>" + b"".join(
+        b"<h1>Chapter %d</h1>\n" % c + PARAGRAPH * 500 for c in range(3 * k)) + b"</body></html>"),
     "PDF, 2k pages sharing one 200 KB stream": (".pdf", None),
 }
 CHILD = """
