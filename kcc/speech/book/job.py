@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Iterator
 
 from kcc.files import file_sha256, private_work_dir, remove_dir_atomically, sweep_temporaries
+from kcc.speech.audio.outputs import check_output, check_output_dir
+from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.batch.api import Batch
 from kcc.speech.batch.item import Outcome, is_done, write_atomic
 from kcc.speech.batch.manifest import Defaults
@@ -42,8 +44,6 @@ from kcc.speech.book.m4b import M4bWriter
 from kcc.speech.book.sources import Book, read_book
 from kcc.speech.book.tags import ChapterTags
 from kcc.speech.book.voice_choice import book_language, default_voice
-from kcc.speech.outputs import check_output, check_output_dir
-from kcc.speech.timestamps import SAMPLE_RATE
 from kcc.speech.worker_budget import check_workers
 
 CHAPTER_SCHEMA = "kcc.speech.book.chapter/1"

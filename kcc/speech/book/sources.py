@@ -42,7 +42,7 @@ from kcc.speech.book.text import (
     front_matter,
     title_page,
 )
-from kcc.speech.g2p import G2PError, decode_text
+from kcc.speech.g2p.g2p import G2PError, decode_text
 
 __all__ = ["Book", "Chapter", "FORMATS", "PDF_WARNING", "read_book", "detect_format", "check_zip"]
 
