@@ -1,5 +1,5 @@
 """Reading time of `kcc book`'s hostile inputs at x1, x2, x4, x8, before (a commit's readers,
-exported with `git archive`) and after (this checkout): time until the first word could be
+exported with `git archive`) and after (this checkout's kcc/, copied at the start): time until the first word could be
 synthesised, or the refusal.
 
 Each run is one child process (`read_book` timed inside it, the import excluded), killed after
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -94,7 +95,9 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        trees = {"before": export(args.before, folder), "after": ROOT}
+        after = folder / "kcc-after"
+        shutil.copytree(ROOT / "kcc", after / "kcc", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        trees = {"before": export(args.before, folder), "after": after}      # a snapshot: edits during the run are not measured
         for case in CASES:
             stopped = {"before": False, "after": False}
             for k in (1, 2, 4, 8):
