@@ -29,6 +29,10 @@ SCALED = {
 }
 
 
+def texts_of(book) -> str:
+    return " ".join(p for c in book.chapters for p in c.paragraphs)
+
+
 def work(budget: ReadBudget) -> int:
     return budget.counts["scanned"] + budget.counts["bytes"] + budget.counts["nodes"]
 
@@ -69,6 +73,12 @@ def test_a_pdf_whose_pages_share_one_stream_counts_it_on_every_page(tmp_path, mo
             warnings.simplefilter("ignore")
             read_book(path, budget=budget)
         assert budget.counts["pdf"] == count * len(stream)
+    calls = []
+    from pypdf import PageObject
+    extract = PageObject.extract_text
+    monkeypatch.setattr(PageObject, "extract_text", lambda self, *a, **k: calls.append(1) or extract(self, *a, **k))
+    book = read_book(write_pages_pdf(tmp_path / "s8.pdf", shared=stream, count=8))
+    assert len(calls) == 1 and texts_of(book).count("The middle line, read on every page.") == 8
     path = write_pages_pdf(tmp_path / "many.pdf", shared=stream, count=50)
     limits = BookLimits(max_pdf_content_bytes=3 * len(stream))
     seen = []

@@ -4,7 +4,8 @@ chapters from the outline (bookmarks) where it has one.
 - Work: pypdf parses a page's content streams again for every page that draws them, so a small
   file whose 10,000 pages all point at one large stream costs hours. Each page's content-stream
   bytes (its /Contents and the form XObjects its resources name, decoded) are counted in the
-  ReadBudget before its text is extracted, a shared stream on every page that uses it.
+  ReadBudget before its text is extracted, a shared stream on every page that uses it; pages
+  that draw the same streams with the same resources are extracted once (page_key).
 - Furniture: running headers and footers ('The Title', 'Chapter 3', 'Page 12') are lines at a
   page's top or bottom edge, short, that recur, digits aside, on at least 3 pages and on at least
   RUNNING_SHARE of the pages between their first and last (alternating recto/verso headers make
@@ -65,6 +66,22 @@ def _forms_bytes(resources, seen: set, depth: int) -> int:
         seen.add(key)
         total += _stream_bytes(form, seen, depth)
     return total
+
+
+def page_key(page) -> tuple | None:
+    """What a page's text depends on: its content streams (by object number), its resources and
+    rotation; None where a stream is no shared object (then the page is extracted on its own).
+    Pages with one key have one text, so pypdf extracts it once; the budget still counts the
+    streams on every page."""
+    from pypdf.generic import ArrayObject, IndirectObject
+    raw = page.raw_get("/Contents") if "/Contents" in page else None
+    refs = list(raw) if isinstance(raw, ArrayObject) else [raw]
+    if not refs or not all(isinstance(r, IndirectObject) for r in refs):
+        return None
+    resources = repr(page.get("/Resources"))
+    if len(resources) > 20_000:
+        return None
+    return tuple((r.idnum, r.generation) for r in refs), resources, repr(page.get("/Rotate"))
 
 
 def page_content_bytes(page) -> int:
@@ -164,11 +181,16 @@ def read_pdf(data: bytes, path: Path, limits: BookLimits, budget: ReadBudget) ->
         count = len(reader.pages)
         if count > limits.max_pdf_pages:
             raise BookTooLarge(f"{path}: {count} pages, over the {limits.max_pdf_pages} allowed")
-        pages, chars = [], 0
+        pages, chars, seen = [], 0, {}
         for i, page in enumerate(reader.pages):
             budget.step("page", i, count)
             budget.spend("pdf", page_content_bytes(page))
-            text = page.extract_text() or ""
+            key = page_key(page)
+            text = seen.get(key) if key is not None else None
+            if text is None:
+                text = page.extract_text() or ""
+                if key is not None:
+                    seen[key] = text
             chars += len(text)
             if chars > limits.max_book_chars:
                 raise BookTooLarge(f"{path}: over the {limits.max_book_chars} characters a book may have")
