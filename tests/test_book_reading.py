@@ -176,3 +176,13 @@ def test_other_non_files_are_refused_by_name(tmp_path, make, match):
     make(path)
     with pytest.raises(NotARegularFile, match=match):
         read_book(path)
+
+
+def test_the_command_line_shows_reading_progress_on_stderr(capsys):
+    from kcc.speech.book.cli import reading_progress
+    assert reading_progress(False) is None or reading_progress(False).__name__ == "show"   # a tty shows it
+    show = reading_progress(True)
+    show("page", 3, 10)
+    show("page", 10, 10)
+    err = capsys.readouterr().err
+    assert err == "\rkcc book: reading page 3/10\rkcc book: reading page 10/10\n"
