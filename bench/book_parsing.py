@@ -12,6 +12,9 @@ shapes round four of the red team found quadratic or unbounded:
 - shared PDF stream: N pages all drawing one 200 KB content stream (parsed again per page);
   and a 10,000-page PDF of the same, which the content-stream budget now refuses.
 
+(The 'before' readers import BeautifulSoup, which kcc no longer pins: `pip install
+beautifulsoup4==4.15.0` where the environment lacks it.)
+
     python bench/book_parsing.py [--before ed73a59] [--timeout 30] [--out bench/results/book_parsing.md]
 """
 from __future__ import annotations
