@@ -155,20 +155,28 @@ def test_the_work_directory_is_removed_after_success_unless_kept(tmp_path, voice
     assert sorted(p.name for p in work.glob("c0001-*.wav"))
 
 
+def _another_users(w, monkeypatch) -> None:
+    if os.geteuid() == 0:
+        os.chown(w, 4242, -1)
+    else:                                # as another user would see it: the directory is not theirs
+        uid = os.geteuid()
+        monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
+
+
 @pytest.mark.parametrize("spoil", [
-    lambda w: os.chmod(w, 0o777),                                    # world-writable
-    lambda w: os.chmod(w, 0o770),                                    # group-writable
-    lambda w: os.chown(w, 4242, -1) if os.geteuid() == 0 else pytest.skip("needs root to give a directory away"),
-    lambda w: (os.rmdir(w), os.symlink(w.parent / "elsewhere", w)),  # a link
-])
-def test_a_work_directory_someone_else_could_write_is_refused(tmp_path, voices, spoil):  # noqa: F811
+    lambda w, _: os.chmod(w, 0o777),                                    # world-writable
+    lambda w, _: os.chmod(w, 0o770),                                    # group-writable
+    _another_users,
+    lambda w, _: (os.rmdir(w), os.symlink(w.parent / "elsewhere", w)),  # a link
+], ids=["world-writable", "group-writable", "another-user", "symlink"])
+def test_a_work_directory_someone_else_could_write_is_refused(tmp_path, voices, spoil, monkeypatch):  # noqa: F811
     files = write_all(tmp_path / "in")
     out = tmp_path / "shared" / "book.m4b"
     work = out.parent / ".book.m4b.kcc-book"
     work.parent.mkdir()
     (work.parent / "elsewhere").mkdir()
     work.mkdir()
-    spoil(work)
+    spoil(work, monkeypatch)
     job = BookJob(files["epub"], out, BookOptions(voice="va.npy"), **batch_kw(voices))
     with pytest.raises(UnsafeWorkDir, match="work directory"):
         list(job)
