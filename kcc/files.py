@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kcc.cache_trust import private_dir
+from kcc.cache_trust import ownership_problem, private_dir
 
 # kcc's own temporaries (files and directories) are named '.kcc-tmp.<pid>.<target>.<random>.part',
 # so a later run can tell them from the user's files and from a live process's: only names of
@@ -42,12 +42,32 @@ class InputTooLarge(ValueError):
     /proc file reports size 0)."""
 
 
-def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
+class NotRegularFile(ValueError):
+    """A path that names no regular file (a device, a FIFO, a directory) where only a file is meant."""
+
+
+def _read_regular(path: str | Path, n: int) -> bytes:
+    # O_NONBLOCK: opening a FIFO with no writer returns at once (instead of blocking) so that
+    # fstat can refuse it; one open, so what was checked is what is read.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else \
+                "not a regular file"
+            raise NotRegularFile(f"{path} is {kind}, not a regular file")
+        return fh.read(n)
+
+
+def read_bounded(path: str | Path, limit: int, what: str = "file", regular: bool = False) -> bytes:
     """The bytes of `path` ('-': standard input), at most `limit` of them: reads limit + 1 and
-    raises InputTooLarge if they came, so a source that never ends stops here. OSError as the
-    system gives it."""
-    if str(path) == "-":
+    raises InputTooLarge if they came, so a source that never ends stops here. regular: only a
+    regular file (NotRegularFile otherwise), opened once. OSError as the system gives it."""
+    if str(path) == "-" and not regular:
         data = sys.stdin.buffer.read(limit + 1)
+    elif regular:
+        data = _read_regular(path, limit + 1)
     else:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
@@ -57,14 +77,18 @@ def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
     return data
 
 
-def read_user_file(path: str | Path, limit: int, what: str, error: type[Exception]) -> bytes:
-    """read_bounded for a file a user named (a text, a manifest, a lexicon), both of its failures
-    raised as the reader's own named `error`: '{what} PATH is over N; split it' or
+def read_user_file(path: str | Path, limit: int, what: str, error: type[Exception], *, regular: bool = False,
+                   too_large: type[Exception] | None = None) -> bytes:
+    """read_bounded for a file a user named (a text, a manifest, a lexicon, a book), its failures
+    raised as the reader's own named `error` (`too_large` for the size, where given):
+    '{what} PATH is over N; split it', '{what} PATH is a FIFO, not a regular file' or
     '{what} PATH: the system's reason'."""
     try:
-        return read_bounded(path, limit, what)
+        return read_bounded(path, limit, what, regular)
     except InputTooLarge as exc:
-        raise error(str(exc)) from None
+        raise (too_large or error)(str(exc)) from None
+    except NotRegularFile as exc:
+        raise error(f"{what} {exc}") from None
     except OSError as exc:
         raise error(f"{what} {path}: {exc.strerror or exc}") from None
 
@@ -145,6 +169,31 @@ def temp_dir(parent: Path, target_name: str):
     finally:
         AtomicFile.live.discard(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class UnsafeWorkDir(ValueError):
+    """A work directory kcc would trust between runs that someone else can write or has made."""
+
+
+def private_work_dir(path: str | Path, error: type[Exception] = UnsafeWorkDir) -> Path:
+    """A directory a resumable job keeps its work in between runs (items it trusts on a rerun),
+    made 0700 where missing; `error` when it is a link, no directory, another user's, or writable
+    by group or others: in a shared directory (mode 1777) another user could have made it first
+    and would put in it what the next run trusts."""
+    path = Path(path)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise error(f"work directory {path}: {exc.strerror or exc}") from None
+    st = os.lstat(path)
+    why = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a directory" if not stat.S_ISDIR(st.st_mode)
+           else ownership_problem(st))
+    if why:
+        raise error(f"work directory {path} {why}; kcc would trust what others put in it. Remove it "
+                    "(or write the output to a directory only you can write)")
+    return path
 
 
 def disk_bytes(path: str | Path) -> int:

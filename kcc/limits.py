@@ -13,13 +13,13 @@ from kcc.speech.book.layout import ITEM_CHARS
 from kcc.speech.g2p.overrides import MAX_LEXICON_BYTES
 from kcc.speech.cli.say import MAX_TEXT_BYTES
 from kcc.speech.serve.app import HttpLimits
-from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
 from kcc.speech.serve.connection import ConnectionLimits
 from kcc.speech.serve.listener import FD_HEADROOM, MAX_OPEN_CEILING, ListenerLimits
 from kcc.speech.serve.service import G2P_PIECE_CHARS
 from kcc.speech.serve.service import Limits as ServiceLimits
 from kcc.speech.serve.voice_set import CACHE_PACKS
 from kcc.speech.serve.wyoming_events import WyomingLimits
+from kcc.speech.worker_budget import MAX_WORKERS, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
 from kcc.speech.voices import MAX_BLEND_PARTS, MAX_STYLE_ABS, PLAUSIBLE_ABS
 from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
 
@@ -61,8 +61,9 @@ def _table() -> list[tuple[str, str, str]]:
         ("server", "a response's writing, first byte to last; a stream's reader may fall behind real time by",
          f"{app.response_timeout_s:g} s; {app.read_lag_s:g} s"),
         ("server", "characters per G2P call (cancel and deadline checked between)", str(G2P_PIECE_CHARS)),
-        ("server", "memory budget: base + per synthesis worker (`--workers` past the available memory is refused)",
-         f"{_mib(SERVER_BASE_BYTES)} + {_mib(WORKER_MEMORY_BYTES)}"),
+        ("serve, wyoming, batch, book", "`--workers` at most; memory budget: base + per synthesis worker "
+                                         "(`--workers` past the available memory is refused)",
+         f"{MAX_WORKERS}; {_mib(SERVER_BASE_BYTES)} + {_mib(WORKER_MEMORY_BYTES)}"),
         ("wyoming", "event header / data / payload bytes; writes paused at most",
          f"{_mib(wy.max_header_bytes)} / {_mib(wy.max_data_bytes)} / {_mib(wy.max_payload_bytes)}; "
          f"{wy.write_stall_s:g} s"),
@@ -81,6 +82,9 @@ def _table() -> list[tuple[str, str, str]]:
          f"{BOOK.max_members} / {_mib(BOOK.max_member_bytes)} / {_mib(BOOK.max_unpacked_bytes)} / {BOOK.max_ratio}:1"),
         ("book", "HTML nesting depth / PDF pages / characters per synthesis item",
          f"{BOOK.max_depth} / {BOOK.max_pdf_pages} / {ITEM_CHARS}"),
+        ("book (reading work)", "markup bytes parsed / document nodes / PDF content-stream bytes (a stream counted "
+                                "on every page that draws it)",
+         f"{_mib(BOOK.max_parse_bytes)} / {BOOK.max_nodes} / {_mib(BOOK.max_pdf_content_bytes)}"),
     ]
     return rows
 

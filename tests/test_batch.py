@@ -487,9 +487,9 @@ def test_one_job_per_outdir(tmp_path):
 
 @pytest.mark.parametrize("kwargs, msg", [
     ({"engine": "spark"}, "engine 'spark'"),
-    ({"workers": 0}, "workers must be a positive integer, got 0"),
+    ({"workers": 0}, r"workers 0 is outside \[1, 256\]"),
     ({"threads": -2}, "threads must be a positive integer, got -2"),
-    ({"workers": 1.5}, "workers must be a positive integer"),
+    ({"workers": 1.5}, r"workers 1.5 is outside \[1, 256\]"),
     ({"max_chars": 0}, "max_chars must be a positive integer, got 0"),
 ])
 def test_bad_job_options_raise(tmp_path, kwargs, msg):

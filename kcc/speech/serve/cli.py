@@ -16,17 +16,9 @@ from pathlib import Path
 
 ENV = "KCC_"
 
-# The server's memory: SERVER_BASE_BYTES (the process, G2P, the weights faulted in by the first
-# request) plus WORKER_MEMORY_BYTES for each synthesis worker's arena and scratch at the default
-# --max-frames. Measured with the real fp32 model, `--workers 2`: on the 2-core Xeon (Sapphire
-# Rapids) 69 MB idle, 618 MB after one request, 840 MB with both workers busy; on a 2-core Zen 4
-# ~615 MB after one request, 1.59 GB plateau: ~600 MB an arena at most, so that is the budget.
-SERVER_BASE_BYTES = 400 << 20
-WORKER_MEMORY_BYTES = 600 << 20
-
-
-class MemoryBudgetError(ValueError):
-    """--workers asks for more synthesis arenas than the available memory holds."""
+# --workers: one cap and one memory budget for every door that runs workers (kcc.speech.worker_budget).
+from kcc.speech.worker_budget import (MAX_WORKERS, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES,  # noqa: E402,F401
+                                     MemoryBudgetError, check_memory)
 
 
 def _env(name: str, default, kind=str):
@@ -112,7 +104,7 @@ def threads_per_synthesis(workers: int) -> int:
 def check_settings(args) -> None:
     """Refuse settings the server cannot honour, naming the flag (a ValueError: kcc exits 2)."""
     from kcc.speech.text import MAX_PHONEMES
-    checks = [("--workers", args.workers, 1, 256), ("--max-queue", args.max_queue, 0, 10_000),
+    checks = [("--workers", args.workers, 1, MAX_WORKERS), ("--max-queue", args.max_queue, 0, 10_000),
               ("--request-timeout", args.request_timeout, 0.1, 86_400),
               ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
               ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
@@ -127,19 +119,6 @@ def check_settings(args) -> None:
         if not lo <= value <= hi:
             raise ValueError(f"{flag} {value} is outside [{lo}, {hi}]")
     check_memory(args.workers)
-
-
-def check_memory(workers: int, available: int | None = None) -> None:
-    """Refuse more workers than the available memory holds at WORKER_MEMORY_BYTES each."""
-    from kcc.model.loader import available_memory
-    free = available_memory() if available is None else available
-    need = SERVER_BASE_BYTES + workers * WORKER_MEMORY_BYTES
-    if free is not None and need > free:
-        fits = max(0, (free - SERVER_BASE_BYTES) // WORKER_MEMORY_BYTES)
-        raise MemoryBudgetError(
-            f"--workers {workers} needs about {need >> 20} MiB ({SERVER_BASE_BYTES >> 20} MiB + {WORKER_MEMORY_BYTES >> 20} "
-            f"MiB per worker) but {free >> 20} MiB is available; "
-            + (f"use --workers {fits} or fewer" if fits else "free memory first"))
 
 
 def lead_frames(ms: int) -> int | None:
