@@ -205,6 +205,13 @@ def target_mode(path: Path) -> int:
     return 0o666 & ~current_umask()
 
 
+def named_for(exc: OSError, target: Path) -> OSError:
+    """exc as the system gave it, but naming the file the user asked for instead of kcc's
+    temporary beside it (whose name means nothing to them): '[Errno 28] No space left on device:
+    'out.wav''."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(target))
+
+
 class AtomicFile:
     """A temporary file beside `path`, renamed onto it by commit(); abort() (or an exception
     inside `with`) removes it. Commit is two steps (close, then replace) so that two outputs can
@@ -219,7 +226,10 @@ class AtomicFile:
         if self.path.parent not in AtomicFile.swept:      # once per directory and process
             AtomicFile.swept.add(self.path.parent)
             sweep_temporaries(self.path.parent)
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(self.path.name), suffix=TEMP_SUFFIX, dir=self.path.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=temp_prefix(self.path.name), suffix=TEMP_SUFFIX, dir=self.path.parent)
+        except OSError as exc:
+            raise named_for(exc, self.path) from None
         self.tmp = Path(tmp)
         AtomicFile.live.add(self.tmp)
         self.fh = os.fdopen(fd, "wb")
@@ -238,20 +248,29 @@ class AtomicFile:
 
     def close(self) -> None:
         if not self.fh.closed:
-            self.fh.flush()
+            try:
+                self.fh.flush()
+            except OSError as exc:                 # a full disk: named by the file the user asked for
+                raise named_for(exc, self.path) from None
             os.fchmod(self.fh.fileno(), target_mode(self.path))
             self.fh.close()
 
     def commit(self) -> Path:
         self.close()
-        os.replace(self.tmp, self.path)
+        try:
+            os.replace(self.tmp, self.path)
+        except OSError as exc:
+            raise named_for(exc, self.path) from None
         AtomicFile.live.discard(self.tmp)
         self.tmp = None
         return self.path
 
     def abort(self) -> None:
         if not self.fh.closed:
-            self.fh.close()
+            try:
+                self.fh.close()
+            except OSError:        # a full disk refuses the buffered bytes; the file is removed below all the same
+                pass
         if self.tmp is not None:
             try:
                 os.unlink(self.tmp)

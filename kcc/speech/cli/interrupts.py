@@ -1,8 +1,12 @@
-"""Ctrl-C and SIGTERM for one-shot commands (`kcc say`, `kcc synth`): the signal ends the command
-at once, even inside a C stage call, and its unfinished outputs are removed."""
+"""Ctrl-C and SIGTERM for every one-shot command (say, synth, batch, book, voices, export,
+compile): the signal ends the command at once, even inside a C stage call, its unfinished
+outputs are removed and its worker processes stopped (kcc.speech.cli.run runs each command
+this way; the servers drain instead)."""
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import multiprocessing.util
 import os
 import signal
 import sys
@@ -42,13 +46,29 @@ def interruptible(fn, *args):
         while worker.is_alive():
             worker.join(0.25)
     except Interrupted as exc:
-        AtomicFile.discard_live()
-        print("\nkcc: interrupted; no output written", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(exc.exit_code)
+        end_now(exc.exit_code)
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def end_now(exit_code: int) -> None:
+    """End the process at once with exit_code (130 SIGINT, 143 SIGTERM), leaving nothing half
+    made: unfinished outputs removed, worker processes (batch and book --processes) stopped,
+    and multiprocessing's finalizers run, which release the pools' semaphores (skipping them
+    is what makes its resource tracker warn of 'leaked semaphore objects'). os._exit: a thread
+    inside a C stage call cannot be cancelled, and interpreter shutdown would wait for it."""
+    AtomicFile.discard_live()
+    for child in multiprocessing.active_children():
+        child.terminate()
+    for child in multiprocessing.active_children():
+        child.join(1.0)
+    multiprocessing.util._run_finalizers()    # private, but the one hook: what exit runs itself
+    try:
+        print("\nkcc: interrupted; unfinished outputs removed", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+    os._exit(exit_code)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,36 @@
+"""How every kcc command runs: the standard streams made safe, the command's errors turned into
+the one exit table (kcc.speech.cli.exits), a closed pipe ended quietly, Ctrl-C and SIGTERM
+ended at once with the unfinished outputs removed."""
+from __future__ import annotations
+
+import sys
+
+from kcc.files import AtomicFile
+from kcc.speech.cli.exits import Exit, is_input_error, message
+from kcc.speech.cli.interrupts import Interrupted, end_now, interruptible, interrupts_raise
+from kcc.speech.cli.streams import is_broken_pipe, quiet_stdout
+
+
+def run_command(fn, args, *, in_main_thread: bool = False) -> int:
+    """fn(args) -> its exit code, under kcc's conventions. in_main_thread: the servers, whose
+    own signal handling (uvicorn, asyncio) needs the main thread; every other command runs in
+    a worker thread while the main one waits for signals (interruptible)."""
+    try:
+        if in_main_thread:
+            try:
+                return fn(args)
+            except KeyboardInterrupt:       # a server that drained and re-raised Ctrl-C
+                raise Interrupted(2) from None
+        with interrupts_raise():
+            return interruptible(fn, args)
+    except Interrupted as exc:
+        end_now(exc.exit_code)
+    except Exception as exc:  # every kcc error class carries a message naming what and where
+        if is_broken_pipe(exc):
+            AtomicFile.discard_live()
+            quiet_stdout()
+            return Exit.BROKEN_PIPE
+        if is_input_error(exc):
+            print(message(exc), file=sys.stderr)
+            return Exit.USAGE
+        raise
