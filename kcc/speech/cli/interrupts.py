@@ -15,6 +15,9 @@ import threading
 from kcc.files import AtomicFile
 
 
+INTERRUPTED_MESSAGE = "kcc: interrupted; unfinished outputs removed"
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM: caught at the top of a command, which removes its partial outputs."""
 
@@ -52,12 +55,11 @@ def interruptible(fn, *args):
     return box["value"]
 
 
-def end_now(exit_code: int) -> None:
-    """End the process at once with exit_code (130 SIGINT, 143 SIGTERM), leaving nothing half
-    made: unfinished outputs removed, worker processes (batch and book --processes) stopped,
-    and multiprocessing's finalizers run, which release the pools' semaphores (skipping them
-    is what makes its resource tracker warn of 'leaked semaphore objects'). os._exit: a thread
-    inside a C stage call cannot be cancelled, and interpreter shutdown would wait for it."""
+def clean_up_interrupted() -> None:
+    """What an interrupted command leaves: nothing half made. Unfinished outputs removed, worker
+    processes (batch and book --processes) stopped, and multiprocessing's finalizers run, which
+    release the pools' semaphores (skipping them is what makes its resource tracker warn of
+    'leaked semaphore objects')."""
     AtomicFile.discard_live()
     for child in multiprocessing.active_children():
         child.terminate()
@@ -65,9 +67,16 @@ def end_now(exit_code: int) -> None:
         child.join(1.0)
     multiprocessing.util._run_finalizers()    # private, but the one hook: what exit runs itself
     try:
-        print("\nkcc: interrupted; unfinished outputs removed", file=sys.stderr, flush=True)
+        print(f"\n{INTERRUPTED_MESSAGE}", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
+
+
+def end_now(exit_code: int) -> None:
+    """clean_up_interrupted, then end the process at once with exit_code (130 SIGINT, 143
+    SIGTERM). os._exit: a thread inside a C stage call cannot be cancelled, and interpreter
+    shutdown would wait for it."""
+    clean_up_interrupted()
     os._exit(exit_code)
 
 

@@ -7,7 +7,7 @@ import sys
 
 from kcc.files import AtomicFile
 from kcc.speech.cli.exits import Exit, is_input_error, message
-from kcc.speech.cli.interrupts import Interrupted, end_now, interruptible, interrupts_raise
+from kcc.speech.cli.interrupts import Interrupted, clean_up_interrupted, interruptible, interrupts_raise
 from kcc.speech.cli.streams import is_broken_pipe, quiet_stdout
 
 
@@ -23,8 +23,9 @@ def run_command(fn, args, *, in_main_thread: bool = False) -> int:
                 raise Interrupted(2) from None
         with interrupts_raise():
             return interruptible(fn, args)
-    except Interrupted as exc:
-        end_now(exc.exit_code)
+    except Interrupted as exc:          # raised by the command itself, or a server that drained
+        clean_up_interrupted()
+        return exc.exit_code
     except Exception as exc:  # every kcc error class carries a message naming what and where
         if is_broken_pipe(exc):
             AtomicFile.discard_live()
