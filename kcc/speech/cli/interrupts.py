@@ -11,11 +11,13 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from kcc.files import AtomicFile
 
 
 INTERRUPTED_MESSAGE = "kcc: interrupted; unfinished outputs removed"
+CHILD_GRACE_S = 0.3          # how long a worker process has to end on SIGTERM before SIGKILL
 
 
 class Interrupted(BaseException):
@@ -55,16 +57,26 @@ def interruptible(fn, *args):
     return box["value"]
 
 
-def clean_up_interrupted() -> None:
+def clean_up_interrupted(ending: bool = False) -> None:
     """What an interrupted command leaves: nothing half made. Unfinished outputs removed, worker
     processes (batch and book --processes) stopped, and multiprocessing's finalizers run, which
     release the pools' semaphores (skipping them is what makes its resource tracker warn of
-    'leaked semaphore objects')."""
-    AtomicFile.discard_live()
-    for child in multiprocessing.active_children():
+    'leaked semaphore objects'). ending: the process ends next, and the command's thread, still
+    running, may start no new temporary and no new process."""
+    AtomicFile.discard_live(ending)
+    if ending:
+        # The command's thread runs on meanwhile, and a batch rebuilds a pool whose workers died:
+        # a daemonic process may start no children, so from here on none can be started.
+        multiprocessing.current_process().daemon = True
+    children = multiprocessing.active_children()
+    for child in children:
         child.terminate()
-    for child in multiprocessing.active_children():
-        child.join(1.0)
+    deadline = time.monotonic() + CHILD_GRACE_S
+    for child in children:
+        child.join(max(0.0, deadline - time.monotonic()))
+        if child.is_alive():              # inside a call that holds signals off: no grace left
+            child.kill()
+            child.join(1.0)
     multiprocessing.util._run_finalizers()    # private, but the one hook: what exit runs itself
     try:
         print(f"\n{INTERRUPTED_MESSAGE}", file=sys.stderr, flush=True)
@@ -76,7 +88,7 @@ def end_now(exit_code: int) -> None:
     """clean_up_interrupted, then end the process at once with exit_code (130 SIGINT, 143
     SIGTERM). os._exit: a thread inside a C stage call cannot be cancelled, and interpreter
     shutdown would wait for it."""
-    clean_up_interrupted()
+    clean_up_interrupted(ending=True)
     os._exit(exit_code)
 
 
