@@ -93,14 +93,14 @@ def end_now(exit_code: int) -> None:
 
 
 @contextlib.contextmanager
-def interrupts_raise():
-    """SIGINT / SIGTERM raise Interrupted in the main thread, between two bytecodes: at the
-    latest when the running C stage returns (a stage is 0.1-1 s of a chunk). The previous
-    handlers come back afterwards (off the main thread nothing changes)."""
+def interrupts_raise(signals=(signal.SIGINT, signal.SIGTERM)):
+    """`signals` raise Interrupted in the main thread, between two bytecodes: at the latest when
+    the running C stage returns (a stage is 0.1-1 s of a chunk). The previous handlers come back
+    afterwards (off the main thread nothing changes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    before = {sig: signal.signal(sig, _interrupt) for sig in signals}
     try:
         yield
     finally:

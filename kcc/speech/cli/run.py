@@ -3,6 +3,7 @@ the one exit table (kcc.speech.cli.exits), a closed pipe ended quietly, Ctrl-C a
 ended at once with the unfinished outputs removed."""
 from __future__ import annotations
 
+import signal
 import sys
 
 from kcc.files import AtomicFile
@@ -17,10 +18,15 @@ def run_command(fn, args, *, in_main_thread: bool = False) -> int:
     a worker thread while the main one waits for signals (interruptible)."""
     try:
         if in_main_thread:
-            try:
-                return fn(args)
-            except KeyboardInterrupt:       # a server that drained and re-raised Ctrl-C
-                raise Interrupted(2) from None
+            # A server drains on SIGINT and SIGTERM with its own handlers, then re-raises the
+            # signal into the handler it found: Ctrl-C becomes Interrupted here (uvicorn.run
+            # swallows a KeyboardInterrupt), SIGTERM ends the process by the signal as before,
+            # which a service manager counts as a clean stop.
+            with interrupts_raise(signals=(signal.SIGINT,)):
+                try:
+                    return fn(args)
+                except KeyboardInterrupt:
+                    raise Interrupted(signal.SIGINT) from None
         with interrupts_raise():
             return interruptible(fn, args)
     except Interrupted as exc:          # raised by the command itself, or a server that drained
