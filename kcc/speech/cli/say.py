@@ -19,9 +19,10 @@ from kcc.model.loader import check_max_frames, check_precision, drop_weights_onc
 from kcc.speech.audio.formats import format_for
 from kcc.speech.audio.output import open_audio
 from kcc.speech.cli.args import checkpoint_of
-from kcc.speech.engine import (Chunk, Progress, SayError, check_seed, check_speed, chunk_summary, iter_plan,
+from kcc.speech.engine import (Chunk, SayError, check_seed, check_speed, chunk_summary, iter_plan,
                                load_synthesizer, resolve_voice, synthesize_chunks)
 from kcc.speech.g2p.g2p import G2P, Encoded, decode_text
+from kcc.speech.cli.progress_bar import Progress
 from kcc.speech.cli.streams import require_stdout
 from kcc.speech.audio.outputs import check_outputs
 from kcc.speech.g2p.overrides import load_lexicon
@@ -110,6 +111,7 @@ def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: "Path | str", tim
                 ts.add(c)
             if subs is not None:
                 subs.add(c.words)
+        progress.close()
         audio.close()
         if ts is not None:
             ts.finish(audio.samples)
