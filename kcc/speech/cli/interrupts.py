@@ -5,8 +5,6 @@ this way; the servers drain instead)."""
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.util
 import os
 import signal
 import sys
@@ -64,11 +62,23 @@ def clean_up_interrupted(ending: bool = False) -> None:
     'leaked semaphore objects'). ending: the process ends next, and the command's thread, still
     running, may start no new temporary and no new process."""
     AtomicFile.discard_live(ending)
+    # Worker processes exist only if multiprocessing was imported: looked up, never imported
+    # here (13 modules `kcc --help` does not need).
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None:
+        _stop_children(mp, ending)
+    try:
+        print(f"\n{INTERRUPTED_MESSAGE}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _stop_children(mp, ending: bool) -> None:
     if ending:
         # The command's thread runs on meanwhile, and a batch rebuilds a pool whose workers died:
         # a daemonic process may start no children, so from here on none can be started.
-        multiprocessing.current_process().daemon = True
-    children = multiprocessing.active_children()
+        mp.current_process().daemon = True
+    children = mp.active_children()
     for child in children:
         child.terminate()
     deadline = time.monotonic() + CHILD_GRACE_S
@@ -77,11 +87,9 @@ def clean_up_interrupted(ending: bool = False) -> None:
         if child.is_alive():              # inside a call that holds signals off: no grace left
             child.kill()
             child.join(1.0)
-    multiprocessing.util._run_finalizers()    # private, but the one hook: what exit runs itself
-    try:
-        print(f"\n{INTERRUPTED_MESSAGE}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
+    util = sys.modules.get("multiprocessing.util")         # a pool's semaphores register here
+    if util is not None:
+        util._run_finalizers()          # private, but the one hook: what exit runs itself
 
 
 def end_now(exit_code: int) -> None:
