@@ -15,10 +15,14 @@ from kcc.speech.cli.run import run_command
 from kcc.speech.cli.streams import guard_standard_fds
 
 
+class UsageError(ValueError):
+    """The command line asks for something it cannot have (exit 2, by the one table)."""
+
+
 def _checkpoint_arg(args) -> str:
     path = checkpoint_of(args)
     if not path:
-        raise SystemExit("kcc: no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
+        raise UsageError("no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
     return path
 
 
@@ -52,7 +56,7 @@ def cmd_xray(args) -> int:
     doc = load_circuit(args.circuit)
     ckpt = load_checkpoint(_checkpoint_arg(args))
     if "capture" not in doc:
-        raise SystemExit(f"kcc: circuit {doc['name']} names no pinned capture to compare with")
+        raise UsageError(f"circuit {doc['name']} names no pinned capture to compare with")
     config = args.config or find_capture(doc["capture"], checkpoint_digest(ckpt))
     pinned = load_pinned(doc["capture"], config)
     report = xray_compiled(compile_circuit(doc, ckpt), pinned)

@@ -545,25 +545,29 @@ def test_the_fetch_removes_only_kcc_temporaries_whose_process_is_gone(tmp_path):
 
 
 # -- the servers: Ctrl-C drains and ends with 130 --------------------------------------------------------------
-def test_ctrl_c_ends_the_http_server_with_130_and_no_traceback(tmp_path):
-    from test_server import SERVE_SCRIPT, free_port, request
+@pytest.mark.parametrize("server", ["serve", "wyoming"])
+def test_ctrl_c_ends_each_server_with_130_and_no_traceback(tmp_path, server):
+    import socket
+    from test_server import SERVE_SCRIPT, free_port
     script = SERVE_SCRIPT.replace("import argparse\nfrom kcc.speech.serve.cli import add_parsers\n"
                                   "ap = argparse.ArgumentParser()\nadd_parsers(ap.add_subparsers())\n"
                                   "args = ap.parse_args(sys.argv[3:])\nsys.exit(args.fn(args))",
                                   "from kcc.cli import main\nsys.exit(main(sys.argv[3:]))")
     assert "kcc.cli import main" in script
     port = free_port()
-    p = subprocess.Popen([sys.executable, "-c", script, str(ROOT / "tests"), str(tmp_path / "v"), "serve", "--port",
-                          str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    argv = ["serve", "--port", str(port)] if server == "serve" else ["wyoming", "--uri", f"tcp://127.0.0.1:{port}"]
+    p = subprocess.Popen([sys.executable, "-c", script, str(ROOT / "tests"), str(tmp_path / "v"), *argv],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         t0 = time.monotonic()
         while time.monotonic() - t0 < 60:
+            assert p.poll() is None, p.communicate()[1].decode()
             try:
-                if request(port, "GET", "/health", timeout=2)[0] == 200:
-                    break
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
             except OSError:
-                assert p.poll() is None, p.communicate()[1].decode()
                 time.sleep(0.1)
+        time.sleep(0.3)
         os.killpg(p.pid, signal.SIGINT)
         _, err = p.communicate(timeout=30)
     finally:
@@ -571,7 +575,9 @@ def test_ctrl_c_ends_the_http_server_with_130_and_no_traceback(tmp_path):
             os.killpg(p.pid, signal.SIGKILL)
     err = err.decode()
     assert p.returncode == Exit.INTERRUPTED, err
-    assert "Traceback" not in err and "KeyboardInterrupt" not in err and "Finished server process" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and INTERRUPTED_MESSAGE in err
+    if server == "serve":
+        assert "Finished server process" in err                # it drained first
 
 
 # -- an unknown voice, in every command that takes one ----------------------------------------------------------
@@ -635,3 +641,10 @@ def test_a_full_disk_leaves_no_empty_temporary(tmp_path, monkeypatch, capsysbina
                                                      "--timestamps", str(tmp_path / "x.json")])
     assert rc == Exit.USAGE and "No space left on device" in err and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v.npy"]
+
+
+@pytest.mark.parametrize("argv", [["compile", "kokoro_embedding"], ["xray", "kokoro_embedding"]])
+def test_the_compilers_commands_name_a_missing_checkpoint_with_exit_2(monkeypatch, capsys, argv):
+    monkeypatch.delenv("KCC_CHECKPOINT", raising=False)
+    assert cli.main(argv) == Exit.USAGE
+    assert "kcc: UsageError: no checkpoint: pass --checkpoint PATH" in capsys.readouterr().err
