@@ -648,3 +648,21 @@ def test_the_compilers_commands_name_a_missing_checkpoint_with_exit_2(monkeypatc
     monkeypatch.delenv("KCC_CHECKPOINT", raising=False)
     assert cli.main(argv) == Exit.USAGE
     assert "kcc: UsageError: no checkpoint: pass --checkpoint PATH" in capsys.readouterr().err
+
+
+HELP_MODULES = ("import sys\nfrom kcc import cli\ntry:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+                "print(' '.join(sorted(m for m in sys.modules if m.startswith('kcc'))), file=sys.stderr)")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["say", "--help"], ["batch", "--help"], ["voices", "--help"]])
+def test_help_loads_neither_the_model_loader_nor_the_compilers_build_and_runtime(argv):
+    """By module set, not by time: the argument choice lists come from light modules (the
+    language table, the g2p package's backend names, the precision names, the batch's item
+    limit), so `--help` maps no compiled stage and builds nothing."""
+    p = subprocess.run([sys.executable, "-c", HELP_MODULES, *argv], capture_output=True, text=True, cwd=str(ROOT),
+                       timeout=120)
+    loaded = set(p.stderr.split())
+    assert p.returncode == 0 and "kcc.cli" in loaded and "kcc.speech.cli.commands" in loaded, p.stderr[-500:]
+    heavy = {"kcc.model.loader", "kcc.model.pipeline", "kcc.compiler.runtime", "kcc.compiler.build",
+             "kcc.compiler.driver", "kcc.speech.engine", "kcc.speech.batch.item", "kcc.speech.batch.api"}
+    assert loaded & heavy == set()

@@ -22,6 +22,7 @@ import numpy as np
 
 from kcc import __version__
 from kcc.files import file_sha256, read_bounded, write_atomic
+from kcc.speech.batch import DEFAULT_MAX_CHARS  # noqa: F401  (re-exported: the item's limit)
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES
 from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
@@ -31,7 +32,6 @@ from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
 from kcc.speech.voices import VoiceError, speaking
 
 FINGERPRINT_SCHEMA = "kcc.speech.batch.item/1"
-DEFAULT_MAX_CHARS = 20_000               # one item's text: ~25 min of speech, a few minutes of synthesis
 
 
 class ItemError(ValueError):
