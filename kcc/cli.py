@@ -123,7 +123,8 @@ def _main(argv) -> int:
     p.set_defaults(fn=cmd_import_onnx)
     add_commands(sub)                     # say, synth, export, voices, serve, wyoming, batch, book
     args = ap.parse_args(argv)
-    return run_command(args.fn, args, in_main_thread=args.cmd in SERVERS)
+    # Ray's driver wants the main thread (its signal handling, its shutdown on the way out).
+    return run_command(args.fn, args, server=args.cmd in SERVERS, in_main_thread=getattr(args, "engine", None) == "ray")
 
 
 def main(argv=None) -> int:

@@ -12,12 +12,16 @@ from kcc.speech.cli.interrupts import Interrupted, clean_up_interrupted, interru
 from kcc.speech.cli.streams import is_broken_pipe, quiet_stdout
 
 
-def run_command(fn, args, *, in_main_thread: bool = False) -> int:
-    """fn(args) -> its exit code, under kcc's conventions. in_main_thread: the servers, whose
-    own signal handling (uvicorn, asyncio) needs the main thread; every other command runs in
-    a worker thread while the main one waits for signals (interruptible)."""
+def run_command(fn, args, *, in_main_thread: bool = False, server: bool = False) -> int:
+    """fn(args) -> its exit code, under kcc's conventions. A command runs in a worker thread
+    while the main one waits for signals (interruptible), except where it needs the main thread
+    itself (in_main_thread: Ray's driver; server: uvicorn's and asyncio's signal handling); there
+    SIGINT and SIGTERM raise Interrupted between two bytecodes (a server: SIGINT only)."""
     try:
-        if in_main_thread:
+        if in_main_thread and not server:
+            with interrupts_raise():
+                return fn(args)
+        if server:
             # A server drains on SIGINT and SIGTERM with its own handlers, then re-raises the
             # signal into the handler it found: Ctrl-C becomes Interrupted here (uvicorn.run
             # swallows a KeyboardInterrupt), SIGTERM ends the process by the signal as before,
