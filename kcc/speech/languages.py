@@ -36,9 +36,6 @@ LANGUAGES: dict[str, Language] = {lang.code: lang for lang in (
     Language("zh", "z", (), "zf_xiaobei", "Mandarin Chinese", "zh-CN"),
 )}
 LANGUAGE_CHOICES = ("auto", *LANGUAGES)
-# English's G2P backends (kcc.speech.g2p.en); each other language has one. Here, not in the G2P,
-# so that the command line lists them without importing it.
-G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
 # One-letter codes and short forms -> code.
 ALIASES = {alias: lang.code for lang in LANGUAGES.values() for alias in (lang.letter, *lang.aliases)}
 _BY_LETTER = {lang.letter: lang.code for lang in LANGUAGES.values()}

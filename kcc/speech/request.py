@@ -153,10 +153,6 @@ def _max_chars(value) -> int | None:
     return value
 
 
-# The longest item text `kcc batch` takes by default: ~25 min of speech, a few minutes of synthesis.
-BATCH_MAX_CHARS = 20_000
-
-
 @dataclass(frozen=True)
 class Field:
     """One request field. flag: its command-line option; key: its name in the server's JSON body

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 
+# The choice lists only, from light modules: `kcc --help` loads neither the compiler nor the G2P for them.
 from kcc.precisions import add_precision_argument
-from kcc.speech.languages import G2P_BACKENDS
+from kcc.speech.g2p import G2P_BACKENDS
 from kcc.speech.request import add_request_args
 
 

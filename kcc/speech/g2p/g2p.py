@@ -33,7 +33,8 @@ __all__ = ["ALIASES", "G2P", "G2P_BACKENDS", "LANGUAGE_CHOICES", "PUNCTUATION", 
 # Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
 # The English backends (kcc.speech.g2p.en): each other language has one backend; a server started with
 # --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
-from kcc.speech.languages import ALIASES, G2P_BACKENDS, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
+from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
+from kcc.speech.g2p import G2P_BACKENDS  # noqa: E402  (the names a user can give)
 
 
 def decode_text(data: bytes | str, source: str = "input") -> str:
