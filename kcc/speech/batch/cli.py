@@ -10,7 +10,7 @@ import sys
 
 from kcc.speech.batch.audio import FORMATS
 from kcc.speech.batch import DEFAULT_MAX_CHARS
-from kcc.speech.request import add_request_args
+from kcc.speech.request import FIELDS, add_request_args
 
 
 def add_parser(subparsers) -> None:
@@ -45,7 +45,8 @@ def run_cli(args) -> int:
     from kcc.speech.cli.args import checkpoint_of
     from kcc.speech.g2p.g2p import G2PFactory
     g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
-    defaults = Defaults(check_option("voice", args.voice, Defaults()), check_option("lang", args.lang, Defaults()),
+    # the command line's --voice may be a path (a manifest row may not): the declaration's check only
+    defaults = Defaults(FIELDS["voice"].check(args.voice), check_option("lang", args.lang, Defaults()),
                         check_option("speed", args.speed, Defaults()),
                         check_option("seed", args.seed, Defaults()), args.format)
     spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,

@@ -29,6 +29,7 @@ from kcc.speech.batch.manifest import Item, id_problem
 from kcc.speech.engine import plan, resolve_voice, say
 from kcc.speech.g2p.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
+from kcc.speech.request import chunking
 from kcc.speech.voices import VoiceError, speaking
 
 FINGERPRINT_SCHEMA = "kcc.speech.batch.item/1"
@@ -195,8 +196,8 @@ class ItemWorker:
         with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frames = getattr(self.synth, "max_frames", DEFAULT_MAX_FRAMES)
-            chunks = (plan(item.text, g2p, speed=item.speed, max_frames=frames) if g2p is not None
-                      else phoneme_chunks(item.phonemes, item.speed, frames))
+            chunks = (plan(item.text, g2p, speed=item.speed, max_frames=frames, **chunking(stream=False))
+                      if g2p is not None else phoneme_chunks(item.phonemes, item.speed, frames))
         result = say(content, self.synth, pack, item.speed, item.seed, g2p or _PhonemeInput(),
                      chunks=chunks, progress=False)
         data = encode_audio(result.audio, item.format)
