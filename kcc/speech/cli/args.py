@@ -5,7 +5,7 @@ import os
 
 # The choice lists only, from light modules: `kcc --help` loads neither the model loader
 # (the compiler's runtime) nor the G2P for them.
-from kcc.compiler.precision import add_precision_argument
+from kcc.precisions import add_precision_argument
 from kcc.speech.g2p import G2P_BACKENDS
 from kcc.speech.languages import LANGUAGE_CHOICES
 

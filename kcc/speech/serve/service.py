@@ -34,7 +34,7 @@ from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
 from kcc.speech.serve.first_chunk import CostModel, chunk_plan
 from kcc.speech.engine import SayError, plan, synthesize_chunks
 from kcc.speech.text import pieces
-from kcc.speech.audio.formats import Encoder
+from kcc.speech.audio.encoder import Encoder
 from kcc.speech.serve.request import ApiError, SpeechRequest
 from kcc.speech.serve.scheduler import ChunkScheduler
 from kcc.speech.audio.timestamps import SAMPLE_RATE
