@@ -5,12 +5,12 @@ Checked by module set, in a fresh interpreter per case, not by time (bench/help_
 measures the time)."""
 from __future__ import annotations
 
-import contextlib
-import io
+import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -56,14 +56,27 @@ def third_party(loaded: set[str]) -> set[str]:
     return {t for t in tops - set(sys.stdlib_module_names) - NOT_THIRD_PARTY if not t.startswith("__editable__")}
 
 
-def subcommands() -> list[str]:
-    """Every subcommand `kcc --help` lists (its usage line's {a,b,...}): a new command is covered
-    without being named here."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        cli.main(["--help"])
-    usage = out.getvalue()
-    return usage[usage.index("{") + 1:usage.index("}")].split(",")
+def commands(parser: argparse.ArgumentParser | None = None) -> list[list[str]]:
+    """Every command path of the `kcc` parser, nested ones too (['say'], ['voice', 'design']),
+    read from the parser kcc.cli builds: a new command is covered without being named here."""
+    if parser is None:
+        built = []
+
+        def grab(self, *a, **k):
+            built.append(self)
+            raise SystemExit(0)
+        with mock.patch.object(argparse.ArgumentParser, "parse_args", grab), pytest.raises(SystemExit):
+            cli.main([])
+        parser = built[0]
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            seen = set()
+            for name, sub in action.choices.items():
+                if id(sub) not in seen:                   # an alias names the same parser
+                    seen.add(id(sub))
+                    found += [[name]] + [[name, *rest] for rest in commands(sub)]
+    return found
 
 
 def loaded_by(argv: list[str]) -> tuple[set[str], str]:
@@ -73,18 +86,27 @@ def loaded_by(argv: list[str]) -> tuple[set[str], str]:
     return set(json.loads(p.stderr.strip().splitlines()[-1])), p.stdout
 
 
-def test_the_cases_are_every_subcommand():
-    found = subcommands()
+def test_the_cases_are_every_command():
+    found = [" ".join(c) for c in commands()]
     assert {"say", "synth", "export", "voices", "serve", "wyoming", "batch", "book", "compile", "xray", "report",
             "import-onnx"} <= set(found)
     assert len(found) == len(set(found))
 
 
-@pytest.mark.parametrize("argv", [["--help"]] + [[name, "--help"] for name in subcommands()],
+def test_nested_commands_and_aliases_are_found():
+    ap = argparse.ArgumentParser(prog="kcc")
+    sub = ap.add_subparsers()
+    sub.add_parser("say", aliases=["speak"])
+    voice = sub.add_parser("voice").add_subparsers()
+    voice.add_parser("design")
+    assert commands(ap) == [["say"], ["voice"], ["voice", "design"]]
+
+
+@pytest.mark.parametrize("argv", [["--help"]] + [[*path, "--help"] for path in commands()],
                          ids=lambda argv: " ".join(argv))
 def test_help_loads_no_compiler_no_g2p_and_no_third_party_package(argv):
     loaded, shown = loaded_by(argv)
-    assert shown.startswith(f"usage: kcc {argv[0] + ' ' if len(argv) > 1 else ''}")     # the help was printed
+    assert shown.startswith(" ".join(["usage: kcc", *argv[:-1]]) + " ")      # that command's help was printed
     assert "kcc.cli" in loaded and "kcc.speech.cli.commands" in loaded       # the whole parser was built
     assert heavy_kcc_modules(loaded) == set()
     assert third_party(loaded) == set()
