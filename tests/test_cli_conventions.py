@@ -694,3 +694,15 @@ def test_book_has_no_exit_codes_of_its_own(job, monkeypatch, capsys):
     monkeypatch.setattr("kcc.speech.cli.run.quiet_stdout", lambda: None)     # keep pytest's stdout
     assert cli.main(["book", str(job / "book.txt"), "-o", str(job / "out")]) == Exit.BROKEN_PIPE
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv", [["serve", "--help"], ["wyoming"], ["say", "--help"]])
+def test_a_bad_server_environment_variable_is_a_usage_error(monkeypatch, capsys, argv):
+    """KCC_PORT is read as the parser is built: exit 2 by the one table (not SystemExit's 1),
+    its name and value on stderr, nothing on stdout."""
+    monkeypatch.setenv("KCC_PORT", "eighty")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    out = capsys.readouterr()
+    assert exc.value.code == Exit.USAGE == 2
+    assert out.err == "kcc: environment KCC_PORT='eighty' is not a valid int\n" and out.out == ""

@@ -19,6 +19,7 @@ ENV = "KCC_"
 # --workers: one cap and one memory budget for every door that runs workers (kcc.speech.worker_budget).
 from kcc.speech.worker_budget import (MAX_WORKERS, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES,  # noqa: E402,F401
                                      MemoryBudgetError, check_memory)
+from kcc.speech.cli.exits import Exit  # noqa: E402
 
 
 def _env(name: str, default, kind=str):
@@ -28,7 +29,9 @@ def _env(name: str, default, kind=str):
     try:
         return kind(value)
     except ValueError:
-        raise SystemExit(f"kcc: environment {ENV + name}={value!r} is not a valid {kind.__name__}") from None
+        # read while the parser is built, before kcc.speech.cli.run: exit as the table says for usage
+        print(f"kcc: environment {ENV + name}={value!r} is not a valid {kind.__name__}", file=sys.stderr)
+        raise SystemExit(Exit.USAGE) from None
 
 
 def _common(p: argparse.ArgumentParser, port: int) -> None:
