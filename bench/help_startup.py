@@ -76,8 +76,8 @@ def main() -> None:
     cases = [["--help"]] + ([[c, "--help"] for c in subcommands(args.root)] if args.all else [])
     for argv in cases:
         r = measure(args.root, argv, args.runs)
-        print(f"{r['argv']:<24} {r['median_s']:8.3f} {r['min_s']:6.3f} {r['cpu_s']:6.3f} {r['modules']:7d} {r['kcc_modules']:4d}  "
-              f"{' '.join(r['heavy']) or '-'} / {len(r['compiler_or_g2p'])}")
+        print(f"{r['argv']:<24} {r['median_s']:8.3f} {r['min_s']:6.3f} {r['cpu_s']:6.3f} {r['modules']:7d} "
+              f"{r['kcc_modules']:4d}  {' '.join(r['heavy']) or '-'} / {len(r['compiler_or_g2p'])}")
 
 
 if __name__ == "__main__":

@@ -125,4 +125,3 @@ def test_help_loads_no_compiler_no_g2p_and_no_third_party_package(argv):
 def test_the_module_check_tells_heavy_from_light(loaded, heavy, third):
     """The check itself can fail: each forbidden kind is caught, each light table passes."""
     assert heavy_kcc_modules(loaded) == heavy and third_party(loaded) == third
-
