@@ -78,7 +78,7 @@ def test_sentence_final_period_is_kept(text, spoken):
     ("apples, pears, etc. are fruit", "apples, pears, et cetera are fruit"),
     ("apples, pears, etc.", "apples, pears, et cetera."),                   # also ends the sentence
     ("apples, etc. Then more", "apples, et cetera. Then more"),
-    ("St. Louis on Jan. 3rd", "Saint Louis on January 3rd"), ("at 5 Main St. in town", "at 5 Main Street in town"),
+    ("St. Louis on Jan. 3rd", "Saint Louis on January third"), ("at 5 Main St. in town", "at 5 Main Street in town"),
     ("Visit St. Paul", "Visit Saint Paul"), ("on Main St.", "on Main Street."),
 ])
 def test_abbreviations(text, spoken):
@@ -94,9 +94,8 @@ def test_rare_diacritics_fold_to_base_letters(text, folded):
 
 
 @pytest.mark.parametrize("text", [
-    "café naïve façade", "Dvořák in Gdańsk", "Zürich, Ōsaka", "version 1.2.3", "13/13/2024", "2024-13-40", "25:99",
-    "12345", "3rd", "50%", "the etcetera",
-    "Drs. Who", "plain words only.", "ip 10.0.0.1", "Mr", "e.g",
+    "café naïve façade", "Dvořák in Gdańsk", "Zürich, Ōsaka", "13/13/2024", "2024-13-40", "25:99",
+    "12345", "the etcetera", "Drs. Who", "plain words only.", "Mr", "e.g", "I went home.", "Class C", "Louis C. Smith",
 ])
 def test_leaves_other_text_alone(text):
     assert normalize(text) == text
