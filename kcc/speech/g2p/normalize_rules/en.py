@@ -381,6 +381,8 @@ def _century(m: re.Match, ctx) -> str:
 # Capitals said letter by letter although misaki or espeak-ng read them as a word ("WHO" -> "who").
 SPELLED_ACRONYMS = frozenset("WHO US USA UK EU UN IT AI TV PC CPU GPU FBI CIA BBC CEO DIY FAQ HTML "
                              "HTTP URL USB API PDF DNA IQ ATM".split())
+# Acronyms that are also English words: misaki's lexicon reads "WHO" as "who" at a sentence's start.
+LEXICON_WORDS = frozenset("WHO US IT".split())
 # Capitals said as a word (misaki's lexicon knows some; espeak-ng spells them): "NASA", "SQL" ("sequel").
 WORD_ACRONYMS = {"NASA": "Nasa", "NATO": "Nato", "UNESCO": "Unesco", "UNICEF": "Unicef", "FIFA": "Fifa",
                  "OPEC": "Opec", "SQL": "sequel", "LASER": "laser", "RADAR": "radar", "SCUBA": "scuba",
@@ -400,6 +402,8 @@ def _acronym(m: re.Match, ctx) -> str:
         return word                              # an all-capitals sentence: its words are words
     if word in WORD_ACRONYMS:
         return word if ctx.lexicon else WORD_ACRONYMS[word]     # misaki's lexicon knows these
+    if ctx.lexicon and word not in LEXICON_WORDS:
+        return word                              # misaki spells an unknown all-capitals word itself
     return " ".join(word) if word in SPELLED_ACRONYMS else word
 
 
@@ -547,8 +551,8 @@ RULES: tuple[Rule, ...] = (
     Rule("roman numerals", _sub(r"\b(" + _ROMAN_RE + r")\s(century|centuries|millennium|dynasty)\b"), _century,
          (("the XIX century", "the nineteenth century"),)),
     Rule("acronyms", _sub(r"(?<![\w.'’-])(?:Wi-Fi|WiFi|[A-Z]{2,7})(?![\w'’-]|\.\w)"), _acronym,
-         (("The WHO said so.", "The W H O said so."), ("NASA and the US", "NASA and the U S"),
-          ("a GPU runs SQL", "a G P U runs SQL"), ("I AM SO HAPPY", "I AM SO HAPPY"))),
+         (("WHO said so.", "W H O said so."), ("NASA and the US", "NASA and the U S"),
+          ("a GPU runs SQL", "a GPU runs SQL"), ("I AM SO HAPPY", "I AM SO HAPPY"))),
     Rule("abbreviations", _sub(r"(?<![\w.])(" + "|".join(re.escape(a) for a in sorted(_ABBREV, key=len, reverse=True))
                                + r")(?![\w])"), _abbreviation,
          (("Dr. Smith lives on Elm Dr. now", "Doctor Smith lives on Elm Drive now"),
