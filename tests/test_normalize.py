@@ -41,12 +41,12 @@ def test_thousands_separators(text, spoken):
 
 
 @pytest.mark.parametrize("text, british, spoken", [
-    ("12/25/2024", False, "December twenty-fifth, twenty twenty-four"),
-    ("1/2/2025", False, "January second, twenty twenty-five"),
-    ("1/2/2025", True, "February first, twenty twenty-five"),
-    ("25/12/2024", False, "December twenty-fifth, twenty twenty-four"),     # day > 12: only one reading
-    ("3/4/99", False, "March fourth, ninety-nine"), ("3/4/05", False, "March fourth, oh five"),
-    ("2024-03-05", False, "March fifth, twenty twenty-four"),
+    ("12/25/2024", False, "December twenty fifth, twenty twenty four"),
+    ("1/2/2025", False, "January second, twenty twenty five"),
+    ("1/2/2025", True, "February first, twenty twenty five"),
+    ("25/12/2024", False, "December twenty fifth, twenty twenty four"),     # day > 12: only one reading
+    ("3/4/99", False, "March fourth, ninety nine"), ("3/4/05", False, "March fourth, oh five"),
+    ("2024-03-05", False, "March fifth, twenty twenty four"),
 ])
 def test_dates(text, british, spoken):
     assert normalize(f"on {text}.", british=british) == f"on {spoken}."
@@ -63,7 +63,7 @@ def test_times(text, spoken):
 @pytest.mark.parametrize("text, spoken", [
     ("It is 3.14.", "It is 3 point 1 4."), ("Meet at 3:30 p.m.", "Meet at 3 30 PM."),
     ("Meet at 3:30 p.m. Bring tea.", "Meet at 3 30 PM. Bring tea."), ("Pay $5.", "Pay 5 dollars."),
-    ("On 12/25/2024.", "On December twenty-fifth, twenty twenty-four."),
+    ("On 12/25/2024.", "On December twenty fifth, twenty twenty four."),
     ("Some 1,234.", "Some one thousand two hundred thirty four."),
 ])
 def test_sentence_final_period_is_kept(text, spoken):
@@ -120,7 +120,7 @@ def _fold(ps: str) -> str:
     ("$1,234.56", ["θWznd", "dɑlɹz", "ænd fɪfti sɪks sɛnts"], ["slæʃ", ",", "."]),
     ("1,234,567", ["mɪl", "θWznd fIv hʌndɹd"], [","]),
     ("3.14", ["θɹ pYnt wʌn fɔɹ"], ["."]),
-    ("12/25/2024", ["dsɛmbɹ twɛntfɪfθ, twɛnt twɛntfɔɹ"], ["slæʃ"]),
+    ("12/25/2024", ["dsɛmbɹ twɛnt fɪfθ, twɛnt twɛnt fɔɹ"], ["slæʃ"]),
     ("vs.", ["vɜɹs"], ["vɛs", "."]),
 ])
 def test_spoken_through_both_backends(english, text, heard, not_heard):

@@ -23,6 +23,7 @@ from types import SimpleNamespace
 from kcc.speech.g2p.en_tokenizer import english
 from kcc.speech.g2p.base import PUNCTUATION, G2PError, Word, peel
 from kcc.speech.g2p.en_cache import LazyEspeakFallback, lexicon
+from kcc.speech.g2p.heteronyms import SenseTable, senses
 from kcc.speech.g2p.tagger import tag
 from kcc.speech.g2p.normalize import num2words
 
@@ -138,7 +139,7 @@ class _TaggedTokenizer:
 
     def __call__(self, text: str) -> list[_Token]:
         pairs = self._tokenize(text)
-        return [_Token(t, w, g) for (t, w), g in zip(pairs, tag(pairs))]
+        return [_Token(t, w, g) for (t, w), g in zip(pairs, senses(pairs, tag(pairs)))]
 
 
 def _token_owners(words: list[str], tokens: list[str]) -> list[int]:
@@ -166,6 +167,7 @@ def make_lexicon(british: bool, fallback):
             self.version, self.british, self.unk = None, british, ""
             self.nlp = _TaggedTokenizer()
             self.lexicon = lexicon(en, british)
+            self.lexicon.golds = SenseTable(self.lexicon.golds)     # "lead" the metal, "row" the quarrel
             self.fallback = fallback
 
         def tokenize(self, text, tokens, features):

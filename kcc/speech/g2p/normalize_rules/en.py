@@ -36,17 +36,17 @@ def _cardinal(digits: str) -> str:
 def _year(y: str) -> str:
     """'2024' as a year; a two-digit year as said ("ninety-nine", "oh five"), no century guessed."""
     if len(y) == 4:
-        return num2words(int(y), to="year")
-    return f"oh {num2words(int(y))}" if y[0] == "0" else num2words(int(y))
+        return words(int(y), to="year")
+    return f"oh {words(int(y))}" if y[0] == "0" else words(int(y))
 
 
 def _date(month: int, day: int, year: str | None, british: bool = False) -> str | None:
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
     if british:
-        spoken = f"the {num2words(day, to='ordinal')} of {MONTHS[month - 1]}"
+        spoken = f"the {words(day, to='ordinal')} of {MONTHS[month - 1]}"
     else:
-        spoken = f"{MONTHS[month - 1]} {num2words(day, to='ordinal')}"
+        spoken = f"{MONTHS[month - 1]} {words(day, to='ordinal')}"
     return f"{spoken}, {_year(year)}" if year else spoken
 
 
@@ -477,15 +477,15 @@ RULES: tuple[Rule, ...] = (
          (("Open notes.txt first.", "Open notes dot T X T first."), ("see report.pdf", "see report dot P D F"),
           ("edit config.json", "edit config dot jason"))),
     Rule("dates", _sub(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])"), _slash_date,
-         (("on 12/25/2024.", "on December twenty-fifth, twenty twenty-four."),
+         (("on 12/25/2024.", "on December twenty fifth, twenty twenty four."),
           ("on 3/4/05.", "on March fourth, oh five."))),
     Rule("dates", _sub(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])"), _iso_date,
-         (("on 2024-03-05.", "on March fifth, twenty twenty-four."),)),
+         (("on 2024-03-05.", "on March fifth, twenty twenty four."),)),
     Rule("dates", _sub(r"\b(" + _MONTH_RE + r")\s(\d{1,2})(?:st|nd|rd|th)?\b(?!:|\.\d|,\d)(?:,?\s(\d{4})\b)?"),
          _month_day,
-         (("on March 5, 2024.", "on March fifth, twenty twenty-four."), ("by July 4th we", "by July fourth we"))),
+         (("on March 5, 2024.", "on March fifth, twenty twenty four."), ("by July 4th we", "by July fourth we"))),
     Rule("dates", _sub(r"\b(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + _MONTH_RE + r")\b(?:,?\s(\d{4})\b)?"), _day_month,
-         (("on 5 March 2024.", "on the fifth of March, twenty twenty-four."),
+         (("on 5 March 2024.", "on the fifth of March, twenty twenty four."),
           ("the 1st of May", "the first of May"))),
     Rule("years", _sub(r"(?:(?<=\s)|^)(?:(1[0-9]\d0|20\d0)s|['’](\d0)s)\b"), _decade,
          (("in the 1990s", "in the nineteen nineties"), ("the '80s", "the eighties"),
