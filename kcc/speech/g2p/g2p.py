@@ -180,9 +180,7 @@ class G2P:
             text = re.sub(r"[ \t]{2,}", " ", text).strip()
         with _BACKEND_LOCK:
             speak = self._get(language)
-        if language in ("en-us", "en-gb"):
-            text = normalize(text, british=language == "en-gb",
-                             lexicon=self._backends[language][1] in ("lexicon", "misaki"))
+        text = normalize(text, language=language, lexicon=self._backends[language][1] in ("lexicon", "misaki"))
         if not text.strip():
             return []
         with _BACKEND_LOCK:
