@@ -47,6 +47,10 @@ class Encoded:
         return "".join(w.text + (" " if w.whitespace else "") for w in self.words).strip()
 
 
+# Sentence marks of other scripts a written word may carry (Devanagari danda, full-width marks).
+_SCRIPT_PUNCTUATION = "।॥。、，！？：；「」『』（）〈〉《》【】・"
+
+
 def peel(token: str, ipa: str) -> list[Word]:
     """Split leading/trailing punctuation off a token's phonemes into one-symbol words."""
     lo, hi = 0, len(ipa)
@@ -54,7 +58,7 @@ def peel(token: str, ipa: str) -> list[Word]:
         lo += 1
     while hi > lo and ipa[hi - 1] in PUNCTUATION:
         hi -= 1
-    core = token.strip("".join(PUNCTUATION) + "'‘’") or token
+    core = token.strip("".join(PUNCTUATION) + "'‘’" + _SCRIPT_PUNCTUATION) or token
     out = [Word(c, c, False) for c in ipa[:lo]]
     if ipa[lo:hi] or not ipa:
         out.append(Word(core, ipa[lo:hi], False))
@@ -74,6 +78,34 @@ def words_from_phonemes(text: str, phonemes: str) -> list[Word]:
     for token, group in zip(tokens, groups):
         words += peel(token, group)
         words[-1].whitespace = True
+    if words:
+        words[-1].whitespace = False
+    return words
+
+
+def words_from_tokens(phonemes: str, tokens: list[tuple[str, str]]) -> list[Word] | None:
+    """A phoneme string and the backend's own (surface, phonemes) tokens it was made from, as
+    words that keep their written text: for scripts without spaces (ja, zh), where the text
+    cannot be split like the phonemes. The backend may have joined tokens or moved spaces after
+    making them, so each phoneme group takes the tokens whose first non-space symbol falls in it.
+    None where the tokens do not spell the string (the caller falls back to words_from_phonemes)."""
+    stream = "".join("".join(p.split()) for _, p in tokens)
+    if stream != "".join(phonemes.split()):
+        return None
+    starts: dict[int, list[str]] = {}
+    pos = 0
+    for surface, p in tokens:
+        n = len("".join(p.split()))
+        if n:
+            starts.setdefault(pos, []).append(surface)
+        pos += n
+    words: list[Word] = []
+    pos = 0
+    for group in phonemes.split():
+        surface = "".join(s for k in range(pos, pos + len(group)) for s in starts.get(k, ()))
+        words += peel(surface.strip() or group, group)
+        words[-1].whitespace = True
+        pos += len(group)
     if words:
         words[-1].whitespace = False
     return words

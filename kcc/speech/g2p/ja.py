@@ -57,7 +57,7 @@ class _OpenJTalkTagger:
 
 
 def make():
-    """text -> phoneme string."""
+    """text -> (phoneme string, its word groups as (surface, phonemes))."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)      # misaki's importlib.resources.open_text
         from misaki import cutlet
@@ -67,9 +67,22 @@ def make():
             self.tagger = _OpenJTalkTagger()
             self.table = dict(cutlet.HEPBURN)
             self.exceptions = {}
+            self.seen: list[tuple[str, str]] = []
+
+        def _romaji_word(self, word):
+            """Each word group's romaji, remembered with its surface (for word timestamps)."""
+            roma = super()._romaji_word(word)
+            self.seen.append((word.surface, roma.replace("っ", "").replace("(", "«").replace(")", "»")))
+            return roma
 
     romaniser = PyOpenJTalkCutlet()
-    return lambda text: romaniser(ascii_digits(text))[0]
+
+    def phonemize(text: str) -> tuple[str, list[tuple[str, str]]]:
+        """(phoneme string, [(surface, romaji)] of the word groups it was made from)."""
+        romaniser.seen = []
+        ps = romaniser(ascii_digits(text))[0]
+        return ps, romaniser.seen
+    return phonemize
 
 
 def ascii_digits(text: str) -> str:

@@ -88,6 +88,8 @@ def _money(speech):
 def _ordinal(speech):
     def say(m, ctx):
         feminine = m[2] in ("ª", "a", "re", "ère")
+        if not m[1].isdigit() and len(m[1]) == 1 and m[1] not in "IVX":
+            return m[0]                                   # "Le", "Ce", "Me": words, not 50th, 100th, 1000th
         n = int(m[1]) if m[1].isdigit() else roman_value(m[1])
         return _ord(speech, n, feminine)
     return say
@@ -255,7 +257,8 @@ SPEECH: dict[str, Speech] = {
          "times": (("à 15h30", "à quinze heures trente"), ("à 15:30", "à quinze heures trente")),
          "currencies": (("coûte 5 €", "coûte cinq euros"), ("payé 10,50 €", "payé dix euros et cinquante centimes")),
          "numbers": (("3 497 habitants", "3497 habitants"),), "decimals": (("3,5 litres", "3 virgule 5 litres"),),
-         "ordinals": (("le 1er jour", "le premier jour"), ("la 2e fois", "la deuxième fois")),
+         "ordinals": (("le 1er jour", "le premier jour"), ("la 2e fois", "la deuxième fois"),
+                      ("Le chat, Ce livre", "Le chat, Ce livre")),
          "fractions": (("1/2 tasse", "un demi tasse"), ("3/4 du gâteau", "trois quarts du gâteau")),
          "units": (("à 60 km/h", "à 60 kilomètres par heure"), ("il fait 20 °C", "il fait 20 degrés Celsius")),
          "negative numbers": (("il fait -3 degrés", "il fait moins 3 degrés"),),
