@@ -37,6 +37,27 @@ class Context:
         return self.language == "en-gb"
 
 
+DIGITS = "0123456789"
+
+
+class Pattern:
+    """A regular expression compiled on first use: the tables hold ~100 patterns, and a process
+    that reads only prose never needs the number rules' (compiling them all costs ~15 ms of start-up)."""
+
+    def __init__(self, source: str, flags: int = 0):
+        self.pattern, self.flags = source, flags
+        self._compiled: re.Pattern | None = None
+
+    @property
+    def compiled(self) -> re.Pattern:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
+
+    def sub(self, repl, text: str) -> str:
+        return self.compiled.sub(repl, text)
+
+
 @dataclass(frozen=True)
 class Rule:
     """One kind of span and how it is said.
@@ -44,14 +65,19 @@ class Rule:
     name: the class it belongs to (the report's rows; several rules may share one);
     pattern: what it rewrites; replace: (match, Context) -> spoken text (match[0] keeps it);
     cases: (written, spoken) pairs, each checked through normalize() for the table's language on
-    every path the rule serves; paths: English readers it serves ('lexicon', 'espeak')."""
+    every path the rule serves; paths: English readers it serves ('lexicon', 'espeak');
+    needs: characters one of which the text must hold for the rule to look at it (a cheap test
+    that skips, say, every number rule on a sentence without digits)."""
     name: str
-    pattern: re.Pattern
+    pattern: Pattern
     replace: Callable[[re.Match, Context], str]
     cases: tuple[tuple[str, str], ...] = ()
     paths: frozenset = field(default=BOTH)
+    needs: str = ""
 
     def apply(self, text: str, ctx: Context) -> str:
         if ("lexicon" if ctx.lexicon else "espeak") not in self.paths:
+            return text
+        if self.needs and not any(c in text for c in self.needs):
             return text
         return self.pattern.sub(lambda m: self.replace(m, ctx), text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from kcc.speech.g2p.normalize_rules.base import Rule
+from kcc.speech.g2p.normalize_rules.base import DIGITS, Pattern, Rule
 
 _DIGITS = "〇一二三四五六七八九"
 _SMALL = ((1000, "千"), (100, "百"), (10, "十"))
@@ -52,13 +52,13 @@ def _zh_time(m: re.Match, ctx) -> str:
 
 
 JA: tuple[Rule, ...] = (
-    Rule("counters", re.compile(r"(?<![\d.,])(\d{1,15})([" + COUNTERS + r"])"), _counter,
+    Rule("counters", Pattern(r"(?<![\d.,])(\d{1,15})([" + COUNTERS + r"])"), _counter,
          (("15分待ちました。", "十五分待ちました。"), ("1分", "一分"), ("10本", "十本"), ("1個", "一個"),
-          ("8分", "はっぷん"), ("18分", "十はっぷん"))),
+          ("8分", "はっぷん"), ("18分", "十はっぷん")), needs=DIGITS),
 )
 ZH: tuple[Rule, ...] = (
-    Rule("times", re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])"), _zh_time,
-         (("15:30开会", "15点30分开会"), ("9:00", "9点"))),
-    Rule("numbers", re.compile(r"(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d,]|\.\d)"), lambda m, ctx: m[0].replace(",", ""),
-         (("3,497人", "3497人"),)),
+    Rule("times", Pattern(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])"), _zh_time,
+         (("15:30开会", "15点30分开会"), ("9:00", "9点")), needs=DIGITS),
+    Rule("numbers", Pattern(r"(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d,]|\.\d)"), lambda m, ctx: m[0].replace(",", ""),
+         (("3,497人", "3497人"),), needs=DIGITS),
 )

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from kcc.speech.g2p.normalize_rules.base import BOTH, ESPEAK, Context, Rule, num2words, words
+from dataclasses import replace
+
+from kcc.speech.g2p.normalize_rules.base import DIGITS, ESPEAK, Context, Pattern, Rule, num2words, words
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December")
@@ -50,8 +52,8 @@ def _date(month: int, day: int, year: str | None, british: bool = False) -> str 
     return f"{spoken}, {_year(year)}" if year else spoken
 
 
-def _sub(pattern: str, flags: int = 0) -> re.Pattern:
-    return re.compile(pattern, flags)
+def _sub(pattern: str, flags: int = 0) -> Pattern:
+    return Pattern(pattern, flags)
 
 
 # --- characters: diacritics, apostrophes, quotes -----------------------------------------------------
@@ -70,7 +72,7 @@ def _fold(m: re.Match, ctx) -> str:
     return "".join(b for b in unicodedata.normalize("NFKD", c) if not unicodedata.combining(b))
 
 
-_RARE_LATIN = _sub(r"[^\W\d_\u0000-\u017f]")
+_RARE_LATIN = re.compile(r"[^\W\d_\u0000-\u017f]")
 
 
 def _plural_possessive(m: re.Match, ctx) -> str:
@@ -455,7 +457,7 @@ _GROUPED_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 # --- the table --------------------------------------------------------------------------------------------
 
 RULES: tuple[Rule, ...] = (
-    Rule("characters", _RARE_LATIN, _fold, (("Nguyễn Văn", "Nguyen Văn"), ("Phở", "Pho"))),
+    Rule("characters", _sub(_RARE_LATIN.pattern), _fold, (("Nguyễn Văn", "Nguyen Văn"), ("Phở", "Pho"))),
     Rule("apostrophes", _sub(r"(?<=[A-Za-z])’(?=[A-Za-z])"), _curly_apostrophe,
          (("It wasn’t me.", "It wasn't me."), ("I’d rather", "I'd rather"))),
     Rule("apostrophes", _sub(r"(\w{2,}s)(['’])(?=[\s,.;:!?]|$)"), _plural_possessive,
@@ -561,3 +563,7 @@ RULES: tuple[Rule, ...] = (
           ("apples, etc. Then more", "apples, et cetera. Then more"), ("cats vs. dogs", "cats versus dogs"),
           ("see No. 5 and p. 12", "see Number 5 and page 12"), ("Mr. Jones", "Mr. Jones"))),
 )
+# The classes whose every pattern holds a digit: skipped on text without one.
+NUMERIC = frozenset(("dates", "years", "times", "phone numbers", "numbers", "fractions", "units", "percentages",
+                     "negative numbers", "ordinals", "currencies", "decimals", "versions"))
+RULES = tuple(replace(r, needs=DIGITS) if r.name in NUMERIC else r for r in RULES)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kcc.speech.g2p.normalize_rules.base import Rule, num2words
+from dataclasses import replace
+
+from kcc.speech.g2p.normalize_rules.base import DIGITS, Pattern, Rule, num2words
 from kcc.speech.g2p.normalize_rules.en import roman_value
 
 _ROMAN_RE = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
@@ -154,7 +156,8 @@ def _century(speech):
     def say(m, ctx):
         numeral = next(g for g in m.groups() if g)
         n = roman_value(numeral)
-        return m[0].replace(numeral, _ord(speech, n) if speech.century_ordinal else _n(speech, n))
+        word = _ord(speech, n) if speech.century_ordinal else _n(speech, n)
+        return re.sub(numeral + r"(?:ème|e)?", word, m[0], count=1)      # French "XIXe": the mark goes too
     return say
 
 
@@ -168,33 +171,35 @@ def build(speech: Speech) -> tuple[Rule, ...]:
     symbols = "|".join(re.escape(s) for s in sorted(speech.currencies, key=len, reverse=True))
     units = "|".join(re.escape(u) for u in sorted(speech.units, key=len, reverse=True))
     rules = (
-        Rule("dates", re.compile(r"(?<![\d/.-])(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})(?![\d/.-])|"
+        Rule("dates", Pattern(r"(?<![\d/.-])(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})(?![\d/.-])|"
                                  r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])"), _date(speech), c.get("dates", ())),
-        Rule("times", re.compile(r"(?<![\d:,.])(\d{1,2})(?::(\d{2})|h(\d{2})?)(?![\d:])(?=\s|$|[.,;!?)])"), _time(speech),
+        Rule("times", Pattern(r"(?<![\d:,.])(\d{1,2})(?::(\d{2})|h(\d{2})?)(?![\d:])(?=\s|$|[.,;!?)])"), _time(speech),
              c.get("times", ())),
-        Rule("currencies", re.compile(r"(?:(" + symbols + r")\s?(\d{1,3}(?:[.\s\u00a0\u202f]\d{3})+|\d+)(?:[,.](\d{1,2}))?"
+        Rule("currencies", Pattern(r"(?:(" + symbols + r")\s?(\d{1,3}(?:[.\s\u00a0\u202f]\d{3})+|\d+)(?:[,.](\d{1,2}))?"
                                       r"|(?<![\w])(\d{1,3}(?:[.\s\u00a0\u202f]\d{3})+|\d+)(?:[,.](\d{1,2}))?\s?(" + symbols
                                       + r"))(?!\w)"),
              _money(speech), c.get("currencies", ())),
-        Rule("numbers", re.compile(speech.thousands), _thousands(speech), c.get("numbers", ())),
-        Rule("decimals", re.compile(r"(?<![\d,.])(\d+)" + (r"\." if speech.n2w is None else ",") + r"(\d+)(?![\d,.])"),
+        Rule("numbers", Pattern(speech.thousands), _thousands(speech), c.get("numbers", ())),
+        Rule("decimals", Pattern(r"(?<![\d,.])(\d+)" + (r"\." if speech.n2w is None else ",") + r"(\d+)(?![\d,.])"),
              _decimal(speech), c.get("decimals", ())),
-        Rule("ordinals", re.compile(r"(?<![\w.])(\d{1,3}" + (f"|{_ROMAN_RE}" if speech.n2w == "fr" else "") + r")\.?("
+        Rule("ordinals", Pattern(r"(?<![\w.])(\d{1,3}" + (f"|{_ROMAN_RE}" if speech.n2w == "fr" else "") + r")\.?("
                                     + speech.ordinal_marks + r")(?!\w)"),
              _ordinal(speech), c.get("ordinals", ())),
-        Rule("fractions", re.compile(r"(?<![\w/.,])(\d{1,2})/(\d{1,2})(?![\w/]|[.,]\d)"), _fraction(speech),
+        Rule("fractions", Pattern(r"(?<![\w/.,])(\d{1,2})/(\d{1,2})(?![\w/]|[.,]\d)"), _fraction(speech),
              c.get("fractions", ())),
-        Rule("units", re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s?(" + units + r")(?![\w/°])"), _unit(speech),
+        Rule("units", Pattern(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s?(" + units + r")(?![\w/°])"), _unit(speech),
              c.get("units", ())),
-        Rule("negative numbers", re.compile(r"(^|[\s(=:])[-−](\d)"), _negative(speech), c.get("negative numbers", ())),
-        Rule("roman numerals", re.compile(speech.century), _century(speech), c.get("centuries", ())),
-        Rule("roman numerals", re.compile(r"\b([A-ZÀ-Ý][a-zà-ÿ]+)\s(" + _ROMAN_RE + r")\b(?![\w'’])"), _regnal(speech),
+        Rule("negative numbers", Pattern(r"(^|[\s(=:])[-−](\d)"), _negative(speech), c.get("negative numbers", ())),
+        Rule("roman numerals", Pattern(speech.century), _century(speech), c.get("centuries", ())),
+        Rule("roman numerals", Pattern(r"\b([A-ZÀ-Ý][a-zà-ÿ]+)\s(" + _ROMAN_RE + r")\b(?![\w'’])"), _regnal(speech),
              c.get("roman numerals", ())),
     )
     # A language without ordinal marks or roman numerals (hi) has no such rules.
     absent = {"ordinals"} if not speech.ordinal_marks else set()
     absent |= {"roman numerals"} if not speech.century else set()
-    return tuple(r for r in rules if r.name not in absent)
+    # Rules that read digits skip text without one; roman numerals (and French "XIXe") need none.
+    lettered = {"roman numerals"} | ({"ordinals"} if speech.n2w == "fr" else set())
+    return tuple(r if r.name in lettered else replace(r, needs=DIGITS) for r in rules if r.name not in absent)
 
 
 _EURO_UNITS = {
