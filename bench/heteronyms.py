@@ -128,7 +128,7 @@ def main() -> None:
     cols = {"kcc": score_kcc(rows, golds), "kcc tagger (tags only)": score_tags(rows, golds, tag)}
     up, spacy_tags = score_upstream(rows, golds)
     cols["upstream KPipeline"] = up
-    cols["spaCy tags (tags only)"] = spacy_tags
+    cols["spaCy tags + kcc senses (tags only)"] = spacy_tags
     if args.show:
         for (w, r, s), ok, u in zip(rows, cols["kcc"], up or cols["kcc"]):
             if not ok or not u:
