@@ -56,11 +56,16 @@ def main() -> None:
     whisper = Whisper(2)
     heard: dict[str, list[str]] = {"kcc": [], "upstream": []}
     t0 = time.perf_counter()
-    for name in heard:
-        for ps in phonemes[name]:
+    for i, (ours, theirs) in enumerate(zip(phonemes["kcc"], phonemes["upstream"])):
+        # The same phonemes, voice and seed give the same audio: upstream's is spoken only where it differs.
+        for name, ps in (("kcc", ours), ("upstream", theirs)):
+            if name == "upstream" and ps == ours:
+                heard[name].append(heard["kcc"][-1])
+                continue
             ids = [vocab[c] for c in ps if c in vocab]
             out = synth.synthesize(ids, style_for(pack, len(ps)), speed=1.0, seed=0)
             heard[name].append(whisper(np.asarray(out.audio).reshape(-1)))
+        print(f"{i + 1}/{len(rows)} {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     spent = time.perf_counter() - t0
     written = [norm(w) for w, _ in rows]
     spoken = [norm(s) for _, s in rows]
@@ -74,7 +79,8 @@ def main() -> None:
     for name in heard:
         hyp = [norm(h) for h in heard[name]]
         lines.append(f"| {name} | {_wer(written, hyp):.3f} | {_wer(spoken, hyp):.3f} |")
-    lines += ["", f"Synthesis + transcription: {spent:.0f} s for {2 * len(rows)} utterances.", "",
+    lines += ["", f"Synthesis + transcription: {spent:.0f} s for {2 * len(rows) - same} utterances "
+              "(identical phoneme strings are spoken once).", "",
               "| written | kcc heard | upstream heard |", "|---|---|---|"]
     for (w, _), a, b in zip(rows, heard["kcc"], heard["upstream"]):
         lines.append(f"| {w} | {a.strip()} | {b.strip()} |")

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import cpu_name, short_commit  # noqa: E402
 from kcc.speech.g2p.g2p import G2P, encode  # noqa: E402
-from kcc.speech.g2p.normalize_rules import TABLES  # noqa: E402
+from kcc.speech.g2p.normalize_rules import tables  # noqa: E402
 
 UPSTREAM_CODES = {"en-us": "a", "es": "e", "fr-fr": "f", "it": "i", "pt-br": "p", "hi": "h", "zh": "z"}
 
@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     per_class: dict[tuple[str, str], list[tuple[str, str, bool, bool | None]]] = defaultdict(list)
-    for language, rules in TABLES.items():
+    for language, rules in tables().items():
         if language == "en-gb":
             continue
         g2p = G2P(language)

@@ -7,7 +7,9 @@ import pytest
 pytest.importorskip("num2words", reason="num2words (a runtime dependency) is not installed")
 
 from kcc.speech.g2p.normalize import normalize  # noqa: E402
-from kcc.speech.g2p.normalize_rules import TABLES  # noqa: E402
+from kcc.speech.g2p.normalize_rules import tables  # noqa: E402
+
+TABLES = tables()
 
 CASES = [pytest.param(lang, rule.name, written, spoken, "lexicon" in rule.paths,
                       id=f"{lang}:{rule.name}:{written}")

@@ -37,7 +37,7 @@ class Context:
         return self.language == "en-gb"
 
 
-DIGITS = "0123456789"
+DIGITS = tuple("0123456789")
 
 
 class Pattern:
@@ -66,18 +66,19 @@ class Rule:
     pattern: what it rewrites; replace: (match, Context) -> spoken text (match[0] keeps it);
     cases: (written, spoken) pairs, each checked through normalize() for the table's language on
     every path the rule serves; paths: English readers it serves ('lexicon', 'espeak');
-    needs: characters one of which the text must hold for the rule to look at it (a cheap test
-    that skips, say, every number rule on a sentence without digits)."""
+    needs: strings one of which the text must hold for the rule to look at it (a cheap test
+    that skips, say, every number rule on a sentence without digits, and leaves its pattern
+    uncompiled)."""
     name: str
     pattern: Pattern
     replace: Callable[[re.Match, Context], str]
     cases: tuple[tuple[str, str], ...] = ()
     paths: frozenset = field(default=BOTH)
-    needs: str = ""
+    needs: tuple[str, ...] = ()
 
     def apply(self, text: str, ctx: Context) -> str:
         if ("lexicon" if ctx.lexicon else "espeak") not in self.paths:
             return text
-        if self.needs and not any(c in text for c in self.needs):
+        if self.needs and not any(n in text for n in self.needs):
             return text
         return self.pattern.sub(lambda m: self.replace(m, ctx), text)

@@ -469,7 +469,7 @@ RULES: tuple[Rule, ...] = (
     Rule("email", _sub(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), _email,
          (("Mail bob@example.org now.", "Mail bob at example dot org now."),
           ("to jane.doe@uni-x.edu", "to jane dot doe at uni dash X dot edu"))),
-    Rule("urls", _sub(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.]|\.\d)"), lambda m, ctx: " dot ".join(m[0].split(".")),
+    Rule("ip addresses", _sub(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.]|\.\d)"), lambda m, ctx: " dot ".join(m[0].split(".")),
          (("ping 10.0.0.1 now", "ping 10 dot 0 dot 0 dot 1 now"),)),
     Rule("versions", _sub(r"(?<![\w.])(v|version )?(\d+(?:\.\d{1,3}){2,})(?![\w.]|\.\d)", re.I), _version,
          (("Install v3.2.1 now.", "Install version 3 point 2 point 1 now."),
@@ -565,5 +565,10 @@ RULES: tuple[Rule, ...] = (
 )
 # The classes whose every pattern holds a digit: skipped on text without one.
 NUMERIC = frozenset(("dates", "years", "times", "phone numbers", "numbers", "fractions", "units", "percentages",
-                     "negative numbers", "ordinals", "currencies", "decimals", "versions"))
-RULES = tuple(replace(r, needs=DIGITS) if r.name in NUMERIC else r for r in RULES)
+                     "negative numbers", "ordinals", "currencies", "decimals", "versions", "ip addresses"))
+# What the other classes' patterns cannot match without.
+_ROMAN_LETTERS = tuple("IVXLCDM")
+NEEDS = {"apostrophes": ("'", "’"), "urls": ("://", "www.", "WWW."), "email": ("@",), "file names": (".",),
+         "roman numerals": _ROMAN_LETTERS, "abbreviations": (".", "vs")}
+RULES = tuple(replace(r, needs=DIGITS) if r.name in NUMERIC else
+              replace(r, needs=NEEDS[r.name]) if r.name in NEEDS else r for r in RULES)

@@ -317,5 +317,3 @@ SPEECH: dict[str, Speech] = {
          "decimals": (("3.5 किलो", "3 दशमलव 5 किलो"),), "units": (("5 km दूर", "5 किलोमीटर दूर"),),
          "negative numbers": (("-3 डिग्री", "माइनस 3 डिग्री"),), "fractions": (("3/4 भाग", "3 चौथाई भाग"),)}),
 }
-
-TABLES: dict[str, tuple[Rule, ...]] = {lang: build(speech) for lang, speech in SPEECH.items()}
