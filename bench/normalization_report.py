@@ -60,6 +60,11 @@ def main() -> None:
              "for the spoken form. Upstream: kokoro 0.9.4 KPipeline G2P (misaki + spaCy en_core_web_sm for "
              "English; espeak-ng for es, fr-fr, it, pt-br, hi, i.e. what espeak-ng already reads; misaki "
              "ZHG2P for zh; ja not run: its UniDic dictionary is not installed).", "",
+             "Read with care: the cases are kcc's own specification (each rule's cases), so kcc's column shows the "
+             "whole G2P path keeps what the rule wrote (the script filter, misaki's own number reading); the "
+             "upstream column shows where upstream reads the written form as it reads the spoken one. Equality "
+             "is exact, so a stress-only difference counts against a reader. The held-out check is "
+             "bench/results/hard_text_wer.md.", "",
              "| language | class | cases | kcc right | upstream right |", "|---|---|---|---|---|"]
     totals = defaultdict(lambda: [0, 0, 0])
     for (language, name), cases in per_class.items():
