@@ -42,3 +42,20 @@ def test_english_by_locale(written, british, spoken):
 def test_prose_is_left_alone_in_every_language(text):
     for language in TABLES:
         assert normalize(text, language=language) == text
+
+
+def test_no_text_makes_a_rule_raise():
+    """Digits, separators, currency and unit symbols, ordinal marks, roman letters and counters in
+    any mix and length: every language's table returns text (huge numbers read digit by digit)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+    pieces = st.sampled_from(list("0123456789,.:/-%$€£₹¥ ºª°CkmgMBIVXLher'’@分点") + [
+        "km/h", "XIX", "Henry ", "Chapter ", " siècle", "www.", "://", "th", " of ", "March ", "9" * 30])
+
+    @hypothesis.settings(max_examples=300, deadline=None, derandomize=True)
+    @hypothesis.given(st.lists(pieces, min_size=1, max_size=30).map("".join))
+    def check(text):
+        for language in TABLES:
+            for lexicon in (True, False):
+                assert isinstance(normalize(text, lexicon=lexicon, language=language), str)
+    check()

@@ -46,13 +46,19 @@ class Speech:
     cases: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
+# Past this, a number is read digit by digit (nobody says it as a cardinal; num2words overflows).
+LONGEST = 10 ** 15
+
+
 def _n(speech: Speech, n: int) -> str:
+    if n >= LONGEST:
+        return " ".join(str(n))
     return str(n) if speech.n2w is None else num2words(n, lang=speech.n2w).replace(",", "")
 
 
 def _ord(speech: Speech, n: int, feminine: bool = False) -> str:
-    if speech.n2w is None:
-        return str(n)
+    if speech.n2w is None or n >= LONGEST:
+        return _n(speech, n)
     word = num2words(n, lang=speech.n2w, to="ordinal").replace(",", "")
     if feminine:
         word = "première" if word == "premier" else re.sub(r"o\b", "a", word)
@@ -241,7 +247,8 @@ SPEECH: dict[str, Speech] = {
         r"\b[Ss]iglo\s(" + _ROMAN_RE + r")\b", False, 10,
         {"dates": (("el 05/03/2024", "el cinco de marzo de dos mil veinticuatro"),),
          "times": (("a las 15:30", "a las quince y treinta"), ("a las 9:00", "a las nueve en punto")),
-         "currencies": (("cuesta 5 €", "cuesta cinco euros"), ("son $10,50", "son diez dólares con cincuenta centavos")),
+         "currencies": (("cuesta 5 €", "cuesta cinco euros"), ("son $10,50", "son diez dólares con cincuenta centavos"),
+                        ("9999999999999999 €", "9 9 9 9 9 9 9 9 9 9 9 9 9 9 9 9 euros")),
          "numbers": (("3.497 personas", "3497 personas"),), "decimals": (("3,5 litros", "3 coma 5 litros"),),
          "ordinals": (("el 1º de la lista", "el primero de la lista"), ("la 2ª vez", "la segunda vez")),
          "fractions": (("1/2 taza", "un medio taza"), ("3/4 partes", "tres cuartos partes")),
