@@ -59,3 +59,8 @@ def test_no_text_makes_a_rule_raise():
             for lexicon in (True, False):
                 assert isinstance(normalize(text, lexicon=lexicon, language=language), str)
     check()
+
+
+def test_every_language_with_rules_is_listed():
+    from kcc.speech.g2p.normalize_rules import LANGUAGES, intl
+    assert set(intl.SPEECH) <= set(LANGUAGES) and all(TABLES[language] for language in LANGUAGES)
