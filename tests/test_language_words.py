@@ -74,6 +74,22 @@ def test_cjk_phonemes_unchanged_by_word_grouping(language):
         assert all(not any("\u0041" <= c <= "\u007a" for c in w.text) or w.text == w.phonemes for w in words)
 
 
+@pytest.mark.parametrize("language, sentence, expected", [
+    ("es", "Tengo 3497 euros hoy.", ["Tengo", "3497", "euros", "hoy"]),
+    ("fr-fr", "Il a 1234 livres.", ["Il", "a", "1234", "livres"]),
+    ("hi", "मेरे पास 3497 रुपये हैं।", ["मेरे", "पास", "3497", "रुपये", "हैं"]),
+])
+def test_a_number_read_as_several_words_keeps_its_text(language, sentence, expected):
+    """espeak-ng reads "3497" as four words; the sentence's other words keep their text."""
+    ok, why = _available(language)
+    if not ok:
+        pytest.skip(why)
+    words = _g2p(language)(sentence)
+    assert [w.text for w in words if any(c.isalnum() for c in w.text)] == expected
+    number = next(w for w in words if w.text[:1].isdigit())
+    assert len(number.phonemes.split()) >= 3
+
+
 def test_words_from_tokens_joins_and_falls_back():
     words = words_from_tokens("ab c.", [("A", "a"), ("B", "b"), ("C", "c"), ("。", ".")])
     assert [(w.text, w.phonemes, w.whitespace) for w in words] == [("AB", "ab", True), ("C", "c", False),

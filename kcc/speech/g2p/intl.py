@@ -13,7 +13,8 @@ import re
 import warnings
 
 from kcc.speech.g2p import ja as g2p_ja
-from kcc.speech.g2p.base import G2PError, G2PWarning, Word, words_from_phonemes, words_from_tokens
+from kcc.speech.g2p.base import (G2PError, G2PWarning, Word, words_by_alignment, words_from_phonemes,
+                                  words_from_tokens)
 
 ESPEAK_LANGUAGES = ("es", "fr-fr", "hi", "it", "pt-br")
 BACKENDS = {"ja": "pyopenjtalk", "zh": "pypinyin", **{lang: "espeak" for lang in ESPEAK_LANGUAGES}}
@@ -118,5 +119,5 @@ def make(language: str):
         if isinstance(got, tuple):
             ps, tokens = got
             return words_from_tokens(ps, tokens) or words_from_phonemes(text, ps)
-        return words_from_phonemes(text, got)
+        return words_by_alignment(text, got, phonemize)           # es, fr-fr, it, pt-br, hi
     return words, BACKENDS[language], description
