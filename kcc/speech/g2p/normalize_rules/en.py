@@ -228,12 +228,19 @@ _DENOMINATORS = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 _NOT_FRACTIONS = {"24/7": "twenty four seven", "9/11": "nine eleven", "50/50": "fifty fifty"}
 
 
+# After these a slash pair is a score, not a part: "4/5 stars" is "four out of five".
+_OUT_OF_WORDS = frozenset("stars points marks people dentists doctors voters users respondents games times".split())
+
+
 def _fraction(m: re.Match, ctx) -> str:
     if m[3] in _NOT_FRACTIONS:
         return m[0].replace(m[3], _NOT_FRACTIONS[m[3]])
     num, den = int(m[4]), int(m[5])
     if den < 2 or den > 100 or num > 99:
         return m[0]
+    after = re.match(r"\s+([a-z]+)", m.string[m.end():])
+    if not m[2] and (num >= den or after and after[1] in _OUT_OF_WORDS):
+        return f"{m[1]}{words(num)} out of {words(den)}"          # "5/5", "9/10 dentists", "4/5 stars"
     one, many = _DENOMINATORS.get(den) or (num2words(den, to="ordinal"), num2words(den, to="ordinal") + "s")
     part = f"{words(num)} {one if num == 1 else many}"
     if m[2]:                                   # "1 1/2" -> "one and a half"
@@ -395,7 +402,7 @@ WORD_ACRONYMS = {"NASA": "Nasa", "NATO": "Nato", "UNESCO": "Unesco", "UNICEF": "
 
 def _shouting(text: str) -> bool:
     letters = re.findall(r"[A-Za-z]+", text)
-    return len(letters) >= 3 and sum(w.isupper() for w in letters) * 2 > len(letters)
+    return len(letters) >= 2 and sum(w.isupper() for w in letters) * 2 > len(letters)
 
 
 def _acronym(m: re.Match, ctx) -> str:
@@ -517,7 +524,8 @@ RULES: tuple[Rule, ...] = (
     Rule("fractions", _sub(r"(^|[^\w/.,-])(?:(\d+)\s)?((\d{1,2})/(\d{1,3}))(?![\w/]|[.,]\d)"), _fraction,
          (("He ate 3/4 of it.", "He ate three quarters of it."), ("add 1/2 cup", "add one half cup"),
           ("about 2/3 of us", "about two thirds of us"), ("1 1/2 hours", "one and a half hours"),
-          ("open 24/7", "open twenty four seven"), ("5/8 inch", "five eighths inch"))),
+          ("open 24/7", "open twenty four seven"), ("5/8 inch", "five eighths inch"),
+          ("rated 4/5 stars", "rated four out of five stars"), ("a 10/10 score", "a ten out of ten score"))),
     Rule("units", _UNIT_RE, _unit,
          (("at 60 km/h today", "at 60 kilometers per hour today"), ("5 kg of rice", "5 kilograms of rice"),
           ("1 kg of rice", "1 kilogram of rice"), ("a 40 mph limit", "a 40 miles per hour limit"),
@@ -554,7 +562,7 @@ RULES: tuple[Rule, ...] = (
          (("the XIX century", "the nineteenth century"),)),
     Rule("acronyms", _sub(r"(?<![\w.'’-])(?:Wi-Fi|WiFi|[A-Z]{2,7})(?![\w'’-]|\.\w)"), _acronym,
          (("WHO said so.", "W H O said so."), ("NASA and the US", "NASA and the U S"),
-          ("a GPU runs SQL", "a GPU runs SQL"), ("I AM SO HAPPY", "I AM SO HAPPY"))),
+          ("a GPU runs SQL", "a GPU runs SQL"), ("I AM SO HAPPY", "I AM SO HAPPY"), ("IT WORKS", "IT WORKS"))),
     Rule("abbreviations", _sub(r"(?<![\w.])(" + "|".join(re.escape(a) for a in sorted(_ABBREV, key=len, reverse=True))
                                + r")(?![\w])"), _abbreviation,
          (("Dr. Smith lives on Elm Dr. now", "Doctor Smith lives on Elm Drive now"),
