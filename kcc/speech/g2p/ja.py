@@ -9,7 +9,9 @@ are imported by misaki.cutlet (mojimoji for width folding), but no MeCab diction
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import unicodedata
 import warnings
 from dataclasses import dataclass
@@ -68,6 +70,11 @@ def make():
             self.table = dict(cutlet.HEPBURN)
             self.exceptions = {}
 
+    with contextlib.redirect_stdout(io.StringIO()):
+        # pyopenjtalk-plus prints "ONNX Runtime is not installed. Nani prediction will be
+        # disabled" as it is imported: a reading model kcc does not use (the comparison test
+        # holds kcc to OpenJTalk's own readings), so its import here, at make(), is silent
+        import pyopenjtalk  # noqa: F401
     romaniser = PyOpenJTalkCutlet()
     return lambda text: romaniser(ascii_digits(text))[0]
 

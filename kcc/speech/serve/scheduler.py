@@ -36,6 +36,7 @@ class ChunkScheduler:
         self._seq = itertools.count()
         self._cv = threading.Condition()
         self._closed = False
+        self._barriers: list[threading.Barrier] = []
         self._threads = [threading.Thread(target=self._loop, name=f"kcc-synth-{i}", daemon=True)
                          for i in range(workers)]
         for t in self._threads:
@@ -55,6 +56,35 @@ class ChunkScheduler:
             self._cv.notify()
         return fut.result()
 
+    def on_each(self, fn: Callable) -> None:
+        """fn() once on every synthesis thread (warming each one's arena and OpenMP pool), ahead
+        of every waiting chunk; returns when all have run, raising the first failure. A barrier
+        after fn keeps a thread from taking a second copy while another has not taken its own."""
+        barrier = threading.Barrier(len(self._threads))
+
+        def once():
+            try:
+                return fn()
+            finally:
+                try:
+                    barrier.wait()
+                except threading.BrokenBarrierError:    # close() while another thread's copy waited
+                    pass
+        with self._cv:
+            if self._closed:
+                raise SchedulerClosed("the server is shutting down")
+            self._barriers.append(barrier)
+            futs = [Future() for _ in self._threads]
+            for fut in futs:
+                heapq.heappush(self._heap, (float("-inf"), next(self._seq), once, fut, None))
+            self._cv.notify_all()
+        try:
+            for fut in futs:
+                fut.result()
+        finally:
+            with self._cv:
+                self._barriers.remove(barrier)
+
     def waiting(self) -> int:
         with self._cv:
             return len(self._heap)
@@ -67,6 +97,8 @@ class ChunkScheduler:
             self._cv.notify_all()
         for *_, fut, _cancel in waiting:
             fut.set_exception(SchedulerClosed("the server is shutting down"))
+        for barrier in self._barriers:
+            barrier.abort()
         for t in self._threads:
             t.join()
 

@@ -146,6 +146,13 @@ class SpeechService:
         self.jobs: set[Job] = set()
         self.seconds_per_phoneme = 0.0  # measured; 0 until the first chunk
         self.draining = False
+        self.warmup = None               # kcc.speech.serve.warmup.Warmup once started; None: nothing to wait for
+
+    def ready_state(self) -> str:
+        """'ready', 'warming' (Warmup running), 'failed' (it raised) or 'draining'."""
+        if self.draining:
+            return "draining"
+        return "ready" if self.warmup is None else self.warmup.state()
 
     # -- admission ------------------------------------------------------------------------------
     def retry_after(self) -> int:
