@@ -99,6 +99,15 @@ def compiler_identity(cc: str) -> str:
                          "set CC); an installed wheel's prebuilt libraries cover the default build only")
 
 
+def compiler_available() -> bool:
+    """Whether CC (else cc) runs: without one only prebuilt libraries load."""
+    try:
+        compiler_identity(compiler())
+    except BuildError:
+        return False
+    return True
+
+
 def toolchain_identity() -> str:
     """What makes this process's libraries, for artifact keys: the C compiler's identity ('no C
     compiler' where there is none: prebuilt libraries only) and the prebuilt table's digest."""
