@@ -19,6 +19,7 @@ import numpy as np
 from kcc.compiler.abi import ABI_VERSION, WEIGHT_DONE_FN, bind, symbol_prefix
 from kcc.compiler.build import Built
 from kcc.compiler.plan import MemoryPlan
+from kcc.compiler.threads import set_wait_policy
 from kcc.ir import Graph, extent_value
 
 NP_DTYPES = {"f32": np.float32, "i32": np.int32}
@@ -138,6 +139,7 @@ class CompiledCircuit:
         if weights_sha256 is not None:
             self.weights_sha256 = weights_sha256
         self.library_path = str(built.library)
+        set_wait_policy()                # before libgomp is loaded with the first stage library
         self.lib = ctypes.CDLL(self.library_path)
         self.prefix = symbol_prefix(graph.name)
         entry = bind(self.lib, self.prefix)
