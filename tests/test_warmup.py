@@ -128,3 +128,30 @@ def test_japanese_g2p_prints_no_onnx_runtime_warning():
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == "koɲɲiʨiβa"
     assert "ONNX Runtime" not in got.stdout + got.stderr and "Nani" not in got.stdout + got.stderr
+
+
+def test_an_offered_language_without_its_g2p_is_skipped_unless_required(tmp_path):
+    """A voice's language whose G2P is not installed (the ja / zh extras) does not keep the server
+    from ready; the default language, or one --languages names, does."""
+    with serving(tmp_path, g2ps=G2PS(languages=("en-us",))) as srv:
+        warm = srv.service.warmup = Warmup(srv.service, ["en-us", "ja"], required=["en-us"])
+        warm.run()
+        assert warm.ready and list(warm.skipped) == ["ja"] and "not supported" in warm.skipped["ja"]
+        status, _, data = request(srv.port, "GET", "/ready")
+        assert status == 200 and json.loads(data)["status"] == "ready"
+
+
+@pytest.mark.parametrize("language, extra", [("ja", "ja"), ("zh", "zh")])
+def test_a_language_without_its_extra_names_the_extra(language, extra):
+    """Japanese and Mandarin G2P come with kcc[ja] / kcc[zh]; without them (modules hidden) the
+    G2P's error names the extra to install."""
+    code = ("import sys\n"
+            "for m in ('pyopenjtalk', 'jieba'): sys.modules[m] = None\n"
+            "import importlib.util; real = importlib.util.find_spec\n"
+            "importlib.util.find_spec = lambda n, *a: None if n in ('pyopenjtalk', 'jieba') else real(n, *a)\n"
+            "from kcc.speech.g2p.g2p import G2P, G2PError\n"
+            f"try:\n    G2P('{language}')('x')\nexcept G2PError as e:\n    print(e)\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert got.returncode == 0, got.stderr
+    assert f"pip install 'kcc[{extra}]'" in got.stdout

@@ -24,7 +24,8 @@ DESCRIPTION = "misaki cutlet romaniser over pyopenjtalk-plus readings (ja; no di
 def missing() -> str:
     for mod, pkg in MODULES:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
+            return (f"{pkg} is not installed (a runtime dependency: reinstall kcc)" if mod == "misaki" else
+                    f"{pkg} is not installed: Japanese needs kcc's ja extra (pip install 'kcc[ja]')")
     return ""
 
 

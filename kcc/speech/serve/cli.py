@@ -183,7 +183,9 @@ def build_service(args):
                     cores=0 if args.threads else available_cores())
     service = SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
     voice_languages = [v["language"] for v in voices.listing()]
-    service.warmup = Warmup(service, advertised_languages(args.lang, voice_languages, named_languages(args.languages)))
+    named = named_languages(args.languages)
+    service.warmup = Warmup(service, advertised_languages(args.lang, voice_languages, named),
+                            required=[args.lang, *(named or [])])
     return service
 
 
