@@ -76,6 +76,7 @@ def test_ready_is_warming_until_the_warmup_has_run(tmp_path):
         # cold pass unmeasured, warm pass measured: two sentences (one chunk each) per thread
         assert len(srv.service.cost.points) == 2 * 2
         assert len({n for n, _ in srv.service.cost.points}) == 2
+        assert set(warm.seconds) == {"voices", "g2p en-us", "g2p ja", "encoders", "synthesis"}
 
 
 def test_a_failed_warmup_is_not_ready(tmp_path):

@@ -7,7 +7,8 @@ chunk), and the first-chunk cost model, which only knows a guess until chunks ar
 On the 2-core Zen 4 dev machine that first request took 8.1 s against 0.4 s warm. So before
 /ready (HTTP) answers 200 and before Wyoming listens, Warmup:
 
-1. loads every offered voice's pack (VoiceSet.preload; 0.5 MiB each, 27 MiB for all 54);
+1. loads every offered voice's pack (VoiceSet.preload; 0.5 MiB each, 27 MiB for all 54), and
+   runs every response format's encoder once (PyAV's import, each codec's set-up);
 2. makes the G2P of every language the server advertises (its voices' languages and its
    default, or those --languages names) and runs it once on a short text of that language;
 3. synthesises one short sentence on every synthesis thread, all stages, twice at two
@@ -23,6 +24,10 @@ import logging
 import threading
 import time
 
+import numpy as np
+
+from kcc.speech.audio.formats import FORMATS, STREAMABLE, Encoder
+from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.engine import plan, synthesize_chunks
 from kcc.speech.g2p.base import G2PError
 from kcc.speech.languages import LANGUAGES
@@ -81,6 +86,7 @@ class Warmup:
                         raise
                     self.skipped[lang] = str(exc)
                     log.warning("%s is not warmed: %s", lang, exc)
+            self._timed("encoders", warm_encoders)
             self._timed("synthesis", self._synthesize)
         except BaseException as exc:     # reported by /ready and the log; the server keeps answering
             self.error = exc
@@ -112,6 +118,20 @@ class Warmup:
                         if measured:
                             svc.cost.observe(len(enc.ids), time.monotonic() - t0)
         svc.scheduler.on_each(warm)
+
+
+def warm_encoders() -> None:
+    """Open, feed and finish every response format's encoder once: PyAV's import (130-190 ms on a
+    quiet 2-core Xeon) and each codec's first set-up would otherwise land on the first request
+    that asks for the format."""
+    silence = np.zeros(SAMPLE_RATE // 10, np.float32)
+    for fmt in FORMATS:
+        enc = Encoder(fmt, streaming=fmt in STREAMABLE)
+        try:
+            enc.push(silence)
+            enc.finish()
+        finally:
+            enc.close()
 
 
 def advertised_languages(default: str, voice_languages, named: list[str] | None = None) -> list[str]:
