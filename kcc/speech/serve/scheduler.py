@@ -2,11 +2,11 @@
 
 A request's thread plans its text and encodes its audio; each chunk's synthesis is handed here
 and runs on one of `workers` synthesis threads (so only those fault in the synthesizer's
-per-thread arenas and hold its OpenMP thread counts). Waiting chunks are taken earliest key
-first: a request with no audio yet keys by its arrival, a streamed one that has audio by the
-time its listener runs out of it (first audio + seconds sent). So a new request's first chunk
-goes before the later chunks of requests whose listeners still have audio to play, and no
-request waits behind another's whole text.
+per-thread arenas and hold its OpenMP thread counts). Waiting chunks are taken smallest key
+first (kcc.speech.serve.service.Job.urgency): every request's first chunk, by arrival, before
+any request's next one; those by the time their listener runs out of audio (first audio +
+seconds sent). So every listener's first chunk goes before anyone's second, and no request
+waits behind another's whole text.
 
 Kernel threads are shared out as syntheses start and end (kcc.model.pipeline.THREADS, read
 before each stage): one synthesis alone gets every core, n at once get cores // n each.
@@ -20,6 +20,11 @@ from concurrent.futures import Future
 from typing import Callable
 
 from kcc.model.pipeline import CANCEL, THREADS, SynthesisCancelled
+
+
+# The key of on_each's work: before every request's chunk (kcc.speech.serve.service.Job.urgency
+# keys are (0 | 1, seconds)).
+FIRST = (-1, 0.0)
 
 
 class SchedulerClosed(SynthesisCancelled):
@@ -76,7 +81,7 @@ class ChunkScheduler:
             self._barriers.append(barrier)
             futs = [Future() for _ in self._threads]
             for fut in futs:
-                heapq.heappush(self._heap, (float("-inf"), next(self._seq), once, fut, None))
+                heapq.heappush(self._heap, (FIRST, next(self._seq), once, fut, None))
             self._cv.notify_all()
         try:
             for fut in futs:
