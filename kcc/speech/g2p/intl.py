@@ -24,15 +24,17 @@ ZH_MODULES = (("misaki", "misaki==0.9.4"), ("jieba", "jieba==0.42.1"), ("pypinyi
               ("cn2an", "cn2an==0.5.24"), ("ordered_set", "ordered-set==4.1.0"))
 
 
-def _missing(modules) -> str:
+def _missing(modules, extra: str = "") -> str:
+    """extra: the kcc extra that installs them ('' : the runtime's own)."""
     for mod, pkg in modules:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
+            return (f"{pkg} is not installed: Mandarin needs kcc's {extra} extra (pip install 'kcc[{extra}]')"
+                    if extra and mod != "misaki" else f"{pkg} is not installed (a runtime dependency: reinstall kcc)")
     return ""
 
 
 def available(language: str) -> tuple[bool, str]:
-    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES) if language == "zh"
+    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES, "zh") if language == "zh"
            else _missing(ESPEAK_MODULES))
     return not why, why
 
