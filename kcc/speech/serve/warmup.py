@@ -26,7 +26,8 @@ import time
 
 import numpy as np
 
-from kcc.speech.audio.formats import FORMATS, STREAMABLE, Encoder
+from kcc.speech.audio.encoder import Encoder
+from kcc.speech.audio.formats import FORMATS, STREAMABLE
 from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.engine import plan, synthesize_chunks
 from kcc.speech.g2p.base import G2PError
