@@ -26,6 +26,7 @@ from typing import AsyncIterator, Callable, Iterator, Sequence
 
 import numpy as np
 
+from kcc.config import MAX_PHONEME_LENGTH, EspeakConfig, KoKoroConfig
 from kcc.model import loader
 from kcc.model.kokoro import MAX_SPEED, MIN_SPEED, SAMPLE_RATE
 from kcc.speech.engine import (
@@ -39,7 +40,10 @@ from kcc.speech.engine import (
 )
 from kcc.speech.g2p.g2p import G2P, G2PError, canonical_language
 from kcc.speech.g2p.overrides import load_lexicon
-from kcc.speech.voices import voice_catalog
+from kcc.speech.audio.trim import trim_silence
+from kcc.speech.onnx_dropin import FROM_SESSION, KokoroOnnxError, PhonemeInput, onnx_language, read_voice_file
+from kcc.speech.voices import load_voice, voice_catalog
+from kcc.tokenizer import Tokenizer
 
 _END = object()
 
@@ -68,8 +72,16 @@ class SpeechChunk:
 
 
 class Kokoro:
-    """Kokoro-82M compiled to C, loaded once. Keywords as kcc.model.load: checkpoint (None: the
-    real Kokoro-82M v1.0, fetched on first use), precision (fp32 / bf16 / int8), threads (kernel
+    """Kokoro-82M compiled to C, loaded once.
+
+    kokoro-onnx's constructor: model_path (a Kokoro ONNX export, kokoro-onnx's kokoro-v1.0.onnx /
+    .int8.onnx / .fp16.onnx, imported and compiled once, the compile cached by the file's
+    content; or a kokoro-v1_0.pth-layout checkpoint; None: the real Kokoro-82M v1.0, fetched on
+    first use) and voices_path (kokoro-onnx's voices-v1.0.bin: its packs are this Kokoro's voices;
+    None: kcc's 54). A path that does not exist raises FileNotFoundError, as kokoro-onnx does:
+    kcc never swaps in another model silently. espeak_config / vocab_config are accepted and
+    kept (kcc's G2P reads espeak-ng itself; the vocabulary is the model's).
+    Keywords as kcc.model.load: checkpoint (model_path's kcc name), precision (fp32 / bf16 / int8), threads (kernel
     threads), max_frames (frames planned per chunk). voices_dir: directories where voice names
     are also looked up; lexicon: a pronunciation file (kcc say --lexicon); g2p: the English G2P
     backend ('auto', 'lexicon', 'misaki', 'espeak'); log: where compile progress goes (None: silent).
@@ -78,11 +90,23 @@ class Kokoro:
     VoiceError, SynthesisError, ModelOptionsError / PrecisionError (options), CheckpointError."""
 
     sample_rate: int = SAMPLE_RATE
+    SAMPLE_RATE: int = SAMPLE_RATE
+    MAX_PHONEME_LENGTH: int = MAX_PHONEME_LENGTH
 
-    def __init__(self, checkpoint: str | Path | None = None, *, precision: str | None = None,
+    def __init__(self, model_path: str | Path | None = None, voices_path: str | Path | None = None,
+                 espeak_config: EspeakConfig | None = None, vocab_config: dict | str | None = None, *,
+                 checkpoint: str | Path | None = None, precision: str | None = None,
                  threads: int | None = None, max_frames: int | None = None,
                  voices_dir: Sequence[str | Path] = (), lexicon: str | Path | None = None, g2p: str = "auto",
                  log=None):
+        if model_path is not None and checkpoint is not None:
+            raise KokoroOnnxError("pass the model once: model_path (kokoro-onnx's name) or checkpoint (kcc's)")
+        checkpoint = model_path if model_path is not None else checkpoint
+        self.config = KoKoroConfig(checkpoint, voices_path, espeak_config)
+        self.config.validate()                                 # FileNotFoundError naming the file, as kokoro-onnx
+        self._voice_file = read_voice_file(voices_path) if voices_path is not None else None
+        self.tokenizer = Tokenizer(espeak_config)
+        self.vocab_config = vocab_config
         self._search = [Path(d) for d in voices_dir]
         self._backend = g2p
         self._lexicon = None
@@ -94,32 +118,58 @@ class Kokoro:
         self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcc-kokoro")
         self._closed = threading.Event()
 
+    @classmethod
+    def from_session(cls, session=None, *args, **kwargs):
+        """kokoro-onnx builds a Kokoro around an onnxruntime session; kcc has none to take."""
+        raise KokoroOnnxError(FROM_SESSION)
+
     # -- the voices -----------------------------------------------------------------------------
     def get_voices(self) -> list[str]:
-        """The voice names this Kokoro knows (the real model's and those in voices_dir)."""
+        """The voice names this Kokoro knows: the voices file's (sorted, as kokoro-onnx lists
+        them) when one was given, else the real model's and those in voices_dir."""
+        if self._voice_file is not None:
+            return sorted(self._voice_file)
         return list(voice_catalog(self._search))
+
+    def get_voice_style(self, name: str) -> np.ndarray:
+        """A voice's pack, float32 (510, 1, 256): what kokoro-onnx's programs blend with numpy."""
+        if self._voice_file is not None and name in self._voice_file:
+            return self._voice_file[name].copy()
+        return load_voice(str(name), self._search)
+
+    def _voice(self, voice):
+        """A voices-file name -> its pack; anything else goes to kcc's voice resolution."""
+        if isinstance(voice, str) and self._voice_file is not None and voice in self._voice_file:
+            return self._voice_file[voice]
+        return voice
 
     # -- speaking -------------------------------------------------------------------------------
     def create(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0, lang: str = "auto",
-               seed: int = 0) -> tuple[np.ndarray, int]:
-        """The whole text's audio: (float32 samples, 24000)."""
-        parts = [c.audio for c in self.stream(text, voice, speed, lang, seed)]
-        return (np.concatenate(parts) if parts else np.zeros(0, np.float32)), SAMPLE_RATE
+               is_phonemes: bool = False, trim: bool = False, seed: int = 0) -> tuple[np.ndarray, int]:
+        """The whole text's audio: (float32 samples, 24000). is_phonemes: `text` is phonemes
+        (kokoro-onnx's; e.g. from kcc.tokenizer.Tokenizer.phonemize). trim: cut the near-silence
+        at both ends (kokoro-onnx's default is True; kcc's is False so that create() gives the
+        same samples as `kcc say` and the server for the same request)."""
+        parts = [c.audio for c in self.stream(text, voice, speed, lang, seed, is_phonemes=is_phonemes)]
+        audio = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+        return (trim_silence(audio)[0] if trim else audio), SAMPLE_RATE
 
     def stream(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0, lang: str = "auto",
-               seed: int = 0) -> Iterator[SpeechChunk]:
+               seed: int = 0, *, is_phonemes: bool = False) -> Iterator[SpeechChunk]:
         """Yield each chunk as soon as it is made (the first one short, so audio starts early).
         Text, speed, voice and the first chunk's G2P are checked by this call, before the first
         synthesis: a bad request raises here, not at the first next()."""
-        return self._drive(self._run(self._steps, text, voice, speed, lang, seed, {}))
+        return self._drive(self._run(self._steps, text, voice, speed, lang, seed, {}, None,
+                                     PhonemeInput() if is_phonemes else None))
 
     async def astream(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0,
-                      lang: str = "auto", seed: int = 0) -> AsyncIterator[SpeechChunk]:
+                      lang: str = "auto", seed: int = 0, *, is_phonemes: bool = False) -> AsyncIterator[SpeechChunk]:
         """stream() as an async generator: each step runs on this Kokoro's worker thread, the
         event loop waits for it without blocking."""
         loop = asyncio.get_running_loop()
         self._check_open()
-        steps = await loop.run_in_executor(self._worker, self._steps, text, voice, speed, lang, seed, {})
+        steps = await loop.run_in_executor(self._worker, self._steps, text, voice, speed, lang, seed, {}, None,
+                                           PhonemeInput() if is_phonemes else None)
         while True:
             self._check_open()
             chunk = await loop.run_in_executor(self._worker, next, steps, _END)
@@ -128,10 +178,21 @@ class Kokoro:
             yield chunk
 
     async def create_stream(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0,
-                            lang: str = "auto", seed: int = 0) -> AsyncIterator[tuple[np.ndarray, int]]:
-        """kokoro-onnx's async stream: yields (float32 samples, 24000) per chunk."""
-        async for chunk in self.astream(text, voice, speed, lang, seed):
-            yield chunk.audio, chunk.sample_rate
+                            lang: str = "auto", is_phonemes: bool = False, trim: bool = False,
+                            seed: int = 0) -> AsyncIterator[tuple[np.ndarray, int]]:
+        """kokoro-onnx's async stream: yields (float32 samples, 24000) per chunk. trim: the first
+        chunk's leading and the last chunk's trailing near-silence are cut (one chunk is held
+        back to know which is last)."""
+        held = None
+        async for chunk in self.astream(text, voice, speed, lang, seed, is_phonemes=is_phonemes):
+            audio = chunk.audio
+            if trim and held is None:
+                audio = audio[trim_silence(audio)[1][0]:]
+            if held is not None:
+                yield held, SAMPLE_RATE
+            held = audio
+        if held is not None:
+            yield (held[:trim_silence(held)[1][1]] if trim else held), SAMPLE_RATE
 
     def close(self) -> None:
         """Stop the worker thread (its synthesis arena is freed with it); later calls fail."""
@@ -153,16 +214,16 @@ class Kokoro:
         return g
 
     def _steps(self, text, voice, speed, lang, seed, plan_opts: dict,
-               chunk_speed: Callable | None = None) -> Iterator[SpeechChunk]:
+               chunk_speed: Callable | None = None, g2p=None) -> Iterator[SpeechChunk]:
         """The chunk generator (runs on the worker). Everything cheap is checked here, at once:
         the generator returned has its first chunk planned already, so a bad text or voice fails
         the call itself, not the first next()."""
         if not isinstance(text, (str, bytes)):
             raise SayError(f"text must be a string, got {type(text).__name__}")
         seed = check_seed(seed)
-        pack = resolve_voice(voice, self._search)
+        pack = resolve_voice(self._voice(voice), self._search)
         plan_speed = MIN_SPEED if chunk_speed is not None else speed     # a chunk fits at its slowest speed
-        chunks = iter_plan(text, self._g2p(lang), speed=plan_speed, max_frames=self.synthesizer.max_frames,
+        chunks = iter_plan(text, g2p or self._g2p(onnx_language(lang)), speed=plan_speed, max_frames=self.synthesizer.max_frames,
                            **plan_opts)
         first = next(chunks)
         return self._chunks(first, chunks, pack, speed, seed, chunk_speed)

@@ -1,0 +1,68 @@
+"""What kcc.Kokoro needs to answer kokoro-onnx's calls: its language codes (espeak-ng's), its
+voices file (voices-v1.0.bin: an npz of float32 (510, 1, 256) packs), phonemes given in place
+of text (create(..., is_phonemes=True)) and the calls kcc cannot honour, refused by name."""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from kcc.speech.g2p.base import words_from_phonemes
+from kcc.speech.languages import from_tag
+from kcc.speech.voices import VoiceError, validate_pack
+
+# espeak-ng codes kokoro-onnx's examples pass that kcc's language table does not spell.
+_ESPEAK_CODES = {"cmn": "zh", "cmn-latn-pinyin": "zh", "en": "en-us"}
+
+
+class KokoroOnnxError(TypeError):
+    """A kokoro-onnx call with no kcc equivalent (an onnxruntime session, a provider); the
+    message names what to do in kcc instead."""
+
+
+FROM_SESSION = ("kcc.Kokoro.from_session: kcc runs Kokoro compiled to C, not an onnxruntime session. "
+                "Pass the session's model file instead: kcc.Kokoro('kokoro-v1.0.onnx', 'voices-v1.0.bin'), "
+                "and threads=N for its intra-op thread count (providers do not apply: kcc runs on the CPU)")
+
+
+def onnx_language(lang: str) -> str:
+    """kokoro-onnx's lang ('en-us', 'fr-fr', 'cmn', 'ja', ...) -> kcc's code; unknown codes pass
+    through to kcc's own check, which names the codes there are."""
+    if lang is None:
+        return "auto"
+    code = str(lang).strip().lower()
+    if code == "auto":
+        return code
+    return _ESPEAK_CODES.get(code) or from_tag(code) or code
+
+
+def read_voice_file(path: str | Path) -> dict[str, np.ndarray]:
+    """kokoro-onnx's voices file: name -> float32 (510, 1, 256) pack, each checked."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Voices file not found at {path} (kcc.Kokoro() with no voices_path speaks kcc's "
+                                "54 built-in voices)")
+    try:
+        with np.load(path, allow_pickle=False) as doc:
+            if not isinstance(doc, np.lib.npyio.NpzFile):
+                raise VoiceError(f"{path}: a voices file is an .npz of named packs (kokoro-onnx's voices-v1.0.bin); "
+                                 "this holds one bare array")
+            return {name: validate_pack(np.asarray(doc[name], dtype=np.float32)
+                                        if doc[name].dtype.kind == "f" else doc[name], f"{path.name}:{name}")
+                    for name in doc.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        if isinstance(exc, VoiceError):
+            raise
+        raise VoiceError(f"{path}: not a voices file (an .npz of (510, 1, 256) float32 packs): {exc}") from None
+
+
+class PhonemeInput:
+    """A G2P stand-in for text that is phonemes already: each piece is its own phonemes, split
+    into words at spaces (punctuation peeled), so kcc's chunking and timing work as for text."""
+    language = "phonemes"
+    backend = "phonemes"
+    description = "phonemes given by the caller (is_phonemes=True)"
+
+    def __call__(self, text: str):
+        return words_from_phonemes(text, text) if text.strip() else []
