@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from kcc.speech.g2p.base import words_from_phonemes
-from kcc.speech.languages import from_tag
 from kcc.speech.voices import VoiceError, validate_pack
 
 # espeak-ng codes kokoro-onnx's examples pass that kcc's language table does not spell.
@@ -27,14 +26,10 @@ FROM_SESSION = ("kcc.Kokoro.from_session: kcc runs Kokoro compiled to C, not an 
 
 
 def onnx_language(lang: str) -> str:
-    """kokoro-onnx's lang ('en-us', 'fr-fr', 'cmn', 'ja', ...) -> kcc's code; unknown codes pass
-    through to kcc's own check, which names the codes there are."""
-    if lang is None:
-        return "auto"
-    code = str(lang).strip().lower()
-    if code == "auto":
-        return code
-    return _ESPEAK_CODES.get(code) or from_tag(code) or code
+    """kokoro-onnx's lang ('en-us', 'fr-fr', 'cmn', 'ja', ...) -> kcc's code: the espeak-ng codes
+    kcc's table lacks are mapped, every other code goes to kcc's own check unchanged (which
+    names the codes there are)."""
+    return _ESPEAK_CODES.get(str(lang).strip().lower(), lang)
 
 
 def read_voice_file(path: str | Path) -> dict[str, np.ndarray]:
