@@ -41,7 +41,8 @@ from kcc.speech.engine import (
 from kcc.speech.g2p.g2p import G2P, G2PError, canonical_language
 from kcc.speech.g2p.overrides import load_lexicon
 from kcc.speech.audio.trim import trim_silence
-from kcc.speech.onnx_dropin import FROM_SESSION, KokoroOnnxError, PhonemeInput, onnx_language, read_voice_file
+from kcc.speech.onnx_dropin import (FROM_SESSION, KokoroOnnxError, PhonemeInput, onnx_language, read_vocab_config,
+                                    read_voice_file)
 from kcc.speech.voices import load_voice, voice_catalog
 from kcc.tokenizer import Tokenizer
 
@@ -79,8 +80,10 @@ class Kokoro:
     content; or a kokoro-v1_0.pth-layout checkpoint; None: the real Kokoro-82M v1.0, fetched on
     first use) and voices_path (kokoro-onnx's voices-v1.0.bin: its packs are this Kokoro's voices;
     None: kcc's 54). A path that does not exist raises FileNotFoundError, as kokoro-onnx does:
-    kcc never swaps in another model silently. espeak_config / vocab_config are accepted and
-    kept (kcc's G2P reads espeak-ng itself; the vocabulary is the model's).
+    kcc never swaps in another model silently. espeak_config is accepted and kept (kcc's G2P
+    reads espeak-ng itself); vocab_config (a config.json path or dict) is read as kokoro-onnx
+    reads it and becomes self.tokenizer's vocabulary, but must agree with the model's (a
+    KokoroOnnxError names the first symbol that does not): kcc compiles Kokoro v1.0's.
     Keywords as kcc.model.load: checkpoint (model_path's kcc name), precision (fp32 / bf16 / int8), threads (kernel
     threads), max_frames (frames planned per chunk). voices_dir: directories where voice names
     are also looked up; lexicon: a pronunciation file (kcc say --lexicon); g2p: the English G2P
@@ -105,8 +108,7 @@ class Kokoro:
         self.config = KoKoroConfig(checkpoint, voices_path, espeak_config)
         self.config.validate()                                 # FileNotFoundError naming the file, as kokoro-onnx
         self._voice_file = read_voice_file(voices_path) if voices_path is not None else None
-        self.tokenizer = Tokenizer(espeak_config)
-        self.vocab_config = vocab_config
+        self.tokenizer = Tokenizer(espeak_config, read_vocab_config(vocab_config))
         self._search = [Path(d) for d in voices_dir]
         self._backend = g2p
         self._lexicon = None

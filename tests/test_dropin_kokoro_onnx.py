@@ -9,6 +9,7 @@ ships it: an npz of float32 (510, 1, 256) packs, from kcc's 54 voices."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import zipfile
 
@@ -209,3 +210,32 @@ def test_no_paths_gives_kcc_defaults_voices(kokoro):
     """With no voices file the catalog is kcc's 54 voices (the constructor's defaults)."""
     assert len(voice_catalog([])) == 54
     assert zipfile.is_zipfile(kokoro.config.voices_path)
+
+
+# -- japanese.py / chinese.py pass vocab_config ---------------------------------------------------
+class TestVocabConfig:
+    def test_the_model_s_own_config_is_taken(self, files, tmp_path):
+        d, _ = files
+        cfg = tmp_path / "config.json"
+        cfg.write_text(json.dumps({"vocab": {"h": 50, "ə": 83}}), encoding="utf-8")
+        model = Kokoro(str(d / "kokoro-v1.0.onnx"), str(d / "voices-v1.0.bin"), vocab_config=str(cfg))
+        try:
+            assert model.tokenizer.vocab == {"h": 50, "ə": 83}
+            assert model.tokenizer.tokenize("həl") == [50, 83]
+        finally:
+            model.close()
+
+    def test_another_model_s_vocabulary_is_refused(self, files):
+        d, _ = files
+        with pytest.raises(KokoroOnnxError, match=r"symbol 'h' is id 7 there but 50 in Kokoro v1.0"):
+            Kokoro(str(d / "kokoro-v1.0.onnx"), str(d / "voices-v1.0.bin"), vocab_config={"vocab": {"h": 7}})
+
+    def test_a_config_without_vocab_is_refused(self, files):
+        d, _ = files
+        with pytest.raises(KokoroOnnxError, match="'vocab' table"):
+            Kokoro(str(d / "kokoro-v1.0.onnx"), str(d / "voices-v1.0.bin"), vocab_config={"n_token": 178})
+
+    def test_a_missing_config_file(self, files, tmp_path):
+        d, _ = files
+        with pytest.raises(FileNotFoundError):
+            Kokoro(str(d / "kokoro-v1.0.onnx"), str(d / "voices-v1.0.bin"), vocab_config=str(tmp_path / "none.json"))

@@ -3,12 +3,13 @@ voices file (voices-v1.0.bin: an npz of float32 (510, 1, 256) packs), phonemes g
 of text (create(..., is_phonemes=True)) and the calls kcc cannot honour, refused by name."""
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from kcc.speech.g2p.base import words_from_phonemes
+from kcc.speech.g2p.base import load_vocab, words_from_phonemes
 from kcc.speech.voices import VoiceError, validate_pack
 
 # espeak-ng codes kokoro-onnx's examples pass that kcc's language table does not spell.
@@ -50,6 +51,25 @@ def read_voice_file(path: str | Path) -> dict[str, np.ndarray]:
         if isinstance(exc, VoiceError):
             raise
         raise VoiceError(f"{path}: not a voices file (an .npz of (510, 1, 256) float32 packs): {exc}") from None
+
+
+def read_vocab_config(config: dict | str | Path | None) -> dict[str, int] | None:
+    """kokoro-onnx's vocab_config (a config.json path, or its dict): its 'vocab', checked against
+    the model's: a symbol the model maps to another id (another model's vocabulary) is refused."""
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        with open(config, encoding="utf-8") as fh:             # FileNotFoundError naming it, as kokoro-onnx
+            config = json.load(fh)
+    vocab = config.get("vocab") if isinstance(config, dict) else None
+    if not isinstance(vocab, dict):
+        raise KokoroOnnxError("vocab_config: expected a config.json with a 'vocab' table (symbol -> id)")
+    model = load_vocab()
+    wrong = next((sym for sym, i in vocab.items() if model.get(sym) != i), None)
+    if wrong is not None:
+        raise KokoroOnnxError(f"vocab_config: symbol {wrong!r} is id {vocab[wrong]} there but "
+                              f"{model.get(wrong)} in Kokoro v1.0, which kcc speaks; leave vocab_config out")
+    return dict(vocab)
 
 
 class PhonemeInput:
