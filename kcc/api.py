@@ -41,6 +41,7 @@ from kcc.speech.engine import (
 from kcc.speech.g2p.g2p import G2P, G2PError, canonical_language
 from kcc.speech.g2p.overrides import load_lexicon
 from kcc.speech.audio.trim import trim_silence
+from kcc.speech.tensor_like import TensorLike
 from kcc.speech.onnx_dropin import (FROM_SESSION, KokoroOnnxError, PhonemeInput, onnx_language, read_vocab_config,
                                     read_voice_file)
 from kcc.speech.voices import load_voice, voice_catalog
@@ -265,6 +266,45 @@ class Kokoro:
 
 # -- upstream kokoro's KPipeline -------------------------------------------------------------------
 UPSTREAM_REPO = "hexgrad/Kokoro-82M"
+# upstream kokoro.pipeline's language tables: its one-letter codes, and the long codes it aliases.
+LANG_CODES = {"a": "American English", "b": "British English", "e": "es", "f": "fr-fr", "h": "hi", "i": "it",
+              "p": "pt-br", "j": "Japanese", "z": "Mandarin Chinese"}
+ALIASES = {"en-us": "a", "en-gb": "b", "es": "e", "fr-fr": "f", "hi": "h", "it": "i", "pt-br": "p", "ja": "j",
+           "zh": "z"}
+
+
+@dataclass
+class MToken:
+    """One word of a Result, with upstream misaki's MToken fields: text, tag (a part-of-speech tag
+    where kcc has one, else ''), whitespace (' ' when a space follows it), phonemes, and start_ts /
+    end_ts in seconds from the start of its Result's audio."""
+    text: str
+    tag: str
+    whitespace: str
+    phonemes: str | None = None
+    start_ts: float | None = None
+    end_ts: float | None = None
+
+
+@dataclass
+class ModelOutput:
+    """upstream KModel.Output: the audio (float32, 24 kHz) and frames per token (<bos> and <eos>
+    included), both TensorLike: numpy arrays that answer .numpy() / .cpu() as tensors do."""
+    audio: TensorLike
+    pred_dur: TensorLike | None = None
+
+
+def _mtokens(chunk: SpeechChunk) -> list[MToken]:
+    """chunk.words as MTokens, timed from the chunk's own start; whitespace read from its text."""
+    out, cursor = [], 0
+    for w in chunk.words:
+        at = chunk.text.find(w.word, cursor)
+        if at >= 0:
+            cursor = at + len(w.word)
+        space = " " if chunk.text[cursor:cursor + 1].isspace() else ""
+        out.append(MToken(w.word, "", space, w.phonemes, round(w.start_s - chunk.offset_s, 6),
+                          round(w.end_s - chunk.offset_s, 6)))
+    return out
 
 
 class KPipelineError(ValueError):
@@ -294,25 +334,29 @@ class KPipeline:
     shared in this process, built with `kokoro_options`: checkpoint=, precision=, threads=...),
     a kcc.Kokoro, or False (G2P only: results carry no audio). Calling it yields one Result per
     chunk, with .graphemes, .phonemes and .audio (a float32 numpy array, 24 kHz) and unpacking
-    as `gs, ps, audio`; .tokens holds the words' timings (kcc.api.WordTiming), .pred_dur the
-    frames per token. Chunks are cut as kcc plans them (sized to the frame plan), so their
+    as `gs, ps, audio`; .tokens the words as upstream's MTokens (text, tag, whitespace, phonemes,
+    start_ts, end_ts), .output.audio / .output.pred_dur (and .audio / .pred_dur) as TensorLike
+    arrays, which answer .numpy() / .cpu() as upstream's torch tensors do. load_voice /
+    load_single_voice give voice packs as upstream's do (a comma list averaged). Chunks are cut as kcc plans them (sized to the frame plan), so their
     boundaries may differ from upstream's."""
+
+    Output = ModelOutput
 
     @dataclass
     class Result:
         graphemes: str
         phonemes: str
-        tokens: tuple[WordTiming, ...] | None = None
-        output: SpeechChunk | None = None
+        tokens: list[MToken] | None = None
+        output: ModelOutput | None = None
         text_index: int | None = None
 
         @property
-        def audio(self) -> np.ndarray | None:
+        def audio(self) -> TensorLike | None:
             return None if self.output is None else self.output.audio
 
         @property
-        def pred_dur(self) -> np.ndarray | None:
-            return None if self.output is None else self.output.durations
+        def pred_dur(self) -> TensorLike | None:
+            return None if self.output is None else self.output.pred_dur
 
         def __iter__(self):
             yield self.graphemes
@@ -352,6 +396,27 @@ class KPipeline:
         else:
             raise KPipelineError(f"model must be True, False or a kcc.Kokoro, got {type(model).__name__}")
         self._g2p: G2P | None = None
+        self.voices: dict[str, TensorLike] = {}
+
+    def load_single_voice(self, voice: str) -> TensorLike:
+        """One voice's pack, float32 (510, 1, 256): a name kcc knows or a .pt / .npy / .bin path."""
+        if voice not in self.voices:
+            search = self.model._search if self.model is not None else []
+            self.voices[voice] = TensorLike.of(load_voice(voice, search))
+        return self.voices[voice]
+
+    def load_voice(self, voice, delimiter: str = ",") -> TensorLike:
+        """A pack by name, or the mean of several joined by `delimiter` ('af_bella,af_sky'), as
+        upstream's load_voice; an array or tensor comes back as a pack unchanged."""
+        if not isinstance(voice, str):
+            if hasattr(voice, "detach"):
+                voice = voice.detach().cpu().numpy()
+            return TensorLike.of(voice)
+        if voice not in self.voices:               # kcc's voice grammar: 'a,b' is upstream's plain mean
+            spec = voice if delimiter == "," else voice.replace(delimiter, ",")
+            search = self.model._search if self.model is not None else []
+            self.voices[voice] = TensorLike.of(load_voice(spec, search))
+        return self.voices[voice]
 
     def __call__(self, text: str | list[str], voice: str | np.ndarray | None = None,
                  speed: float | Callable[[int], float] = 1, split_pattern: str | None = r"\n+",
@@ -376,7 +441,8 @@ class KPipeline:
             try:
                 if model is None:
                     for enc in iter_plan(graphemes, self._g2p_only(), first_limit=None):
-                        yield self.Result(enc.text, enc.phonemes, text_index=index)
+                        tokens = [MToken(w.text, "", " " if w.whitespace else "", w.phonemes) for w in enc.words]
+                        yield self.Result(enc.text, enc.phonemes, tokens, text_index=index)
                     continue
                 chunk_speed = (lambda enc: check_speed(speed(len(enc.phonemes)))) if callable(speed) else None
                 steps = model._run(model._steps, graphemes, voice, 1.0 if chunk_speed else speed, self.language, 0,
@@ -384,7 +450,8 @@ class KPipeline:
             except NothingToSay:                      # upstream skips a segment with no phonemes
                 continue
             for chunk in model._drive(steps):
-                yield self.Result(chunk.text, chunk.phonemes, chunk.words, chunk, index)
+                output = ModelOutput(TensorLike.of(chunk.audio), TensorLike.of(chunk.durations.astype(np.int64)))
+                yield self.Result(chunk.text, chunk.phonemes, _mtokens(chunk), output, index)
 
     def _g2p_only(self) -> G2P:
         if self._g2p is None:
