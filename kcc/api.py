@@ -226,7 +226,8 @@ class Kokoro:
         seed = check_seed(seed)
         pack = resolve_voice(self._voice(voice), self._search)
         plan_speed = MIN_SPEED if chunk_speed is not None else speed     # a chunk fits at its slowest speed
-        chunks = iter_plan(text, g2p or self._g2p(onnx_language(lang)), speed=plan_speed, max_frames=self.synthesizer.max_frames,
+        chunks = iter_plan(text, g2p or self._g2p(onnx_language(lang)), speed=plan_speed,
+                           max_frames=self.synthesizer.max_frames,
                            **plan_opts)
         first = next(chunks)
         return self._chunks(first, chunks, pack, speed, seed, chunk_speed)
@@ -337,7 +338,8 @@ class KPipeline:
     as `gs, ps, audio`; .tokens the words as upstream's MTokens (text, tag, whitespace, phonemes,
     start_ts, end_ts), .output.audio / .output.pred_dur (and .audio / .pred_dur) as TensorLike
     arrays, which answer .numpy() / .cpu() as upstream's torch tensors do. load_voice /
-    load_single_voice give voice packs as upstream's do (a comma list averaged). Chunks are cut as kcc plans them (sized to the frame plan), so their
+    load_single_voice give voice packs as upstream's do (a comma list averaged). Chunks are cut
+    as kcc plans them (sized to the frame plan), so their
     boundaries may differ from upstream's."""
 
     Output = ModelOutput

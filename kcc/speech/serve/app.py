@@ -1,8 +1,10 @@
 """The HTTP routes (Starlette): OpenAI's speech API, voices, models, health, the web page.
 
 POST /v1/audio/speech takes OpenAI's body (kcc/speech/serve/request.py). `instructions` is accepted
-and ignored (Kokoro has no instruction-following); `model` may be any name (tts-1, kokoro, ...):
-there is one model. The response is the requested format's bytes, chunked as each text chunk
+and ignored (Kokoro has no instruction-following); `model` is one of MODELS (kcc's names and
+OpenAI's speech models, all the one Kokoro model; absent: kokoro), any other refused as OpenAI
+refuses a model it does not have (404 model_not_found). The response is the requested format's
+bytes, chunked as each text chunk
 is synthesised (`"stream": false` for one whole file with complete headers), or with
 `"stream_format": "sse"` the events of kcc/speech/serve/sse.py. Errors before the first audio byte are
 JSON {"error": {message, type, param, code}}; an audio stream that fails later is cut (no final
@@ -35,7 +37,14 @@ from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 STATIC = Path(__file__).with_name("static")
 SEND_SLICE = 16 * 1024               # a stream's bytes are sent in slices of at most this (paced)
-MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+MODELS = ("kokoro", "kcc", "kokoro-82m", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+
+
+def check_model(model: str) -> None:
+    """OpenAI's answer for a model it does not serve: 404, code model_not_found, param model."""
+    if model not in MODELS:
+        raise ApiError(404, f"The model `{model}` does not exist or you do not have access to it. This server "
+                            f"speaks with: {', '.join(MODELS)}", "model", code="model_not_found")
 
 
 @dataclass
@@ -90,6 +99,7 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
     async def speech(request: Request):
         try:
             req = parse_speech(await read_body(request, limits), limits.max_input_chars)
+            check_model(req.model)
             job = service.submit(req, asyncio.get_running_loop())
         except ApiError as err:
             return error_response(err)
