@@ -595,7 +595,7 @@ def test_sse_deadline_ends_with_an_error_event(tmp_path):
     with serving(tmp_path, FakeSynth(delay=0.2), limits=Limits(request_timeout_s=1.0, first_chunk_seconds=0)) as srv:
         status, _, data = post(srv.port, {"input": sentences(30), "stream_format": "sse", "response_format": "pcm"})
     events = [json.loads(x[6:]) for x in data.decode().split("\n\n") if x.startswith("data: ")]
-    assert status == 200 and events[-1]["type"] == "error" and events[-1]["error"]["code"] == 504
+    assert status == 200 and events[-1]["type"] == "error" and events[-1]["error"]["code"] == "timeout"
     assert any(e["type"] == "speech.audio.delta" for e in events)
 
 

@@ -43,7 +43,8 @@ class ApiError(Exception):
 # The string code of an error that names none (OpenAI's API gives a string or null, never a number).
 STATUS_CODES = {400: "invalid_request", 401: "invalid_api_key", 403: "forbidden", 404: "not_found",
                 405: "method_not_allowed", 408: "request_timeout", 413: "request_too_large",
-                429: "rate_limit_exceeded", 500: "server_error", 503: "service_unavailable"}
+                429: "rate_limit_exceeded", 499: "cancelled", 500: "server_error", 503: "service_unavailable",
+                504: "timeout"}
 
 
 def status_code(status: int, param: str | None = None) -> str:
