@@ -27,7 +27,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kcc.speech.serve import sse
+from kcc.speech.serve import fastapi_compat, sse
 from kcc.speech.audio.formats import STREAMABLE
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
@@ -200,6 +200,8 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
             stop()
 
     async def voices(request: Request):
+        if request.query_params.get("legacy", "").lower() in ("true", "1"):      # Kokoro-FastAPI's old shape
+            return JSONResponse(fastapi_compat.legacy_voices(service))
         return JSONResponse({"voices": service.voices.listing(), "default": service.voices.default,
                              "aliases": service.voices.aliases})
 
@@ -240,5 +242,6 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/audio/voices", voices, methods=["GET"]),
         Route("/v1/audio/speech", speech, methods=["POST"]),
+        *fastapi_compat.routes(service, limits, check_model, read_body),     # Kokoro-FastAPI's clients
     ], exception_handlers={HTTPException: http_error, Exception: server_error}, lifespan=lifespan)
     return Gate(guarded(app, access or Access()), limits.max_connections, limits.response_timeout_s)
