@@ -42,8 +42,8 @@ from kcc.speech.g2p.g2p import G2P, G2PError, canonical_language
 from kcc.speech.g2p.overrides import load_lexicon
 from kcc.speech.audio.trim import trim_silence
 from kcc.speech.tensor_like import TensorLike
-from kcc.speech.onnx_dropin import (FROM_SESSION, KokoroOnnxError, PhonemeInput, onnx_language, read_vocab_config,
-                                    read_voice_file)
+from kcc.speech.onnx_dropin import (FROM_SESSION, KokoroOnnxError, PhonemeInput, Timing, onnx_language,
+                                    phoneme_timings, read_vocab_config, read_voice_file)
 from kcc.speech.voices import load_voice, voice_catalog
 from kcc.tokenizer import Tokenizer
 
@@ -147,15 +147,36 @@ class Kokoro:
         return voice
 
     # -- speaking -------------------------------------------------------------------------------
+    has_timings: bool = True            # kokoro-onnx's flag: kcc's model always reports durations
+
     def create(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0, lang: str = "auto",
-               is_phonemes: bool = False, trim: bool = False, seed: int = 0) -> tuple[np.ndarray, int]:
+               is_phonemes: bool = False, trim: bool = False, sentence_pause: float | None = None,
+               clause_pause: float | None = None, continuous: bool = False, seed: int = 0) -> tuple[np.ndarray, int]:
         """The whole text's audio: (float32 samples, 24000). is_phonemes: `text` is phonemes
         (kokoro-onnx's; e.g. from kcc.tokenizer.Tokenizer.phonemize). trim: cut the near-silence
         at both ends (kokoro-onnx's default is True; kcc's is False so that create() gives the
-        same samples as `kcc say` and the server for the same request)."""
-        parts = [c.audio for c in self.stream(text, voice, speed, lang, seed, is_phonemes=is_phonemes)]
-        audio = np.concatenate(parts) if parts else np.zeros(0, np.float32)
-        return (trim_silence(audio)[0] if trim else audio), SAMPLE_RATE
+        same samples as `kcc say` and the server for the same request). sentence_pause,
+        clause_pause, continuous: kokoro-onnx's, accepted and not used: kcc joins its chunks as
+        one continuing utterance (no pause inserted) and the model's own pauses stand."""
+        audio, rate, _ = self._create(text, voice, speed, lang, is_phonemes, trim, seed, timed=False)
+        return audio, rate
+
+    def create_timed(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0,
+                     lang: str = "auto", is_phonemes: bool = False, trim: bool = False,
+                     sentence_pause: float | None = None, clause_pause: float | None = None,
+                     continuous: bool = False, seed: int = 0) -> tuple[np.ndarray, int, list[Timing]]:
+        """create() and when each phoneme is spoken: kokoro-onnx's (samples, 24000, [Timing(phoneme,
+        start, end)]), one Timing per phoneme the model speaks (spaces included), seconds."""
+        return self._create(text, voice, speed, lang, is_phonemes, trim, seed, timed=True)
+
+    def _create(self, text, voice, speed, lang, is_phonemes, trim, seed, timed):
+        chunks = list(self.stream(text, voice, speed, lang, seed, is_phonemes=is_phonemes))
+        audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
+        start = 0
+        if trim:
+            audio, (start, _end) = trim_silence(audio)
+        stamps = phoneme_timings(chunks, self.tokenizer.vocab, SAMPLE_RATE, start, audio.size) if timed else []
+        return audio, SAMPLE_RATE, stamps
 
     def stream(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0, lang: str = "auto",
                seed: int = 0, *, is_phonemes: bool = False) -> Iterator[SpeechChunk]:
@@ -182,6 +203,7 @@ class Kokoro:
 
     async def create_stream(self, text: str, voice: str | np.ndarray | None = None, speed: float = 1.0,
                             lang: str = "auto", is_phonemes: bool = False, trim: bool = False,
+                            sentence_pause: float | None = None, clause_pause: float | None = None,
                             seed: int = 0) -> AsyncIterator[tuple[np.ndarray, int]]:
         """kokoro-onnx's async stream: yields (float32 samples, 24000) per chunk. trim: the first
         chunk's leading and the last chunk's trailing near-silence are cut (one chunk is held

@@ -239,3 +239,25 @@ class TestVocabConfig:
         d, _ = files
         with pytest.raises(FileNotFoundError):
             Kokoro(str(d / "kokoro-v1.0.onnx"), str(d / "voices-v1.0.bin"), vocab_config=str(tmp_path / "none.json"))
+
+
+# -- with_timestamps.py / with_continuous.py (kokoro-onnx 0.6.1) ----------------------------------
+def test_create_timed_gives_a_timing_per_phoneme(kokoro):
+    assert kokoro.has_timings
+    samples, sr, timings = kokoro.create_timed(TEXT, voice="af_sarah", lang="en-us")
+    plain, _ = kokoro.create(TEXT, voice="af_sarah", lang="en-us")
+    np.testing.assert_array_equal(samples, plain)
+    spoken = "".join(c.phonemes for c in kokoro.stream(TEXT, voice="af_sarah", lang="en-us"))
+    assert "".join(t.phoneme for t in timings) == "".join(p for p in spoken if p in kokoro.tokenizer.vocab)
+    starts = [t.start for t in timings]
+    assert starts == sorted(starts) and all(t.end >= t.start for t in timings)
+    assert 0 < timings[0].start < 1.0 and timings[-1].end <= samples.size / sr + 1e-6
+    trimmed, _, cut = kokoro.create_timed(TEXT, voice="af_sarah", lang="en-us", trim=True)
+    assert trimmed.size < samples.size and cut[-1].end <= trimmed.size / sr + 1e-6
+    assert cut[0].start < timings[0].start                  # the leading silence is gone from the times too
+
+
+def test_pause_and_continuous_keywords_are_accepted(kokoro):
+    a, _ = kokoro.create("Hello there.", voice="af_sarah", sentence_pause=0.5, clause_pause=0.2, continuous=True)
+    b, _ = kokoro.create("Hello there.", voice="af_sarah")
+    np.testing.assert_array_equal(a, b)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,36 @@ def read_vocab_config(config: dict | str | Path | None) -> dict[str, int] | None
         raise KokoroOnnxError(f"vocab_config: symbol {wrong!r} is id {vocab[wrong]} there but "
                               f"{model.get(wrong)} in Kokoro v1.0, which kcc speaks; leave vocab_config out")
     return dict(vocab)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """kokoro-onnx's Timing: when a phoneme is spoken, in seconds from the start of the audio."""
+    phoneme: str
+    start: float
+    end: float
+
+
+def phoneme_timings(chunks, vocab: dict[str, int], sample_rate: int, shift: int = 0,
+                    length: int | None = None) -> list["Timing"]:
+    """One Timing per spoken phoneme (the symbols in the vocabulary, spaces included) of each
+    chunk (kcc.api.SpeechChunk: its durations have the two boundary tokens around them), placed
+    at the chunk's offset; `shift` samples are cut from the start, times clipped to `length`."""
+    out = []
+    for c in chunks:
+        known = [p for p in c.phonemes if p in vocab]
+        frames = np.concatenate([[0], np.cumsum(np.asarray(c.durations, dtype=np.int64))])
+        edges = frames * (c.audio.size / frames[-1]) if frames[-1] else frames.astype(np.float64)
+        base = round(c.offset_s * sample_rate) - shift
+        end = length if length is not None else None
+        for i, p in enumerate(known):
+            if i + 2 >= len(edges):
+                break
+            a, b = base + edges[i + 1], base + edges[i + 2]
+            if end is not None:
+                a, b = min(max(a, 0), end), min(max(b, 0), end)
+            out.append(Timing(p, round(float(a) / sample_rate, 6), round(float(b) / sample_rate, 6)))
+    return out
 
 
 class PhonemeInput:
