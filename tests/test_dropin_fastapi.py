@@ -114,3 +114,11 @@ def test_a_kokoro_fastapi_web_ui_request_speaks(tmp_path):
     with serving(tmp_path) as srv:
         status, _, data = post(srv.port, doc)
     assert status == 200 and len(data) > 1000
+
+
+def test_a_model_by_name(tmp_path):
+    with serving(tmp_path) as srv:
+        ok = request(srv.port, "GET", "/v1/models/tts-1")
+        missing = request(srv.port, "GET", "/v1/models/whisper-1")
+    assert ok[0] == 200 and json.loads(ok[2]) == {"id": "tts-1", "object": "model", "owned_by": "kcc"}
+    assert missing[0] == 404 and json_error(*missing)["code"] == "model_not_found"

@@ -10,6 +10,7 @@ clients (its web UI, Open WebUI, SillyTavern, scripts written for it) work again
   as a .pt file (a torch zip that torch.load reads; kcc writes it without torch), named a+b.pt.
 - GET /v1/audio/voices?legacy=true: the plain list of names (the default shape is kcc's
   [{"id", "name", ...}], which Kokoro-FastAPI's own default matches in id and name).
+- GET /v1/models/{model}: the model object, or 404 model_not_found (OpenAI's and Kokoro-FastAPI's).
 - POST /dev/phonemize: {"text", "language"} -> {"phonemes", "tokens"} (token ids; Kokoro-FastAPI
   answers an empty list there).
 Kokoro-FastAPI's speech fields lang_code, volume_multiplier and normalization_options are
@@ -150,7 +151,16 @@ def routes(service, limits, check_model, read_body) -> list[Route]:
         vocab = load_vocab()
         return JSONResponse({"phonemes": phonemes, "tokens": [vocab[p] for p in phonemes if p in vocab]})
 
+    async def model(request: Request):
+        name = request.path_params["model"]
+        try:
+            check_model(name)
+        except ApiError as err:
+            return error_response(err)
+        return JSONResponse({"id": name, "object": "model", "owned_by": "kcc"})
+
     return [Route("/dev/captioned_speech", captioned_speech, methods=["POST"]),
+            Route("/v1/models/{model:path}", model, methods=["GET"]),
             Route("/v1/audio/voices/combine", combine_voices, methods=["POST"]),
             Route("/dev/phonemize", phonemize, methods=["POST"])]
 
