@@ -117,3 +117,15 @@ def test_model_false_gives_graphemes_and_phonemes_only():
     assert results[0].phonemes == "həlˈQ ðˈɛː."                 # misaki's British phonemes
     assert [(t.text, t.whitespace, t.phonemes, t.start_ts) for t in results[0].tokens] == [
         ("Hello", " ", "həlˈQ", None), ("there", "", "ðˈɛː", None), (".", "", ".", None)]
+
+
+def test_readme_advanced_usage_shape_a_torch_voice_tensor(tts, tmp_path):
+    """Upstream's README loads a voice with torch.load(..., weights_only=True) and passes the tensor."""
+    torch = pytest.importorskip("torch")
+    torch.save(torch.from_numpy(load_voice("af_heart")), tmp_path / "voice.pt")
+    voice_tensor = torch.load(tmp_path / "voice.pt", weights_only=True)
+    pipeline = kcc.KPipeline(lang_code="a", model=tts)
+    for gs, ps, audio in pipeline("Hello there.\nGoodbye.", voice=voice_tensor, speed=1, split_pattern=r"\n+"):
+        by_name = next(iter(pipeline(gs, voice="af_heart"))).audio
+        np.testing.assert_array_equal(audio.cpu().numpy(), by_name.numpy())
+    assert pipeline.load_voice(voice_tensor).shape == (510, 1, 256)
