@@ -18,14 +18,14 @@ import av
 import numpy as np
 import openai
 import pytest
-import uvicorn
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kcc.speech.g2p.g2p import G2PError
 from kcc.speech.serve.first_chunk import chunk_plan
 from kcc.speech.engine import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
-from kcc.speech.serve.connection import ConnectionLimits, uvicorn_options
+from kcc.speech.serve.connection import ConnectionLimits, http_server
+from kcc.speech.serve.listener import ListenerLimits
 from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
 from kcc.speech.serve.service import Limits, SpeechService
 from kcc.speech.serve.voice_set import VoiceSet
@@ -68,16 +68,17 @@ class G2PS:
 @contextlib.contextmanager
 def serving(tmp_path: Path, synth=None, limits: Limits | None = None, http: HttpLimits | None = None,
             aliases=None, default=None, g2ps=None, access=None, connection: ConnectionLimits | None = None,
-            sndbuf: int | None = None):
-    """The app on uvicorn as `kcc serve` runs it (the guarded h11 protocol), on 127.0.0.1.
+            sndbuf: int | None = None, listener: ListenerLimits | None = None, **config):
+    """The app on uvicorn as `kcc serve` runs it (kcc's Listener, the guarded h11 protocol), on
+    127.0.0.1; `config`: more uvicorn.Config options (ssl_certfile, ...).
     sndbuf: the accepted sockets' kernel send buffer (fixed, not autotuned up to megabytes), so
     that a test's slow reader blocks the server's writes as it would over a real network."""
     catalog = make_catalog(tmp_path / "voices")
     voices = VoiceSet(catalog, aliases, default or "af_alloy", loader=load_voice)
     service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or FIXED)
     gate = create_app(service, http, access)
-    server = uvicorn.Server(uvicorn.Config(gate, log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=5, **uvicorn_options(connection)))
+    server = http_server(gate, connection, listener, log_level="warning", access_log=False,
+                         timeout_graceful_shutdown=5, **config)
     sock = socket.socket()
     if sndbuf:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
@@ -712,6 +713,7 @@ def _until_value(fn, timeout=60.0):
     (["--first-chunk-phonemes", "300", "--chunk-phonemes", "200"], "--first-chunk-phonemes 300 is outside [1, 200]"),
     (["--max-body", "1"], "--max-body 1 is outside"),
     (["--first-chunk-seconds", "-1"], "--first-chunk-seconds -1.0 is outside [0, 60]"),
+    (["--max-open", "-1"], "--max-open -1 is outside [0, 1000000]"),
     (["--voice-alias", "alloy"], "voice alias 'alloy': expected NAME=VOICE"),
     (["--voice", "../x"], "'voice' must be a voice name"),
     (["--voice-alias", "alloy=af_nova"], "voice alias alloy=af_nova: not a voice this server offers"),

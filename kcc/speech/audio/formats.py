@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.speech.audio.timestamps import SAMPLE_RATE
+from kcc.model.kokoro import SAMPLE_RATE
 from kcc.speech.audio.wav import pcm16
 
 

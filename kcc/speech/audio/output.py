@@ -10,6 +10,7 @@ Each writer takes float audio with write(), and finishes with close() then commi
 """
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -22,13 +23,38 @@ from kcc.speech.audio.wav import WavWriter
 STDOUT = "-"
 
 
+class _Sink(io.RawIOBase):
+    """The temporary file as the muxer sees it; once discarded (an abort), what the muxer still
+    writes while closing goes nowhere: a full disk would refuse it again, and PyAV prints each
+    exception raised inside its I/O callbacks as 'PyAV library exception being dropped'."""
+
+    def __init__(self, fh):
+        self.fh, self.discarded = fh, False
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return len(b) if self.discarded else self.fh.write(b)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return 0 if self.discarded else self.fh.seek(offset, whence)
+
+    def tell(self) -> int:
+        return 0 if self.discarded else self.fh.tell()
+
+
 class EncodedFile(AtomicFile):
     """A file in fmt, encoded as chunks come (a seekable file: complete headers)."""
 
     def __init__(self, path: str | Path, fmt: str):
         super().__init__(path)
         self.samples = 0
-        self.encoder = Encoder(fmt, sink=self.fh)
+        self.sink = _Sink(self.fh)
+        self.encoder = Encoder(fmt, sink=self.sink)
 
     def write(self, audio: np.ndarray) -> None:
         self.encoder.push(audio)
@@ -40,6 +66,7 @@ class EncodedFile(AtomicFile):
         super().close()
 
     def abort(self) -> None:
+        self.sink.discarded = True
         self.encoder.close()
         super().abort()
 

@@ -8,6 +8,7 @@ cannot be read or the job cannot run.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -39,10 +40,25 @@ def add_parser(subparsers) -> None:
     p.add_argument("--address", help="--engine ray: an existing Ray cluster (default: start a local Ray)")
     p.add_argument("--workers", type=int, help="paragraphs at once (default: one per core)")
     p.add_argument("--processes", action="store_true", help="local engine: worker processes instead of threads")
-    p.add_argument("--clean", action="store_true", help="remove the work directory (the items) once complete")
+    p.add_argument("--keep-work", action="store_true",
+                   help="keep the work directory (the items) after a complete book: a rerun with other pauses or "
+                        "another format then synthesises nothing (it is removed by default; kept after a failure)")
+    p.add_argument("--clean", action="store_true", help=argparse.SUPPRESS)     # the default now
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
     add_speech_args(p)
     p.set_defaults(fn=run_cli)
+
+
+def reading_progress(forced: bool):
+    """progress(stage, done, total) for reading a long book: one line on stderr, redrawn (a tty,
+    or --progress)."""
+    if not (forced or sys.stderr.isatty()):
+        return None
+
+    def show(stage: str, done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\rkcc book: reading {stage} {done}/{total}", end=end, file=sys.stderr, flush=True)
+    return show
 
 
 def _pause(name: str, value: float) -> float:
@@ -63,6 +79,9 @@ def run_cli(args) -> int:
     from kcc.speech.cli.args import checkpoint_of
     from kcc.speech.g2p.g2p import G2PFactory
     t0 = time.perf_counter()
+    if args.clean:
+        print("kcc: warning: --clean is deprecated: the work directory is removed after a complete book by "
+              "default now (--keep-work keeps it)", file=sys.stderr)
     m4b = args.out.lower().endswith(".m4b")
     if m4b and args.format:
         print("kcc: --format is for a directory of chapter files; -o NAME.m4b is AAC", file=sys.stderr)
@@ -74,11 +93,11 @@ def run_cli(args) -> int:
                               args.voice, None if args.lang == "auto" else args.lang,
                               check_option("speed", args.speed, Defaults()),
                               check_option("seed", args.seed, Defaults()),
-                              args.clean)
+                              args.keep_work)
         spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
                          precision=args.precision)
-        job = BookJob(args.input, args.out, options, engine=args.engine, workers=args.workers, threads=args.threads,
-                      synth=spec, voices_dirs=args.voices_dir,
+        job = BookJob(args.input, args.out, options, progress=reading_progress(args.progress), engine=args.engine,
+                      workers=args.workers, threads=args.threads, synth=spec, voices_dirs=args.voices_dir,
                       g2p=G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p,
                       address=args.address, processes=args.processes)
         for note in job.notes:

@@ -34,7 +34,7 @@ __all__ = ["ALIASES", "G2P", "G2P_BACKENDS", "LANGUAGE_CHOICES", "PUNCTUATION", 
 from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
 # The English backends (kcc.speech.g2p.en). Each other language has one backend; a server started with
 # --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
-G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
+from kcc.speech.g2p import G2P_BACKENDS  # noqa: E402  (the names a user can give)
 
 
 def decode_text(data: bytes | str, source: str = "input") -> str:

@@ -26,6 +26,7 @@ import asyncio
 import logging
 import re
 from functools import partial
+from urllib.parse import urlsplit
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -35,6 +36,7 @@ from wyoming.server import AsyncEventHandler, AsyncServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from kcc.speech.languages import LANGUAGES, default_voice, from_tag
+from kcc.speech.serve.listener import DetachedSlot, ListenerLimits, Slot, bind, serve_until_stopped
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, SpeechRequest
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.serve.wyoming_errors import wyoming_error
@@ -75,10 +77,12 @@ class ClientGone(ConnectionError):
 
 
 class SpeechHandler(AsyncEventHandler):
-    def __init__(self, service: SpeechService, *args, limits: WyomingLimits | None = None, **kwargs):
+    def __init__(self, service: SpeechService, *args, limits: WyomingLimits | None = None,
+                 slot: Slot | DetachedSlot | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.service = service
         self.limits = limits or WyomingLimits()
+        self.slot = slot or DetachedSlot()
         self.streaming = False
         self.voice: str | None = None
         self.pending = ""
@@ -108,7 +112,7 @@ class SpeechHandler(AsyncEventHandler):
 
         reader = asyncio.create_task(read_all())
         try:
-            while (event := await events.get()) is not None:
+            while (event := await self._next_event(events)) is not None:
                 if isinstance(event, BadEvent):
                     await self.write_event(Error(text=str(event), code="bad-event").event())
                     if event.fatal:
@@ -138,6 +142,17 @@ class SpeechHandler(AsyncEventHandler):
         await self.write_event(error.event())
         if event is None or Synthesize.is_type(event.type) and not self.streaming:
             await self.write_event(AudioStop().event())
+
+    async def _next_event(self, events: asyncio.Queue):
+        """The next event read; while none is queued the connection is idle, and the Listener
+        closes it past the deadline (a synthesis being answered has none)."""
+        if events.empty():
+            lim = self.limits
+            self.slot.idle(lim.streaming_idle_s if self.streaming else lim.idle_s if self.slot.served
+                           else lim.first_event_s)
+        event = await events.get()
+        self.slot.busy()
+        return event
 
     async def write_event(self, event: Event) -> None:
         """Send an event; a client that does not take it within write_stall_s is cut (ClientGone)."""
@@ -254,6 +269,22 @@ class SpeechHandler(AsyncEventHandler):
         raise ClientGone("the client went away")
 
 
-async def serve(service: SpeechService, uri: str, limits: WyomingLimits | None = None) -> None:
-    """Serve until cancelled (or SIGTERM, which the wyoming package's server handles)."""
-    await AsyncServer.from_uri(uri).run(partial(SpeechHandler, service, limits=limits))
+async def serve(service: SpeechService, uri: str, limits: WyomingLimits | None = None,
+                listener: ListenerLimits | None = None) -> None:
+    """Serve until cancelled or SIGTERM. tcp:// connections are accepted, counted, capped and timed
+    by kcc's Listener (kcc.speech.serve.listener); stdio:// and unix:// (local only) by the wyoming
+    package's server."""
+    parts = urlsplit(uri)
+    if parts.scheme != "tcp":
+        await AsyncServer.from_uri(uri).run(partial(SpeechHandler, service, limits=limits))
+        return
+    if parts.hostname is None or parts.port is None:
+        raise ValueError("A port must be specified when using a 'tcp://' URI")
+    listener = listener or ListenerLimits()
+
+    async def serve_one(slot: Slot) -> None:
+        reader, writer = await asyncio.open_connection(sock=slot.sock)
+        slot.abort = writer.transport.abort
+        await SpeechHandler(service, reader, writer, limits=limits, slot=slot).run()
+
+    await serve_until_stopped(bind(parts.hostname, parts.port, listener.backlog), serve_one, listener, "Wyoming")
