@@ -42,8 +42,8 @@ from kcc.speech.g2p.g2p import G2P, G2PError, canonical_language
 from kcc.speech.g2p.overrides import load_lexicon
 from kcc.speech.audio.trim import trim_silence
 from kcc.speech.tensor_like import TensorLike
-from kcc.speech.onnx_dropin import (FROM_SESSION, KokoroOnnxError, PhonemeInput, Timing, onnx_language,
-                                    phoneme_timings, read_vocab_config, read_voice_file)
+from kcc.speech.onnx_dropin import (FROM_SESSION, CatalogVoices, KokoroOnnxError, PhonemeInput, Timing,
+                                    onnx_language, phoneme_timings, read_vocab_config, read_voice_file)
 from kcc.speech.voices import load_voice, voice_catalog
 from kcc.tokenizer import Tokenizer
 
@@ -111,6 +111,8 @@ class Kokoro:
         self._voice_file = read_voice_file(voices_path) if voices_path is not None else None
         self.tokenizer = Tokenizer(espeak_config, read_vocab_config(vocab_config))
         self._search = [Path(d) for d in voices_dir]
+        # kokoro-onnx's attribute: name -> pack, the voices file's or (read on demand) kcc's
+        self.voices = self._voice_file if self._voice_file is not None else CatalogVoices(self._search)
         self._backend = g2p
         self._lexicon = None
         if lexicon is not None:

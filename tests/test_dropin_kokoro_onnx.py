@@ -261,3 +261,14 @@ def test_pause_and_continuous_keywords_are_accepted(kokoro):
     a, _ = kokoro.create("Hello there.", voice="af_sarah", sentence_pause=0.5, clause_pause=0.2, continuous=True)
     b, _ = kokoro.create("Hello there.", voice="af_sarah")
     np.testing.assert_array_equal(a, b)
+
+
+def test_the_voices_attribute_maps_names_to_packs(kokoro, files):
+    _, names = files
+    assert sorted(kokoro.voices) == sorted(names) and kokoro.voices["af_sarah"].shape == (510, 1, 256)
+    from kcc.speech.onnx_dropin import CatalogVoices
+    catalog = CatalogVoices([])
+    assert len(catalog) == 54 and "af_heart" in catalog and "zz_none" not in catalog
+    np.testing.assert_array_equal(catalog["bf_emma"], load_voice("bf_emma"))
+    with pytest.raises(KeyError):
+        catalog["zz_none"]

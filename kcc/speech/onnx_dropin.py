@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from kcc.speech.g2p.base import load_vocab, words_from_phonemes
-from kcc.speech.voices import VoiceError, validate_pack
+from kcc.speech.voices import VoiceError, load_voice, validate_pack, voice_catalog
 
 # espeak-ng codes kokoro-onnx's examples pass that kcc's language table does not spell.
 _ESPEAK_CODES = {"cmn": "zh", "cmn-latn-pinyin": "zh", "en": "en-us"}
@@ -71,6 +72,25 @@ def read_vocab_config(config: dict | str | Path | None) -> dict[str, int] | None
         raise KokoroOnnxError(f"vocab_config: symbol {wrong!r} is id {vocab[wrong]} there but "
                               f"{model.get(wrong)} in Kokoro v1.0, which kcc speaks; leave vocab_config out")
     return dict(vocab)
+
+
+class CatalogVoices(Mapping):
+    """kokoro-onnx's Kokoro.voices (an npz: name -> pack) over kcc's voices when no voices file
+    was given: each pack is read when asked for, not all 54 at once."""
+
+    def __init__(self, search):
+        self._search = list(search)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in voice_catalog(self._search):
+            raise KeyError(name)
+        return load_voice(name, self._search)
+
+    def __iter__(self):
+        return iter(sorted(voice_catalog(self._search)))
+
+    def __len__(self) -> int:
+        return len(voice_catalog(self._search))
 
 
 @dataclass(frozen=True)
