@@ -122,3 +122,35 @@ def test_a_model_by_name(tmp_path):
         missing = request(srv.port, "GET", "/v1/models/whisper-1")
     assert ok[0] == 200 and json.loads(ok[2]) == {"id": "tts-1", "object": "model", "owned_by": "kcc"}
     assert missing[0] == 404 and json_error(*missing)["code"] == "model_not_found"
+
+
+class TestDownloadLink:
+    @pytest.mark.parametrize("stream", [False, True])
+    def test_the_link_gives_the_response_s_bytes(self, tmp_path, stream):
+        doc = {**SPEECH, "stream": stream, "return_download_link": True, "download_format": "mp3"}
+        with serving(tmp_path) as srv:
+            status, headers, data = post(srv.port, doc)
+            path = headers["x-download-path"]
+            got = request(srv.port, "GET", f"/v1{path}")
+        assert status == 200 and path.startswith("/download/kcc-") and path.endswith(".pcm")
+        assert got[0] == 200 and got[2] == data == pcm16(expected(TEXT))
+        assert got[1]["content-type"] == headers["content-type"]     # the bytes are the response's: pcm
+
+    def test_no_link_unless_asked_and_an_unknown_file(self, tmp_path):
+        with serving(tmp_path) as srv:
+            _, headers, _ = post(srv.port, SPEECH)
+            missing = request(srv.port, "GET", "/v1/download/kcc-0000.mp3")
+        assert "x-download-path" not in headers
+        assert missing[0] == 404 and json_error(*missing)["code"] == "not_found"
+
+    def test_a_bad_download_format(self, tmp_path):
+        with serving(tmp_path) as srv:
+            got = post(srv.port, {**SPEECH, "return_download_link": True, "download_format": "ogg"})
+        assert got[0] == 400 and json_error(*got)["param"] == "download_format"
+
+    def test_the_store_is_bounded(self):
+        from kcc.speech.serve.fastapi_compat import Downloads
+        store = Downloads(kept=2, max_bytes=10)
+        for i, data in enumerate([b"aaaa", b"bbbb", b"cccc", b"x" * 11]):
+            store.put(f"f{i}", data)
+        assert [store.get(f"f{i}") for i in range(4)] == [None, b"bbbb", b"cccc", None]

@@ -95,11 +95,14 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
     """access: key, CORS origins and Host allow-list (kcc.speech.serve.security); None: none of them
     (tests; `kcc serve` always passes one)."""
     limits = limits or HttpLimits()
+    downloads = fastapi_compat.Downloads()
 
     async def speech(request: Request):
         try:
-            req = parse_speech(await read_body(request, limits), limits.max_input_chars)
+            body = await read_body(request, limits)
+            req = parse_speech(body, limits.max_input_chars)
             check_model(req.model)
+            link = None if req.sse else fastapi_compat.Downloads.name_for(body, req.response_format)
             job = service.submit(req, asyncio.get_running_loop())
         except ApiError as err:
             return error_response(err)
@@ -126,11 +129,16 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
                 if item[0] == "end" or (streamed and item[1]):
                     break
             headers = {"X-Kcc-Chunks": str(len(chunks))}
+            if link:                      # Kokoro-FastAPI's return_download_link (kcc/speech/serve/fastapi_compat.py)
+                headers["X-Download-Path"] = f"/download/{link}"
             media_type = STREAMABLE[req.response_format].media_type
             if not streamed:
-                return Response(b"".join(i[1] for i in head if i[0] == "bytes"), media_type=media_type,
-                                headers=headers)
-            body = sse_body(job, head, sum(len(c.ids) for c in chunks), stop) if req.sse else audio_body(job, head, stop)
+                whole = b"".join(i[1] for i in head if i[0] == "bytes")
+                if link:
+                    downloads.put(link, whole)
+                return Response(whole, media_type=media_type, headers=headers)
+            body = sse_body(job, head, sum(len(c.ids) for c in chunks), stop) if req.sse else audio_body(
+                job, head, stop, (lambda data: downloads.put(link, data)) if link else None)
             handed_over = True            # the body generator stops the job when it ends
             if req.sse:
                 return StreamingResponse(body, media_type="text/event-stream",
@@ -166,7 +174,10 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
     def seconds(item) -> float:
         return item[2].audio.size / SAMPLE_RATE if item[2] is not None else 0.0
 
-    async def audio_body(job, head, stop):
+    async def audio_body(job, head, stop, keep=None):
+        """keep: given the whole response's bytes once they are all sent (a download link's file)."""
+        sent = [] if keep else None
+
         async def parts():
             async for item in items(job, head):
                 if item[0] == "bytes" and item[1]:
@@ -175,7 +186,11 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
                     raise StreamAborted(item[1].message)
         try:
             async for part in paced(parts()):
+                if sent is not None:
+                    sent.append(part)
                 yield part
+            if keep:
+                keep(b"".join(sent))
         finally:
             stop()
 
@@ -242,6 +257,6 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/audio/voices", voices, methods=["GET"]),
         Route("/v1/audio/speech", speech, methods=["POST"]),
-        *fastapi_compat.routes(service, limits, check_model, read_body),     # Kokoro-FastAPI's clients
+        *fastapi_compat.routes(service, limits, check_model, read_body, downloads),   # Kokoro-FastAPI's clients
     ], exception_handlers={HTTPException: http_error, Exception: server_error}, lifespan=lifespan)
     return Gate(guarded(app, access or Access()), limits.max_connections, limits.response_timeout_s)

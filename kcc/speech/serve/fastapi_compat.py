@@ -13,15 +13,23 @@ clients (its web UI, Open WebUI, SillyTavern, scripts written for it) work again
 - GET /v1/models/{model}: the model object, or 404 model_not_found (OpenAI's and Kokoro-FastAPI's).
 - POST /dev/phonemize: {"text", "language"} -> {"phonemes", "tokens"} (token ids; Kokoro-FastAPI
   answers an empty list there).
+- return_download_link on /v1/audio/speech (audio, not SSE): the response's X-Download-Path
+  header names /download/<name>.<response_format>; GET /v1/download/<name> gives the same bytes
+  as the response once it is complete (Kokoro-FastAPI writes the response's bytes to its file
+  too; download_format is checked but, where it differs, not re-encoded: the name says what the
+  bytes are), kept in memory: the last DOWNLOADS_KEPT files, DOWNLOAD_BYTES
+  in all; the name is random (unguessable) and the route is behind the API key like the rest.
 Kokoro-FastAPI's speech fields lang_code, volume_multiplier and normalization_options are
-taken by kcc.speech.serve.request itself; return_download_link / download_format are accepted
-and not served (no download route: the audio is in the response)."""
+taken by kcc.speech.serve.request itself."""
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
+import secrets
 import tempfile
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from starlette.requests import Request
@@ -33,10 +41,48 @@ from kcc.speech.engine import NothingToSay, plan
 from kcc.speech.g2p.g2p import G2PError, canonical_language
 from kcc.speech.serve.middleware import error_response
 from kcc.speech.serve.request import ApiError, parse_json, parse_speech
+from kcc.speech.audio.formats import STREAMABLE
 from kcc.speech.serve.voice_set import VoiceRequestError
 from kcc.weights.torch_zip import save_torch_zip
 
 MAX_PHONEMIZE_CHARS = 4096
+DOWNLOADS_KEPT = 32
+DOWNLOAD_BYTES = 64 * 1024 * 1024
+
+
+class Downloads:
+    """The audio files return_download_link names, newest kept, bounded in count and bytes."""
+
+    def __init__(self, kept: int = DOWNLOADS_KEPT, max_bytes: int = DOWNLOAD_BYTES):
+        self.kept, self.max_bytes = kept, max_bytes
+        self._files: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def name_for(body: bytes, response_format: str) -> str | None:
+        """The file name to announce when the body asks for a link (Kokoro-FastAPI's fields), else None."""
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(doc, dict) or doc.get("return_download_link") is not True:
+            return None
+        fmt = doc.get("download_format")
+        if fmt is not None and fmt not in STREAMABLE:
+            raise ApiError(400, f"'download_format' must be one of {', '.join(STREAMABLE)}", "download_format")
+        return f"kcc-{secrets.token_hex(12)}.{response_format}"
+
+    def put(self, name: str, data: bytes) -> None:
+        if len(data) > self.max_bytes:
+            return                                     # too big to keep: its link answers 404
+        with self._lock:
+            self._files[name] = data
+            while len(self._files) > self.kept or sum(map(len, self._files.values())) > self.max_bytes:
+                self._files.popitem(last=False)
+
+    def get(self, name: str) -> bytes | None:
+        with self._lock:
+            return self._files.get(name)
 
 
 def _timestamps(chunk) -> list[dict]:
@@ -48,9 +94,19 @@ def _caption(data: bytes, fmt: str, stamps: list[dict]) -> dict:
     return {"audio": base64.b64encode(data).decode("ascii"), "audio_format": fmt, "timestamps": stamps}
 
 
-def routes(service, limits, check_model, read_body) -> list[Route]:
+def routes(service, limits, check_model, read_body, downloads: Downloads) -> list[Route]:
     """Kokoro-FastAPI's routes on `service` (the app's SpeechService), with the app's body
-    limits, model check and body reader."""
+    limits, model check, body reader and download store."""
+
+    async def download(request: Request):
+        name = request.path_params["filename"]
+        data = downloads.get(name)
+        if data is None:
+            return error_response(ApiError(404, f"no file {name!r} (it expired, or its response is not complete)",
+                                           "filename", code="not_found"))
+        fmt = name.rsplit(".", 1)[-1]
+        return Response(data, media_type=STREAMABLE[fmt].media_type,
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     async def captioned_speech(request: Request):
         try:
@@ -161,6 +217,7 @@ def routes(service, limits, check_model, read_body) -> list[Route]:
 
     return [Route("/dev/captioned_speech", captioned_speech, methods=["POST"]),
             Route("/v1/models/{model:path}", model, methods=["GET"]),
+            Route("/v1/download/{filename}", download, methods=["GET"]),
             Route("/v1/audio/voices/combine", combine_voices, methods=["POST"]),
             Route("/dev/phonemize", phonemize, methods=["POST"])]
 
