@@ -674,12 +674,13 @@ def test_serve_cli_environment_and_sigterm_drains(tmp_path):
     port = free_port()
     env = {"KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo", "KCC_FIRST_CHUNK_SECONDS": "0"}
     with serve_cli(tmp_path, ["serve", "--port", str(port), "--max-chars", "999"], env) as proc:
-        def ready():
+        def ready():                # 503 'warming' until kcc.speech.serve.warmup has run
             try:
-                return request(port, "GET", "/ready", timeout=2)
+                got = request(port, "GET", "/ready", timeout=2)
             except OSError:
                 assert proc.poll() is None, proc.stderr.read().decode()
                 return None
+            return None if got[0] == 503 and json.loads(got[2])["status"] == "warming" else got
         status, _, data = _until_value(ready)
         assert status == 200 and json.loads(data)["workers"] == 3 and json.loads(data)["queue"] == 1
         status, headers, data = post(port, {"input": "x" * 1000})

@@ -227,9 +227,10 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
         return JSONResponse({"status": "ok", "sample_rate": SAMPLE_RATE})
 
     async def ready(request: Request):
-        doc = {"status": "draining" if service.draining else "ready", "workers": service.limits.workers,
+        state = service.ready_state()   # 'warming' until kcc.speech.serve.warmup has run: ready means warm
+        doc = {"status": state, "workers": service.limits.workers,
                "running": service.running, "waiting": service.waiting, "queue": service.limits.max_queue}
-        return JSONResponse(doc, 503 if service.draining else 200)
+        return JSONResponse(doc, 200 if state == "ready" else 503)
 
     async def index(request: Request):
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)

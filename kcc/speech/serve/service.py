@@ -117,12 +117,15 @@ class Job:
         self.first_audio: float | None = None
         self.audio_s = 0.0               # audio handed to the client so far
 
-    def urgency(self) -> float:
-        """The scheduler's key: when this job's listener runs out of audio (its arrival while
-        it has none, or when nothing plays it before the end)."""
-        if self.first_audio is None or not self.streamed:
-            return self.arrived
-        return self.first_audio + self.audio_s
+    def urgency(self) -> tuple[int, float]:
+        """The scheduler's key: every listener's first chunk before anyone's next one (0, by
+        arrival), then by when the listener runs out of audio (1: first audio + audio sent; a
+        job nobody plays before its end, by arrival). A listener with audio has at least its
+        first chunk (~0.3 s of leading silence and a few words) to play while a newcomer's first
+        chunk is made; a newcomer has nothing."""
+        if self.first_audio is None:
+            return (0, self.arrived)
+        return (1, self.first_audio + self.audio_s if self.streamed else self.arrived)
 
     def emit(self, *item) -> None:
         try:
@@ -146,6 +149,13 @@ class SpeechService:
         self.jobs: set[Job] = set()
         self.seconds_per_phoneme = 0.0  # measured; 0 until the first chunk
         self.draining = False
+        self.warmup = None               # kcc.speech.serve.warmup.Warmup once started; None: nothing to wait for
+
+    def ready_state(self) -> str:
+        """'ready', 'warming' (Warmup running), 'failed' (it raised) or 'draining'."""
+        if self.draining:
+            return "draining"
+        return "ready" if self.warmup is None else self.warmup.state()
 
     # -- admission ------------------------------------------------------------------------------
     def retry_after(self) -> int:

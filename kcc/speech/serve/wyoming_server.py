@@ -58,7 +58,10 @@ def info(service: SpeechService) -> Info:
                                    f"{', ' + v['gender'] if v['gender'] else ''})",
                        languages=[LANGUAGES[v["language"]].tag if v["language"] in LANGUAGES else v["language"]])
               for v in service.voices.listing()]
-    return Info(tts=[TtsProgram(name="kcc", attribution=ATTRIBUTION, installed=True, version=None,
+    # installed: warm (kcc.speech.serve.warmup); `kcc wyoming` listens only then, so it is always
+    # true there, but a service still warming says so
+    return Info(tts=[TtsProgram(name="kcc", attribution=ATTRIBUTION, installed=service.ready_state() == "ready",
+                                version=None,
                                 description="Kokoro-82M compiled to C (kcc)", voices=voices,
                                 supports_synthesize_streaming=True)])
 
