@@ -24,6 +24,7 @@ from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, rem
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 from kcc.weights import real_model
 from kcc.weights.checkpoint import CheckpointError, load_checkpoint
+from kcc.weights.onnx_file import import_onnx_checkpoint, is_onnx, onnx_model_id
 
 
 def file_identity(path: Path) -> str:
@@ -62,6 +63,8 @@ def _source(checkpoint, log):
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint file does not exist" if not path.exists()
                               else f"{path}: checkpoint path is not a regular file")
+    if is_onnx(path):           # a Kokoro ONNX export (kokoro-onnx's files): imported, keyed by its bytes
+        return onnx_model_id(file_identity(path)), f"ONNX export {path.name}", lambda: import_onnx_checkpoint(path)
     return f"file-{file_identity(path)[:24]}", f"checkpoint {path.name}", lambda: load_checkpoint(path)
 
 

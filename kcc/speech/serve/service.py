@@ -166,7 +166,7 @@ class SpeechService:
             hint = "" if req.voice else req.lang or detect_language(req.text, self.default_language)
             parts = self.voices.resolve(req.voice, hint)
         except VoiceRequestError as exc:
-            raise ApiError(422, str(exc), "voice") from None
+            raise ApiError(400, str(exc), "voice") from None
         with self._lock:
             if self.draining:
                 raise shutting_down()
@@ -242,7 +242,7 @@ class SpeechService:
             try:
                 g2p = self.g2p_for(lang)
             except (G2PError, ValueError) as exc:
-                raise ApiError(422, f"language {lang!r}: {exc}", "lang_code") from None
+                raise ApiError(400, f"language {lang!r}: {exc}", "lang_code") from None
             pack = self.voices.pack(parts)
             # the whole text is planned first: a G2P error anywhere is a JSON error, not a cut
             # stream; chunk sizes also fit the synthesizer's frame plan at this speed
@@ -271,7 +271,7 @@ class SpeechService:
         except G2PInterrupted as exc:
             job.emit("error", exc.error or self._cancelled())
         except (SayError, G2PError) as exc:
-            job.emit("error", ApiError(422, str(exc), "input"))
+            job.emit("error", ApiError(400, str(exc), "input"))
         except VoiceError as exc:         # the message names files: for the log, not the client
             log.error("voice %s: %s", parts, exc)
             job.emit("error", ApiError(500, "the voice could not be loaded; see the server log"))
