@@ -264,7 +264,7 @@ def run_wyoming(args) -> int:
         pass
     except OSError as exc:               # the address is taken or not ours (serve binds before anything else)
         print(f"kcc wyoming: cannot listen on {uri}: {exc.strerror or exc}", file=sys.stderr)
-        return 3
+        return Exit.CANNOT_LISTEN
     finally:
         service.close()
     return 0
