@@ -271,7 +271,9 @@ def main(argv=None) -> int:
     from kcc.speech.batch.cli import add_parser as add_batch
     from kcc.speech.book.cli import add_parser as add_book
     from kcc.speech.serve.cli import add_parsers as add_serve
+    from kcc.speech.voice_design.cli import add_parser as add_voice
     add_serve(sub)                        # serve, wyoming
+    add_voice(sub)                        # voice design
     add_batch(sub)
     add_book(sub)
     args = ap.parse_args(argv)

@@ -1,0 +1,276 @@
+"""The search: a voice pack whose speech the speaker encoder hears as the target's.
+
+A candidate is a blend of official packs of the target's language plus one 256-float offset
+added to every row: pack = sum_i softmax(logits)_i * P_i + offset. Blending keeps each row's
+phoneme-count dependence, and one offset for all rows carries what a change learned on the
+scoring sentences over to sentences of other lengths (a per-row walk would tune only the rows
+those sentences use). Its score is the cosine between the target's embedding and the embedding
+of kcc speaking SENTENCES with it.
+
+1. Start: every pool voice is scored; the best of a few blends of the top voices (the best
+   alone, the top 2 / 3 equally, the top TOP_K weighted by similarity) is the start.
+2. Improve: a (1+1) evolution strategy on (logits of the top TOP_K, offset), seeded numpy RNG,
+   step size adapted by the 1/5 success rule; a candidate replaces the best only if it scores
+   higher and passes the guard.
+3. Guard: no clipping (peak < CLIP), loudness (RMS) and length of the scoring sentences inside
+   the range the pool voices span (with a margin), and a plausible pack (kcc.speech.voices).
+
+The state (step, RNG, step size, best parameters and score) is written atomically after every
+step: the same command rerun continues where Ctrl-C stopped it, and the same seed and step count
+give the same pack.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kcc.files import AtomicFile
+from kcc.speech.engine import plan
+from kcc.speech.voice_design.encoder import SpeakerEncoder, unit
+from kcc.speech.voice_design.target import resample
+from kcc.speech.voices import ImplausibleVoiceError, check_plausible, style_for
+
+SAMPLE_RATE = 24_000
+STATE_VERSION = 1
+TOP_K = 6
+CLIP = 0.99
+RMS_MARGIN = 1.25                 # x / / the pool's loudest / quietest RMS
+LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total length
+SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.02, 1.0
+# Scored during the search, and held out (never scored) for measuring the result.
+SENTENCES = {
+    "en": ("The old lighthouse keeper watched the storm roll in across the bay.",
+           "Could you pass me the salt and the pepper, please?",
+           "Seven bright kites danced above the quiet village green."),
+    "es": ("El viejo farero miraba cómo llegaba la tormenta sobre la bahía.",
+           "¿Me pasas la sal y la pimienta, por favor?",
+           "Siete cometas brillantes bailaban sobre la plaza tranquila."),
+    "fr": ("Le vieux gardien du phare regardait la tempête arriver sur la baie.",
+           "Pourriez-vous me passer le sel et le poivre, s'il vous plaît ?",
+           "Sept cerfs-volants dansaient au-dessus du village tranquille."),
+    "it": ("Il vecchio guardiano del faro guardava la tempesta arrivare sulla baia.",
+           "Mi passi il sale e il pepe, per favore?",
+           "Sette aquiloni luminosi danzavano sopra il villaggio tranquillo."),
+    "pt": ("O velho faroleiro observava a tempestade chegar pela baía.",
+           "Você pode me passar o sal e a pimenta, por favor?",
+           "Sete pipas brilhantes dançavam sobre a praça tranquila."),
+}
+HELD_OUT = {
+    "en": ("My grandmother kept every letter she ever received in a wooden box.",
+           "The train to the coast leaves at a quarter past nine tomorrow morning.",
+           "Nobody expected the small bakery to win the national prize."),
+}
+
+
+class DesignError(ValueError):
+    """The design cannot run as asked; the message says why."""
+
+
+class StateMismatchError(DesignError):
+    """A state file from another design (target, language, pool or seed) is in the way."""
+
+
+def sentences_for(language: str, held_out: bool = False) -> tuple[str, ...]:
+    table = HELD_OUT if held_out else SENTENCES
+    key = language.split("-")[0]
+    if key not in table:
+        raise DesignError(f"voice design speaks {'/'.join(sorted(table))} sentences; no "
+                          f"{'held-out ' if held_out else ''}sentences for language '{language}' yet")
+    return table[key]
+
+
+@dataclass
+class Guard:
+    rms: tuple[float, float]
+    seconds: tuple[float, float]
+
+    @classmethod
+    def from_pool(cls, rms: list[float], seconds: list[float]) -> "Guard":
+        return cls((min(rms) / RMS_MARGIN, max(rms) * RMS_MARGIN),
+                   (min(seconds) / LENGTH_MARGIN, max(seconds) * LENGTH_MARGIN))
+
+    def problem(self, audio: np.ndarray, pack: np.ndarray) -> str | None:
+        """Why a candidate is refused, or None."""
+        if not np.isfinite(audio).all():
+            return "audio not finite"
+        peak = float(np.abs(audio).max()) if audio.size else 0.0
+        if peak >= CLIP:
+            return f"clipping (peak {peak:.3f})"
+        rms = float(np.sqrt(np.mean(audio.astype(np.float64) ** 2)))
+        if not self.rms[0] <= rms <= self.rms[1]:
+            return f"loudness {rms:.4f} outside the official voices' {self.rms[0]:.4f}..{self.rms[1]:.4f}"
+        secs = audio.size / SAMPLE_RATE
+        if not self.seconds[0] <= secs <= self.seconds[1]:
+            return f"length {secs:.2f} s outside the official voices' {self.seconds[0]:.2f}..{self.seconds[1]:.2f} s"
+        try:
+            check_plausible(pack, "candidate")
+        except ImplausibleVoiceError as exc:
+            return str(exc)
+        return None
+
+
+class Scorer:
+    """kcc speaking fixed sentences with a pack, heard by the speaker encoder."""
+
+    def __init__(self, synth, g2p, sentences: tuple[str, ...], encoder: SpeakerEncoder):
+        self.synth, self.encoder = synth, encoder
+        self.chunks = [c for text in sentences for c in plan(text, g2p)]
+
+    def audio(self, pack: np.ndarray) -> np.ndarray:
+        parts = [np.asarray(self.synth.synthesize(c.ids, style_for(pack, len(c.phonemes)), speed=1.0, seed=0).audio,
+                            np.float32).reshape(-1) for c in self.chunks]
+        return np.concatenate(parts)
+
+    def embed(self, audio: np.ndarray) -> np.ndarray:
+        return self.encoder.embed(resample(audio, SAMPLE_RATE))
+
+    def similarity(self, pack: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
+        audio = self.audio(pack)
+        return float(self.embed(audio) @ target), audio
+
+
+def make_pack(packs: np.ndarray, logits: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    w = np.exp(logits - logits.max())
+    w /= w.sum()
+    return (np.tensordot(w, packs.astype(np.float64), axes=1) + offset.reshape(1, 1, -1)).astype(np.float32)
+
+
+@dataclass
+class State:
+    key: str                                  # target, language, pool and seed: what must match to resume
+    pool: list[str]
+    top: list[str]
+    logits: list[float]
+    offset: list[float]
+    score: float
+    start_score: float
+    step: int = 0
+    sigma: float = SIGMA_START
+    accepted: int = 0
+    refused: int = 0                          # candidates the guard refused
+    seconds: float = 0.0                      # search time spent, over every run
+    rng: dict = field(default_factory=dict)
+    guard: dict = field(default_factory=dict)
+    pool_scores: dict = field(default_factory=dict)
+    version: int = STATE_VERSION
+
+    def save(self, path: Path) -> None:
+        with AtomicFile(path) as out:
+            out.fh.write(json.dumps(self.__dict__, indent=1).encode())
+            out.commit()
+
+    @classmethod
+    def load(cls, path: Path) -> "State":
+        data = json.loads(path.read_text())
+        if data.get("version") != STATE_VERSION:
+            raise StateMismatchError(f"{path}: a state file of another version; remove it to start over")
+        return cls(**data)
+
+
+def design_key(target: np.ndarray, language: str, pool: list[str], seed: int) -> str:
+    h = hashlib.sha256(np.asarray(target, np.float32).round(5).tobytes())
+    h.update(json.dumps([language, sorted(pool), seed]).encode())
+    return h.hexdigest()[:32]
+
+
+class Search:
+    """One design: `start()` (or a loaded state), then `run()` steps until the budget is spent."""
+
+    def __init__(self, scorer: Scorer, packs: dict[str, np.ndarray], target: np.ndarray, language: str,
+                 seed: int, state_path: Path, progress=None):
+        self.scorer, self.packs, self.target = scorer, packs, unit(target)
+        self.seed, self.state_path, self.progress = seed, Path(state_path), progress
+        self.key = design_key(self.target, language, list(packs), seed)
+        self.state: State | None = None
+
+    # -- start ---------------------------------------------------------------------------------
+    def resume_or_start(self, restart: bool = False) -> State:
+        if self.state_path.is_file() and not restart:
+            state = State.load(self.state_path)
+            if state.key != self.key:
+                raise StateMismatchError(f"{self.state_path}: the state of a design for another target, language, "
+                                         "pool or seed; pass --restart to replace it, or another -o")
+            self.state = state
+            self._say(f"resuming at step {state.step}, similarity {state.score:.3f}")
+            return state
+        return self.start()
+
+    def start(self) -> State:
+        t0 = time.monotonic()
+        scores, rms, secs = {}, [], []
+        for i, (name, pack) in enumerate(self.packs.items()):
+            score, audio = self.scorer.similarity(pack, self.target)
+            scores[name] = score
+            rms.append(float(np.sqrt(np.mean(audio.astype(np.float64) ** 2))))
+            secs.append(audio.size / SAMPLE_RATE)
+            self._say(f"scoring the official voices: {i + 1}/{len(self.packs)} ({name} {score:.3f})")
+        guard = Guard.from_pool(rms, secs)
+        top = sorted(scores, key=scores.get, reverse=True)[:TOP_K]
+        stack = self._stack(top)
+        sims = np.array([scores[n] for n in top])
+        candidates = [np.where(np.arange(len(top)) < k, 0.0, -30.0) for k in (1, 2, 3)]
+        candidates.append((sims - sims.max()) * 20.0)                # similarity-weighted blend of the top
+        best = None
+        for logits in candidates:
+            pack = make_pack(stack, logits, np.zeros(stack.shape[-1]))
+            score, audio = self.scorer.similarity(pack, self.target)
+            if guard.problem(audio, pack) is None and (best is None or score > best[0]):
+                best = (score, logits)
+        if best is None:
+            raise DesignError("no blend of the official voices passes the guard")
+        rng = np.random.default_rng(self.seed)
+        self.state = State(self.key, list(self.packs), top, [float(x) for x in best[1]],
+                           [0.0] * stack.shape[-1], best[0], best[0], rng=rng.bit_generator.state,
+                           guard={"rms": guard.rms, "seconds": guard.seconds}, pool_scores=scores,
+                           seconds=time.monotonic() - t0)
+        self.state.save(self.state_path)
+        return self.state
+
+    # -- improve -------------------------------------------------------------------------------
+    def run(self, minutes: float | None = None, steps: int | None = None) -> State:
+        """Steps until `steps` (total, across runs) or `minutes` (this run) are spent."""
+        s = self.state
+        stack = self._stack(s.top)
+        scale = np.std(np.stack([self.packs[n].reshape(-1, stack.shape[-1]).mean(axis=0) for n in self.packs]), axis=0)
+        scale = np.maximum(scale, 1e-3)                           # the spread of the pool, per style dim
+        guard = Guard(tuple(s.guard["rms"]), tuple(s.guard["seconds"]))
+        rng = np.random.default_rng()
+        rng.bit_generator.state = s.rng
+        deadline = time.monotonic() + 60 * minutes if minutes is not None else math.inf
+        while (steps is None or s.step < steps) and time.monotonic() < deadline:
+            t0 = time.monotonic()
+            logits = np.asarray(s.logits) + s.sigma * rng.standard_normal(len(s.logits))
+            offset = np.asarray(s.offset) + s.sigma * 0.5 * scale * rng.standard_normal(stack.shape[-1])
+            pack = make_pack(stack, logits, offset)
+            score, audio = self.scorer.similarity(pack, self.target)
+            problem = guard.problem(audio, pack)
+            if problem is None and score > s.score:
+                s.logits, s.offset, s.score = [float(x) for x in logits], [float(x) for x in offset], score
+                s.accepted += 1
+                s.sigma = min(SIGMA_MAX, s.sigma * math.exp(0.8))
+            else:
+                s.refused += problem is not None
+                s.sigma = max(SIGMA_MIN, s.sigma * math.exp(-0.2))
+            s.step += 1
+            s.seconds += time.monotonic() - t0
+            s.rng = rng.bit_generator.state
+            s.save(self.state_path)
+            self._say(f"step {s.step}: similarity {s.score:.3f} (start {s.start_score:.3f}), "
+                      f"{s.accepted} kept, {s.refused} guarded, step size {s.sigma:.2f}, {s.seconds / 60:.1f} min")
+        return s
+
+    def pack(self) -> np.ndarray:
+        return make_pack(self._stack(self.state.top), np.asarray(self.state.logits), np.asarray(self.state.offset))
+
+    def _stack(self, names: list[str]) -> np.ndarray:
+        return np.stack([self.packs[n] for n in names])
+
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
