@@ -63,15 +63,29 @@ def test_mel_matches_librosa_through_resemblyzer(pinned):
     np.testing.assert_allclose(ours, cp["mel"], rtol=0, atol=2e-6 * float(np.abs(cp["mel"]).max()))
 
 
-def test_lstm_forward_matches_torch(pinned, encoder):
-    """The X-Ray of the encoder: each partial's embedding from the pinned mel, against torch's."""
+@pytest.mark.parametrize("network", ["generated C", "numpy reference"])
+def test_network_matches_torch(pinned, encoder, network):
+    """The X-Ray of the encoder: each partial's embedding from the pinned mel, against torch's,
+    through the compiled circuit and through the numpy reference."""
     _, cp = pinned
     slices = partial_slices(int(cp["kept"]))
-    ours = encoder.forward(np.stack([cp["mel"][s] for s in slices]))
+    run = encoder.network if network == "generated C" else encoder.forward
+    ours = run(np.stack([cp["mel"][s] for s in slices]))
     assert ours.shape == cp["partials"].shape == (len(slices), 256)
     np.testing.assert_allclose(ours, cp["partials"], rtol=0, atol=2e-6)
     emb = ours.mean(axis=0) / np.linalg.norm(ours.mean(axis=0))
     np.testing.assert_allclose(emb, cp["embedding"], rtol=0, atol=2e-6)
+
+
+def test_compiled_network_takes_more_partials_than_one_call(pinned, encoder):
+    """Recordings longer than MAX_BATCH partials run in several calls; each row as alone."""
+    _, cp = pinned
+    from kcc.speech.voice_design.encoder_circuit import MAX_BATCH
+    rng = np.random.default_rng(3)
+    mels = (rng.random((MAX_BATCH + 3, 160, 40)) * cp["mel"].max()).astype(np.float32)
+    both = encoder.network(mels)
+    np.testing.assert_allclose(both[-3:], encoder.network(mels[-3:]), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(both[:2], encoder.forward(mels[:2]), rtol=0, atol=2e-6)
 
 
 def test_whole_pipeline_without_webrtcvad_stays_on_resemblyzers_embedding(pinned, encoder):

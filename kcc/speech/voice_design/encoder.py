@@ -1,5 +1,7 @@
 """The speaker encoder: resemblyzer 0.1.4's GE2E network (3-layer LSTM 40 -> 256, linear 256 -> 256,
-ReLU, L2 norm) run in numpy on kcc.weights.speaker_encoder's weights -- no torch.
+ReLU, L2 norm) on kcc.weights.speaker_encoder's weights -- no torch. The network runs in generated
+C (kcc.speech.voice_design.encoder_circuit, compiled by kcc on first use); `forward` is the same
+network in numpy, the reference the compiled one is checked against.
 
 An utterance is cut into 1.6 s partials (160 mel frames) every ~0.77 s (rate 1.3 per second, the
 last kept when it is >= 75 % covered); each partial's embedding is the final hidden state of the
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kcc.speech.voice_design import mel
+from kcc.speech.voice_design.encoder_circuit import CompiledNetwork
 from kcc.weights.speaker_encoder import LAYERS, load_weights
 
 RATE = 1.3
@@ -38,8 +41,11 @@ def partial_slices(n_samples: int, rate: float = RATE, min_coverage: float = MIN
 class SpeakerEncoder:
     """embed(wav16k) -> [256] unit vector; similarity of two voices = dot product of embeddings."""
 
-    def __init__(self, weights: dict[str, np.ndarray] | None = None):
+    def __init__(self, weights: dict[str, np.ndarray] | None = None, compiled: bool = True):
         w = weights or load_weights()
+        # numpy's recurrence is ~1000 small GEMMs per partial: on a busy machine OpenBLAS's
+        # threads turn it 15-25x slower (measured 0.7 s -> 10-18 s); the C runs on kcc's threads.
+        self.network = CompiledNetwork(w) if compiled else self.forward
         self.w_ih = [np.ascontiguousarray(w[f"lstm.weight_ih_l{i}"].T) for i in range(LAYERS)]
         self.w_hh = [np.ascontiguousarray(w[f"lstm.weight_hh_l{i}"].T) for i in range(LAYERS)]
         self.bias = [w[f"lstm.bias_ih_l{i}"] + w[f"lstm.bias_hh_l{i}"] for i in range(LAYERS)]
@@ -74,7 +80,7 @@ class SpeakerEncoder:
         if need >= len(wav):
             wav = np.pad(wav, (0, need - len(wav)))
         spec = mel.mel_spectrogram(wav)
-        return self.forward(np.stack([spec[s] for s in slices]))
+        return self.network(np.stack([spec[s] for s in slices]))
 
     def embed_utterance(self, wav: np.ndarray) -> np.ndarray:
         """A preprocessed 16 kHz waveform's embedding (resemblyzer's embed_utterance)."""

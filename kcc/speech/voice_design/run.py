@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.files import AtomicFile
+from kcc.files import AtomicFile, cache_subdir
 from kcc.speech.engine import load_synthesizer
 from kcc.speech.g2p import G2P
 from kcc.speech.languages import ALIASES, LANGUAGES, voice_language
 from kcc.speech.voice_design.encoder import SpeakerEncoder
-from kcc.speech.voice_design.search import DesignError, Scorer, Search, sentences_for
+from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, sentences_for
 from kcc.speech.voice_design.target import load_targets
 from kcc.speech.voices import load_pack, voice_catalog
 from kcc.weights.torch_zip import save_torch_zip
@@ -93,9 +93,10 @@ def design_voice(req: DesignRequest, progress=None, synth=None, encoder: Speaker
     target = load_targets(req.targets, encoder)
     synth = synth or load_synthesizer(req.checkpoint, log=sys.stderr if progress else None)
     packs = {name: load_pack(name) for name in pool}
-    scorer = Scorer(synth, G2P(code), sentences_for(code), encoder)
-    search = Search(scorer, packs, target.embedding, code, req.seed,
-                    Path(f"{req.out}.design.json"), progress)
+    scorer = Scorer.speaking(synth, G2P(code), sentences_for(code), encoder)
+    model = str(getattr(synth, "model_id", None) or req.checkpoint or "default")
+    search = Search(scorer, packs, target.embedding, code, req.seed, Path(f"{req.out}.design.json"), progress,
+                    PoolCache(cache_subdir("voice_design") / "pool.json", model))
     state = search.resume_or_start(req.restart)
     try:
         state = search.run(minutes=req.minutes, steps=req.steps)

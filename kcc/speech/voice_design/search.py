@@ -118,9 +118,12 @@ class Guard:
 class Scorer:
     """kcc speaking fixed sentences with a pack, heard by the speaker encoder."""
 
-    def __init__(self, synth, g2p, sentences: tuple[str, ...], encoder: SpeakerEncoder):
-        self.synth, self.encoder = synth, encoder
-        self.chunks = [c for text in sentences for c in plan(text, g2p)]
+    def __init__(self, synth, chunks: list, encoder: SpeakerEncoder):
+        self.synth, self.chunks, self.encoder = synth, chunks, encoder      # chunks: engine.plan's Encoded
+
+    @classmethod
+    def speaking(cls, synth, g2p, sentences: tuple[str, ...], encoder: SpeakerEncoder) -> "Scorer":
+        return cls(synth, [c for text in sentences for c in plan(text, g2p)], encoder)
 
     def audio(self, pack: np.ndarray) -> np.ndarray:
         parts = [np.asarray(self.synth.synthesize(c.ids, style_for(pack, len(c.phonemes)), speed=1.0, seed=0).audio,
@@ -173,6 +176,32 @@ class State:
         return cls(**data)
 
 
+class PoolCache:
+    """What each official voice sounds like to the encoder on the scoring sentences (embedding,
+    loudness, length), kept on disk: a pool is scored once per model, not once per design. An
+    entry's key digests the model's identity, the sentences' phoneme ids and the pack's bytes."""
+
+    def __init__(self, path: Path, model: str):
+        self.path, self.model = Path(path), model
+        self.entries = json.loads(self.path.read_text()) if self.path.is_file() else {}
+
+    def _key(self, scorer: Scorer, pack: np.ndarray) -> str:
+        h = hashlib.sha256(self.model.encode())
+        h.update(json.dumps([list(map(int, c.ids)) for c in scorer.chunks]).encode())
+        h.update(np.ascontiguousarray(pack, np.float32).tobytes())
+        return h.hexdigest()
+
+    def get(self, scorer: Scorer, pack: np.ndarray) -> dict | None:
+        return self.entries.get(self._key(scorer, pack))
+
+    def put(self, scorer: Scorer, pack: np.ndarray, heard: dict) -> None:
+        self.entries[self._key(scorer, pack)] = heard
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with AtomicFile(self.path) as out:
+            out.fh.write(json.dumps(self.entries).encode())
+            out.commit()
+
+
 def design_key(target: np.ndarray, language: str, pool: list[str], seed: int) -> str:
     h = hashlib.sha256(np.asarray(target, np.float32).round(5).tobytes())
     h.update(json.dumps([language, sorted(pool), seed]).encode())
@@ -183,9 +212,10 @@ class Search:
     """One design: `start()` (or a loaded state), then `run()` steps until the budget is spent."""
 
     def __init__(self, scorer: Scorer, packs: dict[str, np.ndarray], target: np.ndarray, language: str,
-                 seed: int, state_path: Path, progress=None):
+                 seed: int, state_path: Path, progress=None, pool_cache: PoolCache | None = None):
         self.scorer, self.packs, self.target = scorer, packs, unit(target)
         self.seed, self.state_path, self.progress = seed, Path(state_path), progress
+        self.pool_cache = pool_cache
         self.key = design_key(self.target, language, list(packs), seed)
         self.state: State | None = None
 
@@ -205,11 +235,17 @@ class Search:
         t0 = time.monotonic()
         scores, rms, secs = {}, [], []
         for i, (name, pack) in enumerate(self.packs.items()):
-            score, audio = self.scorer.similarity(pack, self.target)
-            scores[name] = score
-            rms.append(float(np.sqrt(np.mean(audio.astype(np.float64) ** 2))))
-            secs.append(audio.size / SAMPLE_RATE)
-            self._say(f"scoring the official voices: {i + 1}/{len(self.packs)} ({name} {score:.3f})")
+            heard = self.pool_cache.get(self.scorer, pack) if self.pool_cache else None
+            if heard is None:
+                audio = self.scorer.audio(pack)
+                heard = {"embedding": [float(x) for x in self.scorer.embed(audio)], "seconds": audio.size / SAMPLE_RATE,
+                         "rms": float(np.sqrt(np.mean(audio.astype(np.float64) ** 2)))}
+                if self.pool_cache:
+                    self.pool_cache.put(self.scorer, pack, heard)
+            scores[name] = float(np.asarray(heard["embedding"], np.float32) @ self.target)
+            rms.append(heard["rms"])
+            secs.append(heard["seconds"])
+            self._say(f"scoring the official voices: {i + 1}/{len(self.packs)} ({name} {scores[name]:.3f})")
         guard = Guard.from_pool(rms, secs)
         top = sorted(scores, key=scores.get, reverse=True)[:TOP_K]
         stack = self._stack(top)

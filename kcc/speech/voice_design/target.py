@@ -155,7 +155,7 @@ def embed_target(wavs: list[tuple[np.ndarray, int, str]], encoder: SpeakerEncode
     mean = unit(every.mean(axis=0))
     consistency = float((every @ mean).mean())
     if consistency < MIN_CONSISTENCY:
-        warnings.warn(f"the target's parts differ (consistency {consistency:.2f} < {MIN_CONSISTENCY}): several "
+        warnings.warn(f"the target's parts differ (consistency {consistency:.3f} < {MIN_CONSISTENCY}): several "
                       "speakers? The design aims at their average voice", SeveralVoicesWarning, stacklevel=2)
     return Target(mean, seconds, consistency)
 
