@@ -4,6 +4,7 @@ and pack layouts."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from kcc.speech.voices import load_pack, style_mean
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEECH = load_pinned("resemblyzer", "speech", ROOT / "fixtures" / "voice_encoder").inputs["wav16k"].astype(np.float32) / 32767
+SHORT = SPEECH[:16_000 * 7 // 2]          # 3.5 s: two partials per candidate keeps each step cheap
 
 
 def playback_factor(style: np.ndarray) -> float:
@@ -38,7 +40,7 @@ class PitchSynth:
     def synthesize(self, ids, style, speed=1.0, seed=0):
         self.calls += 1
         f = playback_factor(style)
-        return SimpleNamespace(audio=0.5 * resample(SPEECH, 16_000, to=int(24_000 / f)))
+        return SimpleNamespace(audio=0.5 * resample(SHORT, 16_000, to=int(24_000 / f)))
 
 
 def pack_at(shift: float) -> np.ndarray:
@@ -56,7 +58,7 @@ def encoder():
     return SpeakerEncoder()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def setup(encoder):
     packs = {"low": pack_at(-0.4), "mid": pack_at(0.0), "high": pack_at(0.45)}
     scorer = Scorer(PitchSynth(), CHUNKS, encoder)
@@ -64,64 +66,62 @@ def setup(encoder):
     return scorer, packs, target
 
 
-def search(setup, tmp_path, seed=0, name="state.json"):
+def search(setup, path, seed=0, cache=None):
     scorer, packs, target = setup
-    return Search(scorer, packs, target, "en-us", seed, tmp_path / name)
+    return Search(scorer, packs, target, "en-us", seed, path, pool_cache=cache)
 
 
-def test_start_is_the_best_blend_of_the_pool(setup, tmp_path):
-    s = search(setup, tmp_path)
-    state = s.start()
-    assert set(state.pool_scores) == {"low", "mid", "high"}
-    assert state.top[0] in ("mid", "high") and state.top[-1] == "low"
-    assert state.start_score >= max(state.pool_scores.values())
-    saved = json.loads((tmp_path / "state.json").read_text())
-    assert saved["score"] == state.score and saved["step"] == 0
+@pytest.fixture(scope="module")
+def started(setup, tmp_path_factory):
+    """One start (pool scored into a cache, then the blends), its state file copied by each test."""
+    root = tmp_path_factory.mktemp("started")
+    s = search(setup, root / "state.json", cache=PoolCache(root / "pool.json", "stand-in"))
+    s.start()
+    return root
 
 
-def test_steps_never_lose_similarity_and_are_reproducible(setup, tmp_path):
-    a = search(setup, tmp_path, name="a.json")
-    a.start()
-    end = a.run(steps=4)
-    assert end.step == 4 and end.score >= end.start_score and end.accepted + (4 - end.accepted) == 4
-    b = search(setup, tmp_path, name="b.json")
-    b.start()
-    b.run(steps=4)
-    assert b.state.score == end.score and b.state.logits == end.logits and b.state.offset == end.offset
-    np.testing.assert_array_equal(a.pack(), b.pack())
+def resumed(setup, started, path, seed=0):
+    shutil.copy(started / "state.json", path)
+    s = search(setup, path, seed)
+    s.resume_or_start()
+    return s
 
 
-def test_a_rerun_continues_where_the_state_stopped(setup, tmp_path):
-    straight = search(setup, tmp_path, name="straight.json")
-    straight.start()
-    straight.run(steps=3)
-    first = search(setup, tmp_path, name="resumed.json")
-    first.start()
-    first.run(steps=1)                                           # Ctrl-C after one step
-    again = search(setup, tmp_path, name="resumed.json")
+def test_start_is_the_best_blend_of_the_pool(started):
+    state = json.loads((started / "state.json").read_text())
+    assert set(state["pool_scores"]) == {"low", "mid", "high"}
+    assert state["top"][0] in ("mid", "high") and state["top"][-1] == "low"
+    assert state["start_score"] == state["score"] >= max(state["pool_scores"].values())
+    assert state["step"] == 0 and state["pool_scores"]["low"] < max(state["pool_scores"].values()) - 0.02
+
+
+def test_steps_never_lose_similarity_are_reproducible_and_resume(setup, started, tmp_path):
+    straight = resumed(setup, started, tmp_path / "a.json")
+    end = straight.run(steps=3)
+    assert end.step == 3 and end.score >= end.start_score
+    assert json.loads((tmp_path / "a.json").read_text())["score"] == end.score
+    interrupted = resumed(setup, started, tmp_path / "b.json")
+    interrupted.run(steps=1)                                     # Ctrl-C after one step
+    again = search(setup, tmp_path / "b.json")
     assert again.resume_or_start().step == 1
     again.run(steps=3)
-    assert again.state.step == 3 and again.state.logits == straight.state.logits
-    assert again.state.offset == straight.state.offset and again.state.score == straight.state.score
+    assert again.state.logits == end.logits and again.state.offset == end.offset and again.state.score == end.score
+    np.testing.assert_array_equal(again.pack(), straight.pack())
 
 
-def test_a_state_of_another_design_is_not_resumed(setup, tmp_path):
-    search(setup, tmp_path, seed=0).start()
+def test_a_state_of_another_design_is_not_resumed(setup, started, tmp_path):
+    shutil.copy(started / "state.json", tmp_path / "s.json")
     with pytest.raises(StateMismatchError, match="--restart"):
-        search(setup, tmp_path, seed=1).resume_or_start()
-    assert search(setup, tmp_path, seed=1).resume_or_start(restart=True).step == 0
+        search(setup, tmp_path / "s.json", seed=1).resume_or_start()
 
 
-def test_pool_cache_scores_each_voice_once(setup, tmp_path):
-    scorer, packs, target = setup
-    cache = PoolCache(tmp_path / "pool.json", "stand-in")
-    Search(scorer, packs, target, "en-us", 0, tmp_path / "s1.json", pool_cache=cache).start()
+def test_pool_cache_scores_each_voice_once(setup, started, tmp_path):
+    scorer = setup[0]
+    assert len(json.loads((started / "pool.json").read_text())) == 3
     calls = scorer.synth.calls
-    again = Search(scorer, packs, target, "en-us", 0, tmp_path / "s2.json",
-                   pool_cache=PoolCache(tmp_path / "pool.json", "stand-in")).start()
-    assert scorer.synth.calls - calls == 4                      # the four start blends only, no pool voice
-    assert len(json.loads((tmp_path / "pool.json").read_text())) == 3
-    assert again.pool_scores == pytest.approx(search(setup, tmp_path, name="s3.json").start().pool_scores, abs=1e-6)
+    again = search(setup, tmp_path / "s.json", cache=PoolCache(started / "pool.json", "stand-in")).start()
+    assert scorer.synth.calls - calls == 3                      # the three start blends only, no pool voice
+    assert again.pool_scores == json.loads((started / "state.json").read_text())["pool_scores"]
 
 
 def test_guard_refuses_clipping_loudness_length_and_implausible_packs():
@@ -170,10 +170,10 @@ def test_design_voice_writes_the_pack_and_continues(tmp_path, encoder):
     from kcc.speech.wav import write_wav
     target = write_wav(tmp_path / "me.wav", resample(SPEECH, 16_000, to=int(16_000 / 1.1)), sample_rate=16_000)
     req = vrun.DesignRequest(targets=[target], out=tmp_path / "me.pt", pool=["af_heart", "am_adam"], steps=1)
-    first = vrun.design_voice(req, synth=PitchSynth(), encoder=encoder)
+    first = vrun.run_design(req, synth=PitchSynth(), encoder=encoder)
     assert first.steps == 1 and first.end >= first.start and (tmp_path / "me.pt.design.json").is_file()
     req.steps = 2
-    second = vrun.design_voice(req, synth=PitchSynth(), encoder=encoder)
+    second = vrun.run_design(req, synth=PitchSynth(), encoder=encoder)
     assert second.steps == 2 and second.end >= first.end
     np.testing.assert_array_equal(load_pack(str(tmp_path / "me.pt")), second.pack)
 
@@ -184,3 +184,17 @@ def test_help_lists_the_command_without_loading_it():
             "print(sorted(m for m in sys.modules if m.startswith('kcc.speech.voice_design')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert "voice" in out and out.strip().splitlines()[-1] == "['kcc.speech.voice_design', 'kcc.speech.voice_design.cli']"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["voice", "design", "t.wav", "-o", "mine.wav"], "DesignError: -o mine.wav: a voice pack is written as"),
+    (["voice", "design", "{notes}", "-o", "mine.pt", "--pool", "af_heart"], "NotAudioError: "),
+])
+def test_the_command_names_the_error_and_exits_2(tmp_path, argv, message):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a recording\n" * 40)
+    argv = [a.replace("{notes}", str(notes)) for a in argv]
+    res = subprocess.run([sys.executable, "-m", "kcc.cli", *argv], capture_output=True, text=True, cwd=tmp_path,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 2 and message in res.stderr
+    assert not (tmp_path / "mine.pt").exists()

@@ -9,7 +9,6 @@ import argparse
 import sys
 from pathlib import Path
 
-PACK_SUFFIXES = (".pt", ".npy", ".bin")
 EPILOG = """The search writes its state beside the output (NAME.pt.design.json) after every step: Ctrl-C, then
 the same command continues; the same --seed and --steps give the same voice. Save NAME.pt into a
 directory and speak it by name with `kcc say --voices-dir DIR --voice NAME`, or by path anywhere."""
@@ -44,13 +43,13 @@ def _progress(text: str) -> None:
 
 
 def cmd_design(args) -> int:
-    from kcc.speech.voice_design.run import DesignRequest, design_voice
+    from kcc.speech.voice_design.run import DesignRequest, run_design
     out = Path(args.out)
     request = DesignRequest(targets=[Path(t) for t in args.targets], out=out, language=args.language,
                             pool=args.pool.split(",") if args.pool else None, minutes=args.minutes,
                             steps=args.steps, seed=args.seed, restart=args.restart, checkpoint=args.checkpoint)
     try:
-        result = design_voice(request, progress=_progress)
+        result = run_design(request, progress=_progress)
     except KeyboardInterrupt:
         print(f"\nkcc voice design: interrupted; the state is in {out}.design.json -- rerun the same command "
               "to continue", file=sys.stderr)

@@ -18,7 +18,7 @@ from kcc.speech.g2p import G2P
 from kcc.speech.languages import ALIASES, LANGUAGES, voice_language
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, sentences_for
-from kcc.speech.voice_design.target import load_targets
+from kcc.speech.voice_design.target import decode, embed_target
 from kcc.speech.voices import load_pack, voice_catalog
 from kcc.weights.torch_zip import save_torch_zip
 
@@ -85,12 +85,24 @@ def write_pack(pack: np.ndarray, path: Path) -> Path:
         return out.commit()
 
 
-def design_voice(req: DesignRequest, progress=None, synth=None, encoder: SpeakerEncoder | None = None) -> DesignResult:
+def design_voice(targets, out, *, language: str = "en-us", pool: list[str] | None = None, minutes: float = 10.0,
+                 steps: int | None = None, seed: int = 0, restart: bool = False, checkpoint: str | None = None,
+                 progress=None) -> DesignResult:
+    """kcc.design_voice: a voice pack like the target recording(s), written to `out` (.pt, .npy or
+    .bin); rerun to continue a design (its state sits beside `out`). `progress`: a callable given
+    one line of text per step."""
+    targets = [targets] if isinstance(targets, (str, Path)) else list(targets)
+    req = DesignRequest([Path(t) for t in targets], Path(out), language, pool, minutes, steps, seed, restart, checkpoint)
+    return run_design(req, progress)
+
+
+def run_design(req: DesignRequest, progress=None, synth=None, encoder: SpeakerEncoder | None = None) -> DesignResult:
     """Design, resume or finish a voice; the pack is written to req.out (also on Ctrl-C: the best so
     far) and the search state beside it."""
     code, pool = check_request(req)
+    recordings = [(*decode(p), str(p)) for p in req.targets]        # not audio / too long: before any compile
     encoder = encoder or SpeakerEncoder()
-    target = load_targets(req.targets, encoder)
+    target = embed_target(recordings, encoder)
     synth = synth or load_synthesizer(req.checkpoint, log=sys.stderr if progress else None)
     packs = {name: load_pack(name) for name in pool}
     scorer = Scorer.speaking(synth, G2P(code), sentences_for(code), encoder)

@@ -7,8 +7,9 @@ scoring sentences over to sentences of other lengths (a per-row walk would tune 
 those sentences use). Its score is the cosine between the target's embedding and the embedding
 of kcc speaking SENTENCES with it.
 
-1. Start: every pool voice is scored; the best of a few blends of the top voices (the best
-   alone, the top 2 / 3 equally, the top TOP_K weighted by similarity) is the start.
+1. Start: every pool voice is scored (once per model: PoolCache); the best of the best voice
+   alone and a few blends of the top voices (the top 2 / 3 equally, the top TOP_K weighted by
+   similarity) is the start.
 2. Improve: a (1+1) evolution strategy on (logits of the top TOP_K, offset), seeded numpy RNG,
    step size adapted by the 1/5 success rule; a candidate replaces the best only if it scores
    higher and passes the guard.
@@ -250,16 +251,15 @@ class Search:
         top = sorted(scores, key=scores.get, reverse=True)[:TOP_K]
         stack = self._stack(top)
         sims = np.array([scores[n] for n in top])
-        candidates = [np.where(np.arange(len(top)) < k, 0.0, -30.0) for k in (1, 2, 3)]
+        # The best voice alone is already scored (and, an official voice, inside the guard's range).
+        best = (scores[top[0]], np.where(np.arange(len(top)) < 1, 0.0, -30.0))
+        candidates = [np.where(np.arange(len(top)) < k, 0.0, -30.0) for k in (2, 3) if k <= len(top)]
         candidates.append((sims - sims.max()) * 20.0)                # similarity-weighted blend of the top
-        best = None
         for logits in candidates:
             pack = make_pack(stack, logits, np.zeros(stack.shape[-1]))
             score, audio = self.scorer.similarity(pack, self.target)
-            if guard.problem(audio, pack) is None and (best is None or score > best[0]):
+            if guard.problem(audio, pack) is None and score > best[0]:
                 best = (score, logits)
-        if best is None:
-            raise DesignError("no blend of the official voices passes the guard")
         rng = np.random.default_rng(self.seed)
         self.state = State(self.key, list(self.packs), top, [float(x) for x in best[1]],
                            [0.0] * stack.shape[-1], best[0], best[0], rng=rng.bit_generator.state,
