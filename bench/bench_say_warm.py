@@ -36,8 +36,8 @@ _PHASES = r"""
 import time, json, sys
 t0 = time.perf_counter()
 from kcc.speech.engine import load_synthesizer, plan, say, resolve_voice
-from kcc.speech.g2p import G2P
-from kcc.speech.wav import write_wav
+from kcc.speech.g2p.g2p import G2P
+from kcc.speech.audio.wav import write_wav
 t1 = time.perf_counter()
 synth = load_synthesizer(None, log=None, precision=sys.argv[3])
 synth.release_weights_after_use()

@@ -33,12 +33,12 @@ from pathlib import Path
 sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]) / "tests")]
 if sys.argv[2] == "fake":
     import tempfile
-    import kcc.speech.engine, kcc.speech.g2p, kcc.speech.voices
+    import kcc.speech.engine, kcc.speech.g2p.g2p, kcc.speech.voices
     from test_say import FakeSynth, LetterG2P
     from test_server import make_catalog
     kcc.speech.engine.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.02)
     kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(tempfile.mkdtemp()))
-    kcc.speech.g2p.G2P = lambda lang, backend, **options: LetterG2P()
+    kcc.speech.g2p.g2p.G2P = lambda lang, backend, **options: LetterG2P()
 import argparse
 from kcc.speech.serve.cli import add_parsers
 ap = argparse.ArgumentParser()

@@ -44,7 +44,7 @@ SENTENCE = "ðə kwˈɪk bɹˈWn fˈɑks ʤˈʌmps ˈOvəɹ ðə lˈAzi dˈɔɡ.
 
 def inputs(model: str, lengths: list[int], chunks: list[int]):
     """[(label, ids)], and the voice row for n phonemes."""
-    from kcc.speech.g2p import load_vocab
+    from kcc.speech.g2p.g2p import load_vocab
     vocab = load_vocab()
     rng = np.random.default_rng(2026)
     vocab_ids = sorted({int(v) for v in vocab.values() if int(v) != 0})

@@ -278,7 +278,7 @@ def child_ttfa(a, inp) -> None:
     """~1,000 words through kcc.speech.engine's planning and chunked synthesis; the first chunk's audio
     time vs the whole. Chunks after the first `a.ttfa_chunks` are costed from their frame
     counts (front stages run for every chunk) when the time budget runs out."""
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     from kcc.model.pipeline import BACK
     from kcc.speech.engine import plan, resolve_voice, synthesize_chunks
     from kcc.speech.voices import style_for
@@ -527,7 +527,7 @@ def parent(a) -> int:
     t_all = time.perf_counter()
     info = machine()
     print(f"bench_synth: {info['cpu']}, {info['cores']} cores, load {' '.join(info['loadavg_start'])}", file=sys.stderr)
-    from kcc.speech.g2p import load_vocab
+    from kcc.speech.g2p.g2p import load_vocab
     vocab_ids = sorted({int(v) for v in load_vocab().values() if int(v) != 0})
     rng = np.random.default_rng(2026)
     inputs = {f"ids{n}": rng.choice(vocab_ids, size=n).astype(np.int64) for n in a.lengths}

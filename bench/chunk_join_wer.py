@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     ap.add_argument("--first", type=int, default=16, help="the first chunk's phoneme limit (the server's floor)")
     args = ap.parse_args(argv)
 
-    from kcc.speech.first_chunk import chunk_plan
-    from kcc.speech.g2p import G2P
+    from kcc.speech.serve.first_chunk import chunk_plan
+    from kcc.speech.g2p.g2p import G2P
     from kcc.speech.engine import load_synthesizer, plan, synthesize_chunks
     from kcc.speech.voices import load_voice
     synth = load_synthesizer(None, threads=2, precision=args.precision, log=open(os.devnull, "w"))

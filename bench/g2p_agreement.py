@@ -45,7 +45,7 @@ def _spacy_cost() -> dict:
 
 def _reading(lexicon: dict, word: str, tag: str):
     """The gold entry's reading a tag picks, as misaki's Lexicon.lookup does (no 'None' context)."""
-    from kcc.speech.g2p_en import misaki_en
+    from kcc.speech.g2p.en import misaki_en
     entry = lexicon.get(word) or lexicon.get(word.lower())
     if not isinstance(entry, dict):
         return tag
@@ -59,9 +59,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    from kcc.speech import g2p_tagger
-    from kcc.speech.en_tokenizer import english
-    from kcc.speech.g2p import G2P, encode
+    from kcc.speech.g2p import tagger as g2p_tagger
+    from kcc.speech.g2p.en_tokenizer import english
+    from kcc.speech.g2p.g2p import G2P, encode
     g2p = G2P("en-us", "lexicon")
     nlp = upstream_g2p.pipeline("a").g2p.nlp
     gold = upstream_g2p.pipeline("a").g2p.lexicon.golds

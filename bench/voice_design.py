@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.machine import cpu_label as machine  # noqa: E402
 from kcc.model import load  # noqa: E402
-from kcc.speech.g2p import G2P  # noqa: E402
+from kcc.speech.g2p.g2p import G2P  # noqa: E402
 from kcc.speech.voice_design.encoder import SpeakerEncoder  # noqa: E402
 from kcc.files import cache_subdir  # noqa: E402
 from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, sentences_for  # noqa: E402

@@ -159,7 +159,7 @@ def _lexicon_case(r: random.Random) -> bytes:
 
 
 def check_lexicon(raw: bytes, where: Path) -> str:
-    from kcc.speech.overrides import LexiconError, load_lexicon
+    from kcc.speech.g2p.overrides import LexiconError, load_lexicon
     path = where / r_choice_name(raw)
     path.write_bytes(raw)
     try:

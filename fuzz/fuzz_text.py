@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]      # kcc from this checkout; seeded.py beside this file
 
-from kcc.speech.g2p import G2PError  # noqa: E402
+from kcc.speech.g2p.g2p import G2PError  # noqa: E402
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES  # noqa: E402
 from kcc.speech.engine import G2PBackendError, SayError, plan  # noqa: E402
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, frame_estimate  # noqa: E402
@@ -68,7 +68,7 @@ class MemoG2P:
     def __call__(self, text):
         if text not in self.memo:
             self.memo[text] = self.g2p(text)
-        from kcc.speech.g2p import Word
+        from kcc.speech.g2p.g2p import Word
         return [Word(w.text, w.phonemes, w.whitespace) for w in self.memo[text]]
 
 
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", default="en-us")
     args = ap.parse_args(argv)
     if args.g2p == "real":
-        from kcc.speech.g2p import G2P
+        from kcc.speech.g2p.g2p import G2P
         g2p = G2P(args.lang)
     else:
         sys.path.insert(0, str(HERE.parent / "tests"))

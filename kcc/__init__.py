@@ -15,7 +15,7 @@ _EXPORTS = {
     "Kokoro": "kcc.api", "KPipeline": "kcc.api", "SpeechChunk": "kcc.api", "WordTiming": "kcc.api",
     "KPipelineError": "kcc.api",
     "SayError": "kcc.speech.engine", "NothingToSay": "kcc.speech.engine",
-    "G2PError": "kcc.speech.g2p", "VoiceError": "kcc.speech.voices", "OutputError": "kcc.speech.outputs",
+    "G2PError": "kcc.speech.g2p.g2p", "VoiceError": "kcc.speech.voices", "OutputError": "kcc.speech.audio.outputs",
     "SynthesisError": "kcc.model.pipeline", "ModelOptionsError": "kcc.model.loader",
     "CheckpointError": "kcc.weights.bounded_read", "PrecisionError": "kcc.compiler.precision",
     "ThreadsError": "kcc.compiler.threads", "BuildError": "kcc.compiler.build",
@@ -31,8 +31,8 @@ if TYPE_CHECKING:                 # what type checkers and IDEs see; at run time
     from kcc.compiler.threads import ThreadsError  # noqa: F401
     from kcc.model.loader import ModelOptionsError  # noqa: F401
     from kcc.model.pipeline import SynthesisError  # noqa: F401
-    from kcc.speech.g2p import G2PError  # noqa: F401
-    from kcc.speech.outputs import OutputError  # noqa: F401
+    from kcc.speech.g2p.g2p import G2PError  # noqa: F401
+    from kcc.speech.audio.outputs import OutputError  # noqa: F401
     from kcc.speech.engine import NothingToSay, SayError  # noqa: F401
     from kcc.speech.voices import VoiceError  # noqa: F401
     from kcc.speech.voice_design.run import design_voice  # noqa: F401

@@ -37,8 +37,8 @@ from kcc.speech.engine import (
     resolve_voice,
     synthesize_chunks,
 )
-from kcc.speech.g2p import G2P, G2PError, canonical_language
-from kcc.speech.overrides import load_lexicon
+from kcc.speech.g2p.g2p import G2P, G2PError, canonical_language
+from kcc.speech.g2p.overrides import load_lexicon
 from kcc.speech.voices import voice_catalog
 
 _END = object()

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from kcc.speech.cli_args import add_speech_args, checkpoint_of
+from kcc.speech.cli.args import add_speech_args, checkpoint_of
 
 
 def _checkpoint_arg(args) -> str:
@@ -71,7 +71,7 @@ def cmd_import_onnx(args) -> int:
 
 
 def cmd_say(args) -> int:
-    from kcc.speech.say import run_cli
+    from kcc.speech.cli.say import run_cli
     return run_cli(args)
 
 
@@ -80,14 +80,14 @@ def cmd_synth(args) -> int:
     stdout), entirely in generated C (no G2P)."""
 
     from kcc.model.loader import check_max_frames, check_precision
-    from kcc.speech.audio_formats import format_for
-    from kcc.speech.audio_out import STDOUT, open_audio
+    from kcc.speech.audio.formats import format_for
+    from kcc.speech.audio.output import STDOUT, open_audio
     from kcc.speech.engine import check_seed, check_speed, load_synthesizer, resolve_voice
-    from kcc.speech.g2p import load_vocab
-    from kcc.speech.interrupts import Interrupted, interruptible, interrupts_raise
-    from kcc.speech.outputs import check_output
+    from kcc.speech.g2p.g2p import load_vocab
+    from kcc.speech.cli.interrupts import Interrupted, interruptible, interrupts_raise
+    from kcc.speech.audio.outputs import check_output
     from kcc.speech.voices import style_for
-    from kcc.speech.wav import SAMPLE_RATE
+    from kcc.speech.audio.wav import SAMPLE_RATE
     out_path = args.out if args.out == STDOUT else check_output(args.out, "-o")
     fmt = format_for(args.out)
     max_frames = check_max_frames(args.max_frames)
@@ -124,7 +124,7 @@ DEMO_PHONEMES = "kəkˈɔɹO sˈɜɹkjət kəmpˈIlɚ."
 
 
 def _synth_ids(args) -> list[int]:
-    from kcc.speech.g2p import load_vocab
+    from kcc.speech.g2p.g2p import load_vocab
     if args.ids:
         try:
             ids = [int(t) for t in args.ids.replace(",", " ").split()]
@@ -151,7 +151,7 @@ def cmd_export(args) -> int:
     from kcc.model.export import export
     from kcc.model.loader import check_max_frames, check_precision
     from kcc.speech.engine import load_synthesizer, resolve_voice
-    from kcc.speech.outputs import check_output_dir
+    from kcc.speech.audio.outputs import check_output_dir
     check_output_dir(args.dir, "export directory")
     max_frames = check_max_frames(args.max_frames)
     check_precision(args.precision)
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--out", required=True,
                    help="output file, written atomically, its format from the extension (.wav .flac .mp3 "
                         ".ogg/.opus .m4a .aac); - streams to stdout chunk by chunk (WAV unless --format)")
-    from kcc.speech.audio_formats import FORMATS
+    from kcc.speech.audio.formats import FORMATS
     p.add_argument("--format", choices=list(FORMATS), help="audio format (default: from the -o extension)")
     p.add_argument("--subtitles", metavar="SRT|VTT", help="also write captions (.srt or .vtt) from the word timestamps")
     p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")

@@ -10,8 +10,8 @@ from kcc.speech.batch.item import DEFAULT_MAX_CHARS
 from kcc.speech.batch.manifest import MAX_FIELD_BYTES, MAX_ID_BYTES, MAX_MANIFEST_BYTES
 from kcc.speech.book.bounds import LIMITS as BOOK
 from kcc.speech.book.layout import ITEM_CHARS
-from kcc.speech.overrides import MAX_LEXICON_BYTES
-from kcc.speech.say import MAX_TEXT_BYTES
+from kcc.speech.g2p.overrides import MAX_LEXICON_BYTES
+from kcc.speech.cli.say import MAX_TEXT_BYTES
 from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
 from kcc.speech.serve.connection import ConnectionLimits

@@ -48,7 +48,7 @@ def _resemblyzer():
 def speech() -> np.ndarray:
     from kcc.model import load
     from kcc.speech.engine import plan
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     from kcc.speech.voice_design.target import resample
     from kcc.speech.voices import load_voice, style_for
     synth = load(None)

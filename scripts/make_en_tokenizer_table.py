@@ -2,7 +2,7 @@
 """Write kcc/data/en_tokenizer.json: spaCy's rule-based English tokenizer as data.
 
 kcc's English G2P needs only spaCy's tokenizer (`spacy.blank("en")`), and importing spaCy costs
-0.6-1.8 s per process (thinc imports torch when it is installed). kcc.speech.en_tokenizer runs
+0.6-1.8 s per process (thinc imports torch when it is installed). kcc.speech.g2p.en_tokenizer runs
 the same algorithm on this table with `re` alone. The table is made from the pinned spaCy
 (dev extra); tests/test_en_tokenizer.py checks that the shipped table still equals what spaCy
 gives and that both tokenizers split a corpus identically.

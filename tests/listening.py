@@ -28,7 +28,7 @@ def listening_bench(name: str, extra: tuple[tuple[str, str], ...] = ()):
     for mod, pkg in (*NEEDS, *extra):
         if importlib.util.find_spec(mod) is None:
             pytest.skip(f"{pkg} is not installed (pip install -e .[dev])")
-    from kcc.speech.g2p_en import lexicon_available
+    from kcc.speech.g2p.en import lexicon_available
     ok, why = lexicon_available()
     if not ok:
         pytest.skip(why)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import kcc
-from kcc.speech.g2p import G2P, espeak_available
+from kcc.speech.g2p.g2p import G2P, espeak_available
 from kcc.speech.engine import plan
 
 ENGLISH = "Hello there. This is a short test of the public interface."

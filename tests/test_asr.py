@@ -62,8 +62,8 @@ OTHER_LANGUAGES = [
 
 @pytest.mark.parametrize("language, text", OTHER_LANGUAGES)
 def test_durations_match_upstream_per_language(asr, language, text):
-    from kcc.speech.g2p import G2P, encode
-    from kcc.speech.g2p_intl import available
+    from kcc.speech.g2p.g2p import G2P, encode
+    from kcc.speech.g2p.intl import available
     ok, why = available(language)
     if not ok:
         pytest.skip(why)

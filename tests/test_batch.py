@@ -22,7 +22,7 @@ from kcc.speech.batch.audio import AudioFormatError, encode_audio
 from kcc.speech.batch.item import ItemWorker, JobOptions, is_done
 from kcc.speech.batch.local_pool import MAX_ATTEMPTS, WorkerLoadError, split_cores
 from kcc.speech.batch.manifest import RUN_MANIFEST, read_manifest
-from kcc.speech.g2p import Word, load_vocab
+from kcc.speech.g2p.g2p import Word, load_vocab
 from kcc.speech.engine import random_voice
 from real_model_here import needs_real_model
 from test_say import FakeSynth, LetterG2P

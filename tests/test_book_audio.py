@@ -288,7 +288,7 @@ def test_default_voice_follows_the_declared_language(tmp_path, voices):
 
 
 def test_bad_outputs_are_refused_before_the_book_is_read(tmp_path):
-    from kcc.speech.outputs import OutputError
+    from kcc.speech.audio.outputs import OutputError
     (tmp_path / "dir.m4b").mkdir()
     (tmp_path / "file").write_text("x")
     os.symlink(tmp_path / "elsewhere.m4b", tmp_path / "link.m4b")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from test_say import FakeSynth, sentences
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.wav import pcm16
 from test_server import expected, s16, serving
 from kcc.speech.serve.security import Access
 

@@ -15,9 +15,9 @@ import pytest
 
 from kcc import cli
 from kcc.speech import engine
-from kcc.speech import say as say_mod
+from kcc.speech.cli import say as say_mod
 from kcc.speech.engine import random_voice, say
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.wav import pcm16
 from tests.test_say import FakeSynth, LetterG2P, sentences
 
 TEXT = "Hello there, friend. This is a second sentence with more words in it."
@@ -185,7 +185,7 @@ class _Loaded(Exception):
                                              ("flag.pth", None, "flag.pth"), (None, None, None)])
 def test_every_speaking_command_loads_the_checkpoint_flag_else_kcc_checkpoint(tmp_path, monkeypatch, voice, argv,
                                                                               flag, env, want):
-    from kcc.speech import g2p
+    from kcc.speech.g2p import g2p
     from kcc.speech.batch import local_pool
 
     def stop(checkpoint=None, *a, **k):

@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kcc.speech import say as say_mod
+from kcc.speech.cli import say as say_mod
 from kcc.speech import engine
-from kcc.speech.g2p import espeak_available, load_vocab
+from kcc.speech.g2p.g2p import espeak_available, load_vocab
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError, continuing_durations
 from kcc.speech.engine import FIRST_CHUNK_PHONEMES, iter_plan, plan, random_voice, say, split_encoded
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.wav import pcm16
 from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
 
@@ -170,7 +170,7 @@ def test_line_separators_end_paragraphs(brk):
 
 @pytest.mark.skipif(not espeak_available()[0], reason=f"espeak G2P unavailable: {espeak_available()[1]}")
 def test_nul_byte_no_longer_drops_the_rest_of_the_word():
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     (enc,) = plan("Hello\0world", G2P("en-us", "espeak"))
     assert enc.phonemes == "həlˈO wˈɜɹld"
 
@@ -259,11 +259,11 @@ def test_bad_output_paths_are_refused_before_synthesis(tmp_path, monkeypatch, ca
 
 def test_unwritable_outputs_are_refused(tmp_path, monkeypatch, capsys):
     """As root every file is writable to os.access; the refusal is driven through it."""
-    import kcc.speech.outputs
+    import kcc.speech.audio.outputs
     target = tmp_path / "ro.wav"
     target.write_bytes(b"old")
     real = os.access
-    monkeypatch.setattr(kcc.speech.outputs.os, "access", lambda p, mode: False if Path(p) in (target, tmp_path / "sub") else real(p, mode))
+    monkeypatch.setattr(kcc.speech.audio.outputs.os, "access", lambda p, mode: False if Path(p) in (target, tmp_path / "sub") else real(p, mode))
     rc, _, err, loads = _cli(monkeypatch, capsys, ["say", "hi", "-o", str(target)])
     assert rc == 2 and "exists and is not writable" in err and loads == []
     (tmp_path / "sub").mkdir()
@@ -409,7 +409,8 @@ def test_an_interrupt_leaves_no_output(tmp_path, monkeypatch, capsys):
 _SLOW_SAY = r"""
 import ctypes, signal, sys
 sys.path[:0] = [{root!r}, {root!r} + "/tests"]
-from kcc.speech import engine, say
+from kcc.speech import engine
+from kcc.speech.cli import say
 from test_say import FakeSynth, LetterG2P
 libc = ctypes.CDLL(None)
 class Slow(FakeSynth):
@@ -557,7 +558,7 @@ def test_fuzz_text_with_the_letter_g2p():
 
 @pytest.mark.skipif(not espeak_available()[0], reason=f"espeak G2P unavailable: {espeak_available()[1]}")
 def test_fuzz_text_with_the_real_g2p():
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     counts = _fuzz().run(150, 2, G2P("en-us"), log=lambda *_: None)
     assert counts["planned"] > 50
 
@@ -566,7 +567,7 @@ def test_fuzz_text_with_the_real_g2p():
 def test_a_huge_number_is_read_digit_by_digit():
     """A number past the quadrillions (here 400 digits, which overflowed num2words inside misaki)
     is spoken digit by digit, plain or comma-grouped."""
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     g2p = G2P("en-us")
     for number in ("9" * 400, "9" * 16, "1,234,567,890,123,456,789"):
         words = [w for c in plan(f"the number {number} is big", g2p) for w in c.words]
@@ -659,7 +660,7 @@ REAL_TEXTS = [PARAGRAPH, "1234567890 " * 20, "a" * 600, "Wait... what?! No!!! Re
 def test_real_model_chunks_fit_the_frame_plan(real_frames, speed):
     """Measured on the default voice: every planned chunk needs at most its frame estimate, so
     at most the 2,048 planned frames; the split retry stays a fallback."""
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     g2p = G2P("en-us")
     worst = 0.0
     for text in REAL_TEXTS:
@@ -676,7 +677,7 @@ def test_real_model_chunks_fit_the_frame_plan(real_frames, speed):
 
 @pytest.mark.parametrize("errno_, name", [(28, "No space left on device"), (27, "File too large")])
 def test_an_output_the_disk_refuses_is_a_named_error_and_leaves_nothing(tmp_path, monkeypatch, capsys, errno_, name):
-    from kcc.speech import wav
+    from kcc.speech.audio import wav
     calls = []
 
     def refuse(self, audio):

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.sanitize    # scripts/sanitize.sh reruns it under ASan 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from kcc.compiler.ir import Graph, Tensor, WeightRef  # noqa: E402
+from kcc.ir import Graph, Tensor, WeightRef  # noqa: E402
 from kcc.compiler.one_op import compile_op, run_cases  # noqa: E402
 from kcc.ops import Case, LoweringError  # noqa: E402
 from kcc.compiler.passes import spectral_convs  # noqa: E402
@@ -152,7 +152,7 @@ def _one_conv_graph(c_in, c_out, k, bias=True) -> Graph:
     if bias:
         g.weights["b"] = WeightRef("b", "t.b", "none", (c_out,))
         ws["bias"] = "b"
-    from kcc.compiler.ir import Op
+    from kcc.ir import Op
     g.ops = [Op("c", "conv1d", {"x": "x"}, ws, {"stride": 1, "padding": (k - 1) // 2, "dilation": 1, "groups": 1,
                                                  "act": "none", "slope": 0.01}, "y")]
     return g

@@ -1,4 +1,4 @@
-"""kcc.speech.en_tokenizer splits English exactly as spaCy's rule tokenizer (spacy.blank("en")),
+"""kcc.speech.g2p.en_tokenizer splits English exactly as spaCy's rule tokenizer (spacy.blank("en")),
 from the shipped table alone."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kcc.speech.en_tokenizer import TABLE, ByAlphabet, EnglishTokenizer, ascii_pattern, english
+from kcc.speech.g2p.en_tokenizer import TABLE, ByAlphabet, EnglishTokenizer, ascii_pattern, english
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_SPACY = importlib.util.find_spec("spacy") is not None
@@ -54,7 +54,7 @@ def _random_strings(pieces: list[str], n: int, seed: int) -> list[str]:
 
 def _corpus() -> list[str]:
     lines = []
-    for f in ("README.md", "docs/ARCHITECTURE.md", "kcc/speech/normalize.py", "tests/test_g2p.py",
+    for f in ("README.md", "docs/ARCHITECTURE.md", "kcc/speech/g2p/normalize.py", "tests/test_g2p.py",
               "tests/test_normalize.py", "tests/test_languages.py"):
         lines += (ROOT / f).read_text(encoding="utf-8").splitlines()
     return lines + _random_strings(PIECES, 8000, seed=0)

@@ -1,4 +1,4 @@
-"""First-chunk planning (kcc.speech.first_chunk, kcc.speech.text.iter_chunks' ramp) and the
+"""First-chunk planning (kcc.speech.serve.first_chunk, kcc.speech.text.iter_chunks' ramp) and the
 server's chunk scheduler (kcc.speech.serve.scheduler): pure functions and event order, no clocks."""
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from kcc.model.pipeline import SynthesisCancelled
-from kcc.speech.first_chunk import CostModel, chunk_plan, chunk_ramp
-from kcc.speech.g2p import Word
+from kcc.speech.serve.first_chunk import CostModel, chunk_plan, chunk_ramp
+from kcc.speech.g2p.g2p import Word
 from kcc.model.pipeline import CONTINUING_TRAIL_FRAMES, continuing_durations
 from kcc.speech.engine import ends_sentence, plan, synthesize_chunks
-from kcc.speech.timestamps import SAMPLES_PER_FRAME
+from kcc.speech.audio.timestamps import SAMPLES_PER_FRAME
 from kcc.speech.serve.scheduler import ChunkScheduler, SchedulerClosed
 from kcc.speech.serve.service import Limits
 from kcc.speech.text import iter_chunks, phoneme_string
@@ -380,7 +380,7 @@ def test_lead_frames_caps_the_leading_token_and_nothing_else(small_ckpt_path):
     continues=True: the durations are continuing_durations of the free ones."""
     import numpy as np
     from kcc.model.pipeline import SynthesisError, Synthesizer
-    from kcc.speech.timestamps import SAMPLES_PER_FRAME
+    from kcc.speech.audio.timestamps import SAMPLES_PER_FRAME
     synth = Synthesizer(small_ckpt_path, max_frames=300)
     style = (0.1 * np.random.default_rng(4).standard_normal((1, 256))).astype(np.float32)
     ids = [50, 83, 54, 156, 57, 135, 16, 65]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kcc.speech.g2p import (G2P, G2PError, G2PWarning, Word, decode_text, encode, espeak_available, load_vocab,
+from kcc.speech.g2p.g2p import (G2P, G2PError, G2PWarning, Word, decode_text, encode, espeak_available, load_vocab,
                      misaki_available)
-from kcc.speech.g2p_en import align_groups, lexicon_available
+from kcc.speech.g2p.en import align_groups, lexicon_available
 from kcc.speech.engine import plan
 from kcc.speech.text import MAX_PHONEMES, chunk_words, phoneme_string
 
@@ -71,7 +71,7 @@ def test_lexicon_sentences(lex, text, phonemes):
     ("We present a present.", "pɹˈɛzᵊnt", "pɹizˈɛnt"),
 ])
 def test_lexicon_heteronyms_follow_their_tag(lex, text, noun, verb):
-    """Verb after a subject pronoun, noun after a determiner (kcc.speech.g2p_tagger)."""
+    """Verb after a subject pronoun, noun after a determiner (kcc.speech.g2p.tagger)."""
     ps = [w.phonemes for w in lex(text)]
     assert ps[1] == verb and ps[-2] == noun
 
@@ -281,17 +281,17 @@ def test_long_real_text_plans_into_chunks(us):
      ["XX", "IN", "XX", "-LRB-", "NNP", "-RRB-"]),
 ])
 def test_tagger_gives_the_tags_misaki_reads(tokens, tags):
-    from kcc.speech.g2p_tagger import tag
+    from kcc.speech.g2p.tagger import tag
     assert tag(tokens) == tags
 
 
 def test_backends_never_import_the_dispatcher():
-    """kcc.speech.g2p dispatches down to its backends; they share types through g2p_base and
-    import nothing from kcc.speech.g2p, not even inside a function (no import circle)."""
+    """kcc.speech.g2p.g2p dispatches down to its backends; they share types through kcc.speech.g2p.base and
+    import nothing from kcc.speech.g2p.g2p, not even inside a function (no import circle)."""
     import ast
-    speech = Path(__file__).parents[1] / "kcc" / "speech"
-    modules = sorted(speech.glob("g2p_*.py")) + [speech / "normalize.py", speech / "en_tokenizer.py"]
-    assert {m.stem for m in modules} >= {"g2p_base", "g2p_en", "g2p_intl", "g2p_ja", "g2p_scripts", "g2p_tagger"}
+    room = Path(__file__).parents[1] / "kcc" / "speech" / "g2p"
+    modules = sorted(m for m in room.glob("*.py") if m.stem not in ("g2p", "__init__"))
+    assert {m.stem for m in modules} >= {"base", "en", "intl", "ja", "scripts", "tagger", "normalize", "en_tokenizer"}
     for module in modules:
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
@@ -300,12 +300,12 @@ def test_backends_never_import_the_dispatcher():
                 targets = [a.name for a in node.names]
             else:
                 continue
-            assert "kcc.speech.g2p" not in targets, f"{module.name} imports kcc.speech.g2p (line {node.lineno})"
+            assert "kcc.speech.g2p.g2p" not in targets, f"{module.name} imports kcc.speech.g2p.g2p (line {node.lineno})"
 
 
 def test_public_names_stay_importable_from_g2p():
-    import kcc.speech.g2p as g2p
-    from kcc.speech import g2p_base
+    import kcc.speech.g2p.g2p as g2p
+    from kcc.speech.g2p import base as g2p_base
     for name in g2p.__all__:
         assert hasattr(g2p, name), name
     assert g2p.Word is g2p_base.Word and g2p.G2PError is g2p_base.G2PError and g2p.Encoded is g2p_base.Encoded

@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcc.speech import g2p_en, g2p_en_cache
-from kcc.speech.g2p_en_cache import LazyEspeakFallback, LexiconTable, _cache_path, lexicon
+from kcc.speech.g2p import en as g2p_en
+from kcc.speech.g2p import en_cache as g2p_en_cache
+from kcc.speech.g2p.en_cache import LazyEspeakFallback, LexiconTable, _cache_path, lexicon
 
 ROOT = Path(__file__).resolve().parent.parent
 ok, why = g2p_en.lexicon_available()
@@ -108,7 +109,7 @@ def test_a_cache_that_cannot_be_written_still_speaks_and_leaves_no_file(cache, m
 _PROBE = textwrap.dedent("""
     import sys, warnings
     warnings.simplefilter("ignore")
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     g = G2P("en-us", "auto")
     known = [w.phonemes for w in g({known!r})]
     loaded = sorted(m for m in ("spacy", "thinc", "torch", "phonemizer") if m in sys.modules)

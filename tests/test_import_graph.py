@@ -63,13 +63,13 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.mark.parametrize("source, line", [
-    ("from kcc.speech.say import say\n", 1),                           # top level
-    ("def f():\n    import kcc.speech.g2p\n", 2),                      # hidden in a function
+    ("from kcc.speech.cli.say import say\n", 1),                           # top level
+    ("def f():\n    import kcc.speech.g2p.g2p\n", 2),                      # hidden in a function
     ("from ..speech import say\n", 1),                                 # relative
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kcc.speech import voices\n", 3),
 ])
 def test_the_checker_finds_a_wrong_way_import_of_every_form(graph, tmp_path, source, line):
-    root = _tree(tmp_path, {"kcc/model/low.py": source, "kcc/speech/say.py": "", "kcc/speech/g2p.py": "",
+    root = _tree(tmp_path, {"kcc/model/low.py": source, "kcc/speech/cli/say.py": "", "kcc/speech/g2p/g2p.py": "",
                             "kcc/speech/voices.py": ""})
     bad = graph.wrong_way(graph.edges(root))
     assert [(e.source, e.line) for e in bad] == [("kcc.model.low", line)]
@@ -107,7 +107,7 @@ def test_every_import_inside_a_function_has_its_measured_reason(graph):
     ("kcc/speech/x.py", "def f():\n    from kcc.speech import voices\n", False),  # kcc: at the top
     ("kcc/speech/x.py", "async def f():\n    import av\n", True),                 # PyAV: measured cost
     ("kcc/speech/x.py", "def f():\n    def g():\n        from onnx import load\n", True),
-    ("kcc/cli.py", "def cmd():\n    from kcc.speech.say import run_cli\n", True),  # a command's modules
+    ("kcc/cli.py", "def cmd():\n    from kcc.speech.cli.say import run_cli\n", True),  # a command's modules
     ("kcc/cli.py", "def cmd():\n    import os\n", False),                         # ... not the stdlib
     ("kcc/model/pipeline.py", "def f():\n    from kcc.compiler.driver import compile_circuit\n", True),
     ("kcc/model/pipeline.py", "def f():\n    from kcc.compiler.runtime import aligned_empty\n", False),

@@ -10,11 +10,11 @@ import warnings
 
 import pytest
 
-from kcc.speech.g2p import (ALIASES, G2P, LANGUAGE_CHOICES, G2PError, canonical_language, detect_language, encode,
+from kcc.speech.g2p.g2p import (ALIASES, G2P, LANGUAGE_CHOICES, G2PError, canonical_language, detect_language, encode,
                      load_vocab)
 from bench.languages_corpus import LANGUAGES, SENTENCES
-from kcc.speech.g2p_intl import available
-from kcc.speech.g2p_scripts import ScriptWarning, keep_speakable
+from kcc.speech.g2p.intl import available
+from kcc.speech.g2p.scripts import ScriptWarning, keep_speakable
 
 
 def _g2p(language: str) -> G2P:
@@ -197,7 +197,7 @@ def test_japanese_words_keep_punctuation_for_chunking():
 
 
 def test_words_from_phonemes_keeps_text_where_counts_agree():
-    from kcc.speech.g2p import words_from_phonemes
+    from kcc.speech.g2p.g2p import words_from_phonemes
     words = words_from_phonemes("Hola, amigo.", "ˈola, amˈiɣo.")
     assert [(w.text, w.phonemes, w.whitespace) for w in words] == [
         ("Hola", "ˈola", False), (",", ",", True), ("amigo", "amˈiɣo", False), (".", ".", False)]
@@ -233,7 +233,7 @@ def test_mandarin_leaves_out_what_pinyin_cannot_read_and_says_so(text):
     """Found by fuzz/fuzz_text.py: misaki's ZHG2P raised ValueError on '鿂' (U+9FC2)."""
     if not available("zh")[0]:
         pytest.skip(available("zh")[1])
-    from kcc.speech.g2p import G2PWarning
+    from kcc.speech.g2p.g2p import G2PWarning
     with pytest.warns(G2PWarning, match="U\\+9FC2"):
         ours = encode(_g2p("zh")(text)).phonemes
     assert ours == encode(_g2p("zh")(text.replace("鿂", ""))).phonemes

@@ -1,4 +1,4 @@
-"""English text normalisation (kcc.speech.normalize): each rule as a class, what it must leave alone,
+"""English text normalisation (kcc.speech.g2p.normalize): each rule as a class, what it must leave alone,
 and the spoken result through both English G2P backends."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("num2words", reason="num2words (a runtime dependency) is not installed")
 
-from kcc.speech.normalize import normalize  # noqa: E402
+from kcc.speech.g2p.normalize import normalize  # noqa: E402
 
 
 @pytest.mark.parametrize("text, spoken", [
@@ -104,8 +104,8 @@ def test_leaves_other_text_alone(text):
 
 @pytest.fixture(scope="module", params=["lexicon", "espeak"])
 def english(request):
-    from kcc.speech.g2p import G2P
-    from kcc.speech.g2p_en import espeak_available, lexicon_available
+    from kcc.speech.g2p.g2p import G2P
+    from kcc.speech.g2p.en import espeak_available, lexicon_available
     ok, why = (lexicon_available if request.param == "lexicon" else espeak_available)()
     if not ok:
         pytest.skip(why)
@@ -126,7 +126,7 @@ def _fold(ps: str) -> str:
 ])
 def test_spoken_through_both_backends(english, text, heard, not_heard):
     """The phonemes say the words, not the symbols (a ',' or '.' would be spoken as a pause)."""
-    from kcc.speech.g2p import encode
+    from kcc.speech.g2p.g2p import encode
     ps = _fold(encode(english(text)).phonemes)
     for h in heard:
         assert _fold(h) in ps, (h, ps)
@@ -201,8 +201,8 @@ def test_every_digit_string_is_spoken_or_refused_by_name(backend):
     speaks every digit (no digit left in the phonemes) or raises its named G2PError; never an
     OverflowError or any other exception (a 400-digit run once overflowed num2words)."""
     hypothesis = pytest.importorskip("hypothesis")
-    from kcc.speech.g2p import G2P, G2PError, encode
-    from kcc.speech.g2p_en import espeak_available, lexicon_available
+    from kcc.speech.g2p.g2p import G2P, G2PError, encode
+    from kcc.speech.g2p.en import espeak_available, lexicon_available
     ok, why = (lexicon_available if backend == "lexicon" else espeak_available)()
     if not ok:
         pytest.skip(why)

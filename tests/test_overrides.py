@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kcc.speech.g2p import G2P, G2PError, load_vocab
-from kcc.speech.g2p import G2PFactory
-from kcc.speech.overrides import (MAX_LEXICON_BYTES, MAX_LEXICON_ENTRIES, LexiconError, Override,
+from kcc.speech.g2p.g2p import G2P, G2PError, load_vocab
+from kcc.speech.g2p.g2p import G2PFactory
+from kcc.speech.g2p.overrides import (MAX_LEXICON_BYTES, MAX_LEXICON_ENTRIES, LexiconError, Override,
                                   UserLexicon, load_lexicon, split_inline, split_overrides)
 from kcc.speech.text import pieces
 
@@ -158,10 +158,10 @@ def test_factory_is_picklable_and_loads_the_lexicon(tmp_path):
 def test_factory_reads_the_lexicon_once_for_every_language(tmp_path, monkeypatch):
     f = tmp_path / "lex.json"
     f.write_text(json.dumps({"kcc": KCC}), encoding="utf-8")
-    import kcc.speech.overrides
+    import kcc.speech.g2p.overrides
     reads = []
-    real_read = kcc.speech.overrides.read_user_file
-    monkeypatch.setattr(kcc.speech.overrides, "read_user_file", lambda path, *a: (reads.append(Path(path)), real_read(path, *a))[1])
+    real_read = kcc.speech.g2p.overrides.read_user_file
+    monkeypatch.setattr(kcc.speech.g2p.overrides, "read_user_file", lambda path, *a: (reads.append(Path(path)), real_read(path, *a))[1])
     factory = G2PFactory("auto", str(f))
     copy = pickle.loads(pickle.dumps(factory))          # what a batch worker gets
     for make in (factory, copy):

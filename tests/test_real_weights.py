@@ -38,7 +38,7 @@ def real(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def phrase(real):
-    from kcc.speech.g2p import load_vocab
+    from kcc.speech.g2p.g2p import load_vocab
     from oracle.ort_check import PHRASE, phoneme_ids, voice_row
     ids = phoneme_ids(PHRASE, load_vocab())
     return ids, voice_row(real["voices"], "jf_alpha", len(ids))
@@ -128,7 +128,7 @@ def test_real_weights_stages_pass_xray(upstream, ours, truth):
 def test_real_weights_speak(upstream, ours, real, phrase, tmp_path):
     """Speech, not noise: voiced F0 in the human range, energy envelope tracking torch's."""
     from oracle.ort_check import corr, rms_envelope
-    from kcc.speech.wav import write_wav
+    from kcc.speech.audio.wav import write_wav
     wav = ours[0]["kokoro.waveform"].reshape(-1)
     ref = upstream[0]["kokoro.waveform"].reshape(-1)
     durations = ours[0]["kokoro.predictor.durations"].reshape(-1)
@@ -161,7 +161,7 @@ def test_real_weights_english_is_recognised_by_asr(ours, real):
     The decoder is constrained to a grammar of the six phrases, so chance is 1 in 6 per phrase;
     measured 5 of 6 recognised exactly (the voice is a Japanese one, jf_alpha)."""
     ps = pytest.importorskip("pocketsphinx", reason="pocketsphinx (ships an English ASR model) is not installed")
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     from kcc.speech.engine import resolve_voice, say
     synth = ours[1]
     pack = resolve_voice(f"{real['voices']}:jf_alpha")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kcc.compiler.driver import compile_circuit
-from kcc.compiler.ir import DTYPE_BYTES, Graph, Op, Tensor
+from kcc.ir import DTYPE_BYTES, Graph, Op, Tensor
 from kcc.compiler.plan import Buffer, align_up, first_fit, live_ranges, offsets_at, placement_order, plan_memory
 
 # One stage per kind of runtime dim: tokens (B, T), tokens and frames (T, F), f0 frames (B, N).

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from kcc.model.pipeline import continuing_durations
-from kcc.speech import say as say_mod
-from kcc.speech.g2p import PUNCTUATION, G2PError, Word, espeak_available
+from kcc.speech.cli import say as say_mod
+from kcc.speech.g2p.g2p import PUNCTUATION, G2PError, Word, espeak_available
 from kcc.speech.engine import SayError, plan, random_voice, say
 from kcc.speech.text import MAX_PHONEMES
-from kcc.speech.timestamps import SAMPLES_PER_FRAME
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.timestamps import SAMPLES_PER_FRAME
+from kcc.speech.audio.wav import pcm16
 
 
 class FakeSynth:
@@ -226,7 +226,7 @@ def test_cli_say_refuses_bad_input(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.skipif(not espeak_available()[0], reason=f"espeak G2P unavailable: {espeak_available()[1]}")
 def test_say_with_real_g2p():
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     synth = FakeSynth()
     r = say("The quick brown fox jumps over the lazy dog. It was 42 degrees!", synth, None, g2p=G2P("en-us", "espeak"))
     assert r.chunks[0].encoded.phonemes == "ðə kwˈɪk bɹˈWn fˈɑks ʤˈʌmps ˌOvəɹ ðə lˈAzi dˈɑɡ. ɪt wʌz fˈɔɹTi tˈu dᵻɡɹˈiz!"

@@ -21,8 +21,8 @@ import pytest
 import uvicorn
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kcc.speech.g2p import G2PError
-from kcc.speech.first_chunk import chunk_plan
+from kcc.speech.g2p.g2p import G2PError
+from kcc.speech.serve.first_chunk import chunk_plan
 from kcc.speech.engine import plan, random_voice, say
 from kcc.speech.serve.app import HttpLimits, create_app
 from kcc.speech.serve.connection import ConnectionLimits, uvicorn_options
@@ -30,7 +30,7 @@ from kcc.speech.serve.request import ApiError, SpeechRequest, parse_speech
 from kcc.speech.serve.service import Limits, SpeechService
 from kcc.speech.serve.voice_set import VoiceSet
 from kcc.speech.voices import VoiceInfo, load_voice
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.wav import pcm16
 
 from test_say import FakeSynth, LetterG2P, sentences
 
@@ -629,12 +629,12 @@ SERVE_SCRIPT = """
 import sys
 from pathlib import Path
 sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]
-import kcc.speech.engine, kcc.speech.g2p, kcc.speech.voices
+import kcc.speech.engine, kcc.speech.g2p.g2p, kcc.speech.voices
 from test_say import FakeSynth, LetterG2P
 from test_server import make_catalog
 kcc.speech.engine.load_synthesizer = lambda *a, **k: FakeSynth(delay=0.1)
 kcc.speech.voices.voice_catalog = lambda dirs: make_catalog(Path(sys.argv[2]))
-kcc.speech.g2p.G2P = lambda lang, backend, **options: LetterG2P()
+kcc.speech.g2p.g2p.G2P = lambda lang, backend, **options: LetterG2P()
 import argparse
 from kcc.speech.serve.cli import add_parsers
 ap = argparse.ArgumentParser()
@@ -779,7 +779,7 @@ def test_a_blend_speaks_the_language_of_its_heaviest_voice(tmp_path):
 
 
 def test_french_voices_are_french_as_the_g2p_names_it():
-    from kcc.speech.g2p import ALIASES
+    from kcc.speech.g2p.g2p import ALIASES
     from kcc.speech.voices import _info
     assert _info("ff_siwis", "x", "test").language == ALIASES["f"] == "fr-fr"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kcc.speech.serve.security import Tls, TlsError, check_tls
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.wav import pcm16
 from test_server import _until_value, expected, free_port, serve_cli
 
 pytestmark = pytest.mark.tools("openssl")

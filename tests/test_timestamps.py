@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kcc.speech.g2p import Word, encode
+from kcc.speech.g2p.g2p import Word, encode
 from kcc.speech.engine import random_voice, say
-from kcc.speech.timestamps import SAMPLES_PER_FRAME, TimestampError, word_timestamps
+from kcc.speech.audio.timestamps import SAMPLES_PER_FRAME, TimestampError, word_timestamps
 
 from test_say import FakeSynth, LetterG2P, sentences
 

@@ -167,7 +167,7 @@ def test_requests_are_checked_before_anything_loads(change, message):
 
 
 def test_design_voice_writes_the_pack_and_continues(tmp_path, encoder):
-    from kcc.speech.wav import write_wav
+    from kcc.speech.audio.wav import write_wav
     target = write_wav(tmp_path / "me.wav", resample(SPEECH, 16_000, to=int(16_000 / 1.1)), sample_rate=16_000)
     req = vrun.DesignRequest(targets=[target], out=tmp_path / "me.pt", pool=["af_heart", "am_adam"], steps=1)
     first = vrun.run_design(req, synth=PitchSynth(), encoder=encoder)

@@ -11,7 +11,7 @@ import pytest
 from kcc.compiler.xray import load_pinned
 from kcc.speech.voice_design import target as tg
 from kcc.speech.voice_design.encoder import SpeakerEncoder
-from kcc.speech.wav import write_wav
+from kcc.speech.audio.wav import write_wav
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "voice_encoder"
 

@@ -321,7 +321,7 @@ def test_the_voice_speaks_its_language_and_no_voice_the_text_s():
 ])
 def test_say_speaks_the_language_s_voice_end_to_end(text, voice, expected):
     from test_say import FakeSynth
-    from kcc.speech.g2p import G2P
+    from kcc.speech.g2p.g2p import G2P
     from kcc.speech.engine import say
     synth = FakeSynth()
     say(text, synth, voice, g2p=G2P("auto"))

@@ -29,7 +29,7 @@ def synth():
 
 @pytest.fixture(scope="module")
 def g2ps():
-    from kcc.speech.g2p import G2P, G2PError
+    from kcc.speech.g2p.g2p import G2P, G2PError
     out = {}
     for code in LANGUAGES:
         try:

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from kcc.compiler.build import BuildOptions  # noqa: E402
-from kcc.compiler.ir import Graph, Op, Tensor, WeightRef  # noqa: E402
+from kcc.ir import Graph, Op, Tensor, WeightRef  # noqa: E402
 from kcc.compiler.one_op import compile_op, run_cases, run_op  # noqa: E402
 from kcc.compiler.passes import DEFAULT_PASSES, FP32_ONLY, for_precision, winograd_convs  # noqa: E402
 from kcc.ops import Case, LoweringError  # noqa: E402

@@ -13,7 +13,7 @@ from kcc.speech.serve.service import Limits, SpeechService
 from kcc.speech.serve.voice_set import VoiceSet
 from kcc.speech.serve.wyoming_server import serve
 from kcc.speech.voices import load_voice
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.wav import pcm16
 
 from test_say import FakeSynth, LetterG2P, sentences
 from test_server import G2PS, VOICE_SEEDS, free_port, make_catalog, planned, serve_cli
@@ -124,7 +124,7 @@ def test_streamed_text_without_sentence_ends_stays_bounded(tmp_path):
                                              SynthesizeStop()], until=("synthesize-stopped",)))
     kinds = [e.type for e in events]
     assert "error" not in kinds and kinds.count("audio-start") == 2            # 4096 at a space, then the rest
-    from kcc.speech.g2p import load_vocab
+    from kcc.speech.g2p.g2p import load_vocab
     space = load_vocab()[" "]
     assert sum(i != space for c in synth.calls for i in c["ids"]) == 500 * 9    # every letter spoken once
 
@@ -140,7 +140,7 @@ def test_a_sentence_end_after_a_long_unended_run_speaks_all_of_it(tmp_path):
                                       until=("synthesize-stopped",)))
     kinds = [e.type for e in events]
     assert "error" not in kinds and kinds.count("audio-start") == 2
-    from kcc.speech.g2p import load_vocab
+    from kcc.speech.g2p.g2p import load_vocab
     space = load_vocab()[" "]
     letters = sum(c.isalpha() for c in word * 409 + "and more words here.")
     assert sum(i != space for c in synth.calls for i in c["ids"]) == letters + 1           # and the full stop

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kcc.compiler.ir import extent_value
+from kcc.ir import extent_value
 
 SCHEMA = "kcc.circuit/1"
 CIRCUIT_DIR = Path(__file__).parent

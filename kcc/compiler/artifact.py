@@ -38,8 +38,8 @@ from kcc import __version__
 from kcc.cache_trust import check_private_dir, sign
 from kcc.cache_trust import verify as signature_holds
 from kcc.compiler.build import BuildOptions, Built, toolchain_identity
-from kcc.compiler.ir import Checkpoint as IrCheckpoint
-from kcc.compiler.ir import Graph, Op, Tensor, WeightRef
+from kcc.ir import Checkpoint as IrCheckpoint
+from kcc.ir import Graph, Op, Tensor, WeightRef
 from kcc.compiler.plan import Buffer, MemoryPlan
 from kcc.compiler.runtime import CompiledCircuit, KccRunError
 from kcc.files import cache_subdir, file_sha256, temp_dir

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcc.compiler.ir import DTYPE_BYTES, Graph, Op, extent_value
+from kcc.ir import DTYPE_BYTES, Graph, Op, extent_value
 from kcc.ops import OPS, BindContext
 from kcc.ops.dft_conv import reads_spectrum
 

@@ -9,7 +9,7 @@ import numpy as np
 from kcc.circuits import CircuitError, load_circuit, validate_circuit
 from kcc.compiler.build import BuildOptions, build_library
 from kcc.compiler.emit import emit_c
-from kcc.compiler.ir import Graph
+from kcc.ir import Graph
 from kcc.compiler.lower import lower_circuit
 from kcc.compiler.passes import DEFAULT_PASSES, for_precision
 from kcc.compiler.plan import MemoryPlan, plan_memory

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from kcc.compiler.abi import ABI_VERSION, WEIGHT_DONE_MIN_BYTES, run_prototype, symbol_prefix
-from kcc.compiler.ir import DTYPE_BYTES, Graph
+from kcc.ir import DTYPE_BYTES, Graph
 from kcc.kernels.registry import C_TYPES, COMMON_HEADER, F32, I64, IN_F32, IN_I32, OUT_F32, OUT_I32, WEIGHT, get_kernel, with_requires
 from kcc.ops import OPS, BindContext
 from kcc.compiler.plan import MemoryPlan, live_ranges, placement_order

@@ -12,8 +12,8 @@ import numpy as np
 
 from kcc.weights.checkpoint import Checkpoint, tensor_sha256
 from kcc.weights.quantised import Quantised, QuantisedError, from_exact
-from kcc.compiler.ir import Checkpoint as XrayPoint
-from kcc.compiler.ir import Graph, Op, Tensor, WeightRef
+from kcc.ir import Checkpoint as XrayPoint
+from kcc.ir import Graph, Op, Tensor, WeightRef
 from kcc.ops import OPS, LoweringError
 
 Pass = Callable[[Graph], Graph]

@@ -10,7 +10,7 @@ direct convs it would replace into their own ops.
 """
 from __future__ import annotations
 
-from kcc.compiler.ir import Graph, Op, extent_value, max_dims
+from kcc.ir import Graph, Op, extent_value, max_dims
 from kcc.ops import OPS, dft_conv, winograd_conv
 from kcc.ops.conv import variant
 from kcc.ops.elementwise import same_extent

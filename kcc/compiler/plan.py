@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kcc.compiler.ir import DTYPE_BYTES, Graph
+from kcc.ir import DTYPE_BYTES, Graph
 
 ALIGNMENT = 64
 

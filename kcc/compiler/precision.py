@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from kcc.compiler.ir import Graph
+from kcc.ir import Graph
 from kcc.compiler import isa          # called as isa.X(): tests stand in for the CPU there
 
 PRECISIONS = ("fp32", "bf16", "int8")

@@ -19,7 +19,7 @@ import numpy as np
 from kcc.compiler.abi import ABI_VERSION, WEIGHT_DONE_FN, bind, symbol_prefix
 from kcc.compiler.build import Built
 from kcc.compiler.plan import MemoryPlan
-from kcc.compiler.ir import Graph, extent_value
+from kcc.ir import Graph, extent_value
 
 NP_DTYPES = {"f32": np.float32, "i32": np.int32}
 

@@ -262,7 +262,7 @@ class Synthesizer:
             raise SynthesisError("no phoneme ids to synthesise")
         if len(ids) + 2 > CONTEXT_TOKENS:
             raise SynthesisError(f"{len(ids)} phonemes exceed the {CONTEXT_TOKENS - 2}-phoneme context; "
-                                 "split the text (kcc.speech.g2p chunks it)")
+                                 "split the text (kcc.speech.g2p.g2p chunks it)")
         ref_s = np.asarray(ref_s, dtype=np.float32).reshape(1, -1)
         if ref_s.shape != (1, kokoro.REF_S_DIM) or not np.isfinite(ref_s).all():
             raise SynthesisError(f"style must be {kokoro.REF_S_DIM} finite floats, got shape {ref_s.shape}")

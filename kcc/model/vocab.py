@@ -1,5 +1,5 @@
 """Kokoro's phoneme vocabulary (kcc/data/vocab.json, from upstream's config.json): phoneme -> id.
-A property of the model, so it lives here; G2P (kcc.speech.g2p) and `kcc export` both read it."""
+A property of the model, so it lives here; G2P (kcc.speech.g2p.g2p) and `kcc export` both read it."""
 from __future__ import annotations
 
 import functools

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from kcc.compiler.ir import Shape
+from kcc.ir import Shape
 
 
 class LoweringError(Exception):

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from kcc.compiler.ir import extent_value
+from kcc.ir import extent_value
 from kcc.kernels.registry import F32, I64, IN_F32, OUT_F32, Contract, Kernel, register
 from kcc.ops.core import BindContext, Case, OpDef, c_float, define_op, expect
 from kcc.ops.cost_terms import data_movement

@@ -23,10 +23,10 @@ import numpy as np
 from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
 from kcc.model.loader import load
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
-from kcc.speech.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
-from kcc.speech.progress_bar import WIDTH, ProgressBar
+from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
+from kcc.speech.cli.progress_bar import WIDTH, ProgressBar
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
-from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
+from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcc.speech.g2p_scripts import detect_language
+from kcc.speech.g2p.scripts import detect_language
 
 
 @dataclass(frozen=True)

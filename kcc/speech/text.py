@@ -25,8 +25,8 @@ from collections import deque
 from typing import Iterable, Iterator, Sequence
 
 from kcc.model.kokoro import MAX_PHONEMES  # ALBERT's 512 positions less the two boundary tokens
-from kcc.speech.g2p import Word
-from kcc.speech.overrides import INLINE, MAX_OVERRIDE_PHONEMES, MAX_WORD_CHARS
+from kcc.speech.g2p.g2p import Word
+from kcc.speech.g2p.overrides import INLINE, MAX_OVERRIDE_PHONEMES, MAX_WORD_CHARS
 
 WATERFALL = ("!.?…", ":;", ",—")
 BUMPS = (")", "”")

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.model import kokoro
-from kcc.speech.g2p_scripts import detect_language
+from kcc.speech.g2p.scripts import detect_language
 from kcc.speech.languages import DEFAULT_LANGUAGE, default_voice, pick_language, voice_gender, voice_language
 from kcc.weights import official_voices, real_model
 from kcc.weights.bounded_read import npz_members

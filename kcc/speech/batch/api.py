@@ -42,7 +42,7 @@ class Batch:
     picklable zero-argument factory (what worker processes and Ray actors load), or an already
     loaded synthesizer object (local threads only). workers: items at once (default: one per
     core); threads: kernel threads per worker (default: cores / workers). processes: the local
-    engine runs workers as processes instead of threads (see local_pool.py). g2p: a kcc.speech.g2p
+    engine runs workers as processes instead of threads (see local_pool.py). g2p: a kcc.speech.g2p.g2p
     backend name or a picklable factory(lang) -> G2P."""
 
     def __init__(self, manifest, outdir: str | Path, *, defaults: Defaults = Defaults(), engine: str = "local",

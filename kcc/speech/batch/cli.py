@@ -12,7 +12,7 @@ from kcc.speech.batch.item import DEFAULT_MAX_CHARS
 
 
 def add_parser(subparsers) -> None:
-    from kcc.speech.cli_args import add_speech_args
+    from kcc.speech.cli.args import add_speech_args
     p = subparsers.add_parser("batch", help="synthesise a manifest of items into OUTDIR (resumable)")
     p.add_argument("manifest", help="JSONL or CSV (columns id, text|phonemes, voice, lang, speed, seed, "
                                     "format) or plain text (one utterance per line, id = line number)")
@@ -43,8 +43,8 @@ def run_cli(args) -> int:
     from kcc.speech.batch.manifest import Defaults, ManifestError, check_option
     from kcc.speech.batch.progress import BatchProgress
     from kcc.speech.batch.ray_engine import RayUnavailable
-    from kcc.speech.cli_args import checkpoint_of
-    from kcc.speech.g2p import G2PFactory
+    from kcc.speech.cli.args import checkpoint_of
+    from kcc.speech.g2p.g2p import G2PFactory
     try:
         g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
         defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),

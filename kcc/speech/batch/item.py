@@ -28,7 +28,7 @@ from kcc.model.pipeline import DEFAULT_MAX_FRAMES
 from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
 from kcc.speech.engine import plan, resolve_voice, say
-from kcc.speech.g2p import G2P, Word, encode, load_vocab
+from kcc.speech.g2p.g2p import G2P, Word, encode, load_vocab
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
 from kcc.speech.voices import VoiceError, speaking
 
@@ -45,7 +45,7 @@ class JobOptions:
     """What every worker needs besides the model: where to write, how to resolve voices and text."""
     outdir: str
     voices_dirs: tuple[str, ...] = ()
-    g2p: object = "auto"                 # a kcc.speech.g2p backend name, or a picklable factory(lang) -> G2P
+    g2p: object = "auto"                 # a kcc.speech.g2p.g2p backend name, or a picklable factory(lang) -> G2P
     max_chars: int = DEFAULT_MAX_CHARS
 
 

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from kcc.files import read_user_file
 from kcc.speech.batch.audio import FORMATS
-from kcc.speech.g2p import G2PError, canonical_language, decode_text
+from kcc.speech.g2p.g2p import G2PError, canonical_language, decode_text
 from kcc.speech.engine import check_seed, check_speed
 
 COLUMNS = ("id", "text", "phonemes", "voice", "lang", "speed", "seed", "format")

@@ -1,7 +1,7 @@
 """A one-line batch progress bar on stderr: items, hours of audio made, failures, ETA."""
 from __future__ import annotations
 
-from kcc.speech.progress_bar import ItemsBar
+from kcc.speech.cli.progress_bar import ItemsBar
 
 
 class BatchProgress(ItemsBar):

@@ -16,11 +16,11 @@ import numpy as np
 
 from kcc import __version__
 from kcc.files import AtomicFile
-from kcc.speech.audio_formats import Encoder
+from kcc.speech.audio.formats import Encoder
 from kcc.speech.book.errors import BookError
 from kcc.speech.book.layout import ChapterPlan
-from kcc.speech.timestamps import SAMPLE_RATE
-from kcc.speech.wav import WavWriter
+from kcc.speech.audio.timestamps import SAMPLE_RATE
+from kcc.speech.audio.wav import WavWriter
 
 FADE_S = 0.005
 AUDIO_FORMATS = ("wav", "flac", "mp3", "opus", "aac")
@@ -38,7 +38,7 @@ def read_item(work: Path, item_id: str) -> tuple[np.ndarray, dict]:
             pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
     except (OSError, ValueError, wave.Error, EOFError) as exc:
         raise MissingItem(f"item {item_id}: {exc}") from None
-    return pcm.astype(np.float32) / 32767.0, side          # kcc.speech.wav.pcm16 maps these back exactly
+    return pcm.astype(np.float32) / 32767.0, side          # kcc.speech.audio.wav.pcm16 maps these back exactly
 
 
 def fade(audio: np.ndarray, n: int = int(FADE_S * SAMPLE_RATE)) -> np.ndarray:
@@ -89,8 +89,8 @@ def assemble(plan: ChapterPlan, work: Path, write, at: int = 0) -> Assembled:
 
 class ChapterFile:
     """One chapter's audio file, written as it comes and renamed into place by commit():
-    WAV through kcc.speech.wav.WavWriter, the others through the server's PyAV encoder in its
-    streaming form (kcc.speech.audio_formats: bit-exact muxing, so the same audio gives
+    WAV through kcc.speech.audio.wav.WavWriter, the others through the server's PyAV encoder in its
+    streaming form (kcc.speech.audio.formats: bit-exact muxing, so the same audio gives
     the same bytes)."""
 
     def __init__(self, path: Path, fmt: str):

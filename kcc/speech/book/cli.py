@@ -17,7 +17,7 @@ def add_parser(subparsers) -> None:
     from kcc.speech.book.assemble import AUDIO_FORMATS
     from kcc.speech.book.captions import FORMATS as CAPTIONS
     from kcc.speech.book.layout import Pauses
-    from kcc.speech.cli_args import add_speech_args
+    from kcc.speech.cli.args import add_speech_args
     p = subparsers.add_parser("book", help="read a book (EPUB, Markdown, HTML, text, PDF) into an audiobook "
                                            "(resumable)")
     p.add_argument("input", help="the book: .epub, .md, .html, .txt or .pdf")
@@ -60,8 +60,8 @@ def run_cli(args) -> int:
     from kcc.speech.book.job import BookJob, BookOptions, ChapterDone
     from kcc.speech.book.layout import Pauses
     from kcc.speech.book.progress import BookProgress
-    from kcc.speech.cli_args import checkpoint_of
-    from kcc.speech.g2p import G2PFactory
+    from kcc.speech.cli.args import checkpoint_of
+    from kcc.speech.g2p.g2p import G2PFactory
     t0 = time.perf_counter()
     m4b = args.out.lower().endswith(".m4b")
     if m4b and args.format:

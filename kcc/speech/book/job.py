@@ -38,8 +38,8 @@ from kcc.speech.book.layout import ITEM_CHARS, ChapterPlan, Pauses, plan_chapter
 from kcc.speech.book.m4b import M4bWriter
 from kcc.speech.book.sources import Book, read_book
 from kcc.speech.book.voice_choice import book_language, default_voice
-from kcc.speech.outputs import check_output, check_output_dir
-from kcc.speech.timestamps import SAMPLE_RATE
+from kcc.speech.audio.outputs import check_output, check_output_dir
+from kcc.speech.audio.timestamps import SAMPLE_RATE
 
 CHAPTER_SCHEMA = "kcc.speech.book.chapter/1"
 WORK_DIR = ".kcc-book"

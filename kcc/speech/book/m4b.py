@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from kcc.files import AtomicFile
-from kcc.speech.timestamps import SAMPLE_RATE
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.timestamps import SAMPLE_RATE
+from kcc.speech.audio.wav import pcm16
 
 BIT_RATE = 64_000            # mono speech: transparent for Kokoro's 24 kHz output
 

@@ -2,7 +2,7 @@
 itself fills by items)."""
 from __future__ import annotations
 
-from kcc.speech.progress_bar import ItemsBar
+from kcc.speech.cli.progress_bar import ItemsBar
 
 
 class BookProgress(ItemsBar):

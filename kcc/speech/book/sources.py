@@ -29,7 +29,7 @@ from kcc.speech.book.errors import (
     UnsafeArchive,
     UnsupportedBook,
 )
-from kcc.speech.g2p import G2PError, decode_text
+from kcc.speech.g2p.g2p import G2PError, decode_text
 
 FORMATS = ("epub", "markdown", "html", "text", "pdf")
 _SUFFIXES = {".epub": "epub", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",

@@ -26,12 +26,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kcc.speech.serve import sse
-from kcc.speech.audio_formats import STREAMABLE
+from kcc.speech.audio.formats import STREAMABLE
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, parse_speech
 from kcc.speech.serve.security import PAGE_HEADERS, Access, guarded
 from kcc.speech.serve.service import SpeechService
-from kcc.speech.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
+from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 STATIC = Path(__file__).with_name("static")
 SEND_SLICE = 16 * 1024               # a stream's bytes are sent in slices of at most this (paced)

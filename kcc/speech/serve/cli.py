@@ -40,7 +40,7 @@ def _env(name: str, default, kind=str):
 
 
 def _common(p: argparse.ArgumentParser, port: int) -> None:
-    from kcc.speech.cli_args import add_speech_args
+    from kcc.speech.cli.args import add_speech_args
     add_speech_args(p)
     p.set_defaults(lang=_env("LANG", "en-us"))
     p.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="address to listen on ($KCC_HOST)")
@@ -149,9 +149,9 @@ def build_service(args):
     """Synthesizer, G2P per language, voices: everything both servers share."""
     from kcc.model.loader import available_cores
     from kcc.speech import voices as voices_mod
-    from kcc.speech.cli_args import checkpoint_of
+    from kcc.speech.cli.args import checkpoint_of
     from kcc.speech.engine import load_synthesizer
-    from kcc.speech.g2p import G2PFactory
+    from kcc.speech.g2p.g2p import G2PFactory
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
     check_settings(args)

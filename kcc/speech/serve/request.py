@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 
 from kcc.model.kokoro import MAX_SPEED, MIN_SPEED      # the one speed range (re-exported)
-from kcc.speech.g2p import G2PError, canonical_language
+from kcc.speech.g2p.g2p import G2PError, canonical_language
 from kcc.speech.engine import SayError, check_seed
-from kcc.speech.audio_formats import STREAMABLE
+from kcc.speech.audio.formats import STREAMABLE
 
 MAX_INPUT_CHARS = 4096                 # OpenAI's limit
 MAX_INSTRUCTIONS_CHARS = 4096

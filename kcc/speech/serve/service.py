@@ -6,7 +6,7 @@ urgent listener's chunk first; the compiled circuits release the GIL), and it ha
 loop a stream of items: ('plan', chunks), ('bytes', encoded bytes, the Chunk or None for the
 encoder's tail)..., then ('end', None); or ('error', ApiError) at any point. At most
 `workers` + `max_queue` jobs are admitted; one more is refused at once with 503 + Retry-After.
-The first chunks are short and grow (kcc.speech.first_chunk): the first is sized from the
+The first chunks are short and grow (kcc.speech.serve.first_chunk): the first is sized from the
 measured cost of recent chunks to be made within `first_chunk_seconds`.
 Between chunks the job stops if the client went away (Job.cancel) or if the next chunk, at the
 measured seconds per phoneme, would end past the request's deadline (504); the server plans
@@ -28,16 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kcc.speech.g2p import G2PError, detect_language
+from kcc.speech.g2p.g2p import G2PError, detect_language
 from kcc.speech.languages import pick_language
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
-from kcc.speech.first_chunk import CostModel, chunk_plan
+from kcc.speech.serve.first_chunk import CostModel, chunk_plan
 from kcc.speech.engine import SayError, plan, synthesize_chunks
 from kcc.speech.text import pieces
-from kcc.speech.audio_formats import Encoder
+from kcc.speech.audio.formats import Encoder
 from kcc.speech.serve.request import ApiError, SpeechRequest
 from kcc.speech.serve.scheduler import ChunkScheduler
-from kcc.speech.timestamps import SAMPLE_RATE
+from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.serve.voice_set import VoiceRequestError, VoiceSet
 from kcc.speech.voices import VoiceError
 
@@ -194,7 +194,7 @@ class SpeechService:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def first_chunks(self) -> tuple[list[int], int]:
-        """The first chunks' phoneme limits for a request now, and min_rest (kcc.speech.first_chunk)."""
+        """The first chunks' phoneme limits for a request now, and min_rest (kcc.speech.serve.first_chunk)."""
         lim = self.limits
         first = lim.first_chunk_phonemes if lim.first_chunk_seconds <= 0 else self.cost.phonemes_within(
             lim.first_chunk_seconds, min(lim.first_chunk_min, lim.first_chunk_phonemes), lim.first_chunk_phonemes)

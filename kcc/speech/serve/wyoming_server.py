@@ -36,7 +36,7 @@ from kcc.speech.languages import LANGUAGES, default_voice, from_tag
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, SpeechRequest
 from kcc.speech.serve.service import SpeechService
 from kcc.speech.serve.wyoming_events import BadEvent, WyomingLimits, read_event, text_field, voice_field
-from kcc.speech.timestamps import SAMPLE_RATE
+from kcc.speech.audio.timestamps import SAMPLE_RATE
 
 SAMPLES_PER_EVENT = 2048
 ATTRIBUTION = Attribution(name="hexgrad (Kokoro-82M), compiled by kcc", url="https://github.com/hexgrad/kokoro")

@@ -14,7 +14,7 @@ import numpy as np
 
 from kcc.files import AtomicFile, cache_subdir
 from kcc.speech.engine import load_synthesizer
-from kcc.speech.g2p import G2P
+from kcc.speech.g2p.g2p import G2P
 from kcc.speech.languages import ALIASES, LANGUAGES, voice_language
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, sentences_for

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from kcc.model.loader import add_precision_argument
-from kcc.speech.g2p import G2P_BACKENDS, LANGUAGE_CHOICES
+from kcc.speech.g2p.g2p import G2P_BACKENDS, LANGUAGE_CHOICES
 
 
 def add_speech_args(p) -> None:

@@ -21,7 +21,7 @@ from typing import Callable
 
 def num2words(*args, **kwargs) -> str:
     """num2words.num2words, imported on first use: the import costs ~30 ms of a warm `kcc say`,
-    and most sentences have no number. misaki.en is given this one too (kcc.speech.g2p_en)."""
+    and most sentences have no number. misaki.en is given this one too (kcc.speech.g2p.en)."""
     from num2words import num2words as spell
     return spell(*args, **kwargs)
 

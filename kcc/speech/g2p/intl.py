@@ -1,7 +1,7 @@
-"""G2P for the languages other than English: Japanese (kcc.speech.g2p_ja), the espeak-ng languages
+"""G2P for the languages other than English: Japanese (kcc.speech.g2p.ja), the espeak-ng languages
 Kokoro v1.0 was trained on (misaki.espeak.EspeakG2P, language-switch flags removed, exactly as
 upstream KPipeline builds it) and Mandarin (misaki.zh.ZHG2P in its v1.0 'legacy' mode, as
-KPipeline runs it for Kokoro-82M). Each gives one phoneme string per paragraph; kcc.speech.g2p splits
+KPipeline runs it for Kokoro-82M). Each gives one phoneme string per paragraph; kcc.speech.g2p.g2p splits
 it into words.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ import logging
 import re
 import warnings
 
-from kcc.speech import g2p_ja
-from kcc.speech.g2p_base import G2PError, G2PWarning, Word, words_from_phonemes
+from kcc.speech.g2p import ja as g2p_ja
+from kcc.speech.g2p.base import G2PError, G2PWarning, Word, words_from_phonemes
 
 ESPEAK_LANGUAGES = ("es", "fr-fr", "hi", "it", "pt-br")
 BACKENDS = {"ja": "pyopenjtalk", "zh": "pypinyin", **{lang: "espeak" for lang in ESPEAK_LANGUAGES}}

@@ -1,10 +1,10 @@
-"""English G2P backends; each turns one paragraph into kcc.speech.g2p.Word's.
+"""English G2P backends; each turns one paragraph into kcc.speech.g2p.g2p.Word's.
 
 - 'lexicon': misaki.en.G2P (upstream Kokoro's English G2P: gold/silver lexicons shipped in the
   misaki wheel, its number, currency and stress rules, espeak-ng for out-of-lexicon words) with
-  spaCy's rule-based English tokenization (run without spaCy by kcc.speech.en_tokenizer) and
-  kcc.speech.g2p_tagger's tags in place of en_core_web_sm's tagger (spaCy's start-up would cost
-  more than a warm `kcc say`; see kcc.speech.g2p_tagger).
+  spaCy's rule-based English tokenization (run without spaCy by kcc.speech.g2p.en_tokenizer) and
+  kcc.speech.g2p.tagger's tags in place of en_core_web_sm's tagger (spaCy's start-up would cost
+  more than a warm `kcc say`; see kcc.speech.g2p.tagger).
 - 'misaki': misaki.en.G2P with en_core_web_sm, exactly upstream's path, when that model is installed.
 - 'espeak': espeak-ng over the whole paragraph, IPA mapped by misaki's EspeakFallback table.
 """
@@ -20,11 +20,11 @@ import warnings
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from kcc.speech.en_tokenizer import english
-from kcc.speech.g2p_base import PUNCTUATION, G2PError, Word, peel
-from kcc.speech.g2p_en_cache import LazyEspeakFallback, lexicon
-from kcc.speech.g2p_tagger import tag
-from kcc.speech.normalize import num2words
+from kcc.speech.g2p.en_tokenizer import english
+from kcc.speech.g2p.base import PUNCTUATION, G2PError, Word, peel
+from kcc.speech.g2p.en_cache import LazyEspeakFallback, lexicon
+from kcc.speech.g2p.tagger import tag
+from kcc.speech.g2p.normalize import num2words
 
 _SPACY_MODEL = "en_core_web_sm"
 
@@ -36,7 +36,7 @@ def _missing(*modules: tuple[str, str]) -> str:
     return ""
 
 
-# num2words: kcc.speech.normalize spells dates with it (and misaki.en reads numbers with it).
+# num2words: kcc.speech.g2p.normalize spells dates with it (and misaki.en reads numbers with it).
 ESPEAK_MODULES = (("misaki", "misaki==0.9.4"), ("phonemizer", "phonemizer-fork==3.3.2"),
                   ("espeakng_loader", "espeakng-loader==0.2.4"), ("num2words", "num2words==0.5.14"))
 LEXICON_MODULES = ESPEAK_MODULES

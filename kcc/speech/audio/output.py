@@ -1,8 +1,8 @@
 """Where `kcc say` puts its audio, chunk by chunk: a file in any format, or stdout.
 
 Each writer takes float audio with write(), and finishes with close() then commit():
-- a .wav file: kcc.speech.wav.WavWriter (no codec; its header patched at the end);
-- another format's file: the format's encoder (kcc.speech.audio_formats) writing into a
+- a .wav file: kcc.speech.audio.wav.WavWriter (no codec; its header patched at the end);
+- another format's file: the format's encoder (kcc.speech.audio.formats) writing into a
   temporary file beside the target, renamed onto it at commit (a failure leaves nothing);
 - stdout ("-"): the format's streaming form, flushed after every chunk so a pipe
   (`kcc say ... -o - | ffmpeg -i - ...`) starts at the first chunk; WAV then has an open-ended
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from kcc.files import AtomicFile
-from kcc.speech.audio_formats import Encoder
-from kcc.speech.wav import WavWriter
+from kcc.speech.audio.formats import Encoder
+from kcc.speech.audio.wav import WavWriter
 
 STDOUT = "-"
 
@@ -82,7 +82,7 @@ class StdoutAudio:
 
 
 def open_audio(out: str | Path, fmt: str):
-    """The writer for `-o out` in fmt (kcc.speech.audio_formats.format_for chose it)."""
+    """The writer for `-o out` in fmt (kcc.speech.audio.formats.format_for chose it)."""
     if str(out) == STDOUT:
         return StdoutAudio(fmt)
     if fmt == "wav":

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcc.speech.g2p_base import G2PError, load_vocab
+from kcc.speech.g2p.base import G2PError, load_vocab
 from kcc.files import read_user_file
 
 MAX_LEXICON_BYTES = 1 << 20

@@ -1,12 +1,12 @@
 """Text -> Kokoro phonemes -> vocab ids, remembering which word each phoneme came from.
 
 G2P picks a language's backend, the one upstream KPipeline uses for it (misaki==0.9.4):
-- English (en-us, en-gb): kcc.speech.g2p_en ('lexicon': misaki's gold/silver lexicons, espeak-ng for
-  unknown words; 'misaki' with spaCy's tagger model; 'espeak'), after kcc.speech.normalize.
-- Japanese (ja): kcc.speech.g2p_ja, pyopenjtalk-plus readings through misaki's cutlet romaniser.
-- es, fr-fr, hi, it, pt-br: espeak-ng through misaki's EspeakG2P mapping (kcc.speech.g2p_intl).
+- English (en-us, en-gb): kcc.speech.g2p.en ('lexicon': misaki's gold/silver lexicons, espeak-ng for
+  unknown words; 'misaki' with spaCy's tagger model; 'espeak'), after kcc.speech.g2p.normalize.
+- Japanese (ja): kcc.speech.g2p.ja, pyopenjtalk-plus readings through misaki's cutlet romaniser.
+- es, fr-fr, hi, it, pt-br: espeak-ng through misaki's EspeakG2P mapping (kcc.speech.g2p.intl).
 - Mandarin (zh): misaki's ZHG2P (jieba + pypinyin), as upstream runs it for Kokoro-82M v1.0.
-'auto' detects the language per paragraph where the script makes it obvious (kcc.speech.g2p_scripts).
+'auto' detects the language per paragraph where the script makes it obvious (kcc.speech.g2p.scripts).
 Letters in a script the language cannot speak are left out with a ScriptWarning; symbols the
 Kokoro vocab lacks are reported (a G2PWarning naming each symbol and where), never dropped silently.
 """
@@ -17,21 +17,22 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from kcc.speech import g2p_en, g2p_intl
-from kcc.speech.g2p_base import (PUNCTUATION, Encoded, G2PError, G2PWarning, Unknown, Word, load_vocab, peel,
+from kcc.speech.g2p import en as g2p_en
+from kcc.speech.g2p import intl as g2p_intl
+from kcc.speech.g2p.base import (PUNCTUATION, Encoded, G2PError, G2PWarning, Unknown, Word, load_vocab, peel,
                                  words_from_phonemes)
-from kcc.speech.g2p_scripts import detect_language as _detect, keep_speakable, warn_dropped
-from kcc.speech.normalize import normalize
-from kcc.speech.overrides import Override, UserLexicon, load_lexicon, split_overrides
+from kcc.speech.g2p.scripts import detect_language as _detect, keep_speakable, warn_dropped
+from kcc.speech.g2p.normalize import normalize
+from kcc.speech.g2p.overrides import Override, UserLexicon, load_lexicon, split_overrides
 
-# Public names of kcc.speech.g2p (the backends and kcc.speech.g2p_base share the types).
+# Public names of kcc.speech.g2p.g2p (the backends and kcc.speech.g2p.base share the types).
 __all__ = ["ALIASES", "G2P", "G2P_BACKENDS", "LANGUAGE_CHOICES", "PUNCTUATION", "Encoded", "G2PError", "G2PWarning",
            "Unknown", "Word", "canonical_language", "decode_text", "detect_language", "encode", "espeak_available",
            "G2PFactory", "load_vocab", "misaki_available", "peel", "words_from_phonemes"]
 
 # Upstream KPipeline's language codes; one-letter codes and short forms are aliases.
 from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
-# The English backends (kcc.speech.g2p_en). Each other language has one backend; a server started with
+# The English backends (kcc.speech.g2p.en). Each other language has one backend; a server started with
 # --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
 G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
 
@@ -99,7 +100,7 @@ espeak_available = g2p_en.espeak_available
 
 def detect_language(text: str, default: str = "en-us") -> str:
     """ja / zh where kana / Han outweigh Latin letters (zh: Han without kana), hi where Devanagari
-    does, else `default` (kcc.speech.g2p_scripts)."""
+    does, else `default` (kcc.speech.g2p.scripts)."""
     return _detect(text, default)
 
 
@@ -126,7 +127,7 @@ class G2P:
     """Callable: paragraph text -> list[Word]. Safe to share between threads."""
 
     def __init__(self, language: str = "en-us", backend: str = "auto", lexicon=None):
-        """lexicon: a kcc.speech.overrides.UserLexicon (whole words -> phonemes), or None."""
+        """lexicon: a kcc.speech.g2p.overrides.UserLexicon (whole words -> phonemes), or None."""
         self.lexicon = lexicon
         self.language = canonical_language(language)
         self._backends: dict[str, tuple] = {}

@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-TABLE = Path(__file__).resolve().parents[1] / "data" / "en_tokenizer.json"
+TABLE = Path(__file__).resolve().parents[2] / "data" / "en_tokenizer.json"
 
 
 def _class_items(pattern: str, i: int) -> tuple[list[tuple[str, str]], int]:

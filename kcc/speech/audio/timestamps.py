@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcc.speech.g2p import Encoded
+from kcc.speech.g2p.g2p import Encoded
 
 from kcc.model.kokoro import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: F401  (re-exported)
 

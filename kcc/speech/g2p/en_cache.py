@@ -24,7 +24,7 @@ _TABLES = ("golds", "silvers")
 
 
 def _data_key(british: bool) -> str:
-    from importlib import metadata       # ~60 ms: paid when a G2P is built, not by every `import kcc.speech.g2p`
+    from importlib import metadata       # ~60 ms: paid when a G2P is built, not by every `import kcc.speech.g2p.g2p`
 
     from misaki import data
     root = Path(data.__file__).parent

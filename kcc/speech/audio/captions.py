@@ -1,4 +1,4 @@
-"""`kcc say --subtitles out.srt|out.vtt`: captions from the word timestamps (kcc.speech.timestamps).
+"""`kcc say --subtitles out.srt|out.vtt`: captions from the word timestamps (kcc.speech.audio.timestamps).
 
 Words are grouped into cues as chunks come: a cue ends after a sentence's last word, or before
 it would pass MAX_CUE_CHARS characters or MAX_CUE_SECONDS seconds (what a reader follows on one
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kcc.files import AtomicFile
-from kcc.speech.outputs import OutputError
+from kcc.speech.audio.outputs import OutputError
 
 MAX_CUE_CHARS = 84               # two lines of 42, the usual broadcast limit
 MAX_CUE_SECONDS = 6.0

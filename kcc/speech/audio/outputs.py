@@ -1,6 +1,6 @@
 """Output paths checked before any work: a bad -o fails in milliseconds, not after synthesis.
 
-Outputs are written to a temporary file beside the target and renamed onto it (kcc.speech.wav), which
+Outputs are written to a temporary file beside the target and renamed onto it (kcc.speech.audio.wav), which
 would replace whatever the name points at. So a name must be a regular file or nothing yet,
 in an existing, writable directory: a directory, a device (-o /dev/null as root would become a
 regular file), a FIFO or a socket is refused, and so is a symbolic link (the rename would

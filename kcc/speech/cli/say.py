@@ -17,19 +17,19 @@ from typing import Iterable
 from kcc.files import AtomicFile, read_user_file
 from kcc.model.loader import ModelOptionsError, PrecisionError, check_max_frames, check_precision, drop_weights_once_used
 from kcc.model.pipeline import SynthesisError
-from kcc.speech.audio_formats import AudioFormatError, format_for
-from kcc.speech.audio_out import open_audio
-from kcc.speech.cli_args import checkpoint_of
+from kcc.speech.audio.formats import AudioFormatError, format_for
+from kcc.speech.audio.output import open_audio
+from kcc.speech.cli.args import checkpoint_of
 from kcc.speech.engine import (Chunk, Progress, SayError, check_seed, check_speed, chunk_summary, iter_plan,
                                load_synthesizer, resolve_voice, synthesize_chunks)
-from kcc.speech.g2p import G2P, Encoded, G2PError, decode_text
-from kcc.speech.interrupts import Interrupted, interruptible, interrupts_raise
-from kcc.speech.outputs import OutputError, check_outputs
-from kcc.speech.overrides import load_lexicon
-from kcc.speech.subtitles import SubtitleStream, subtitle_kind
-from kcc.speech.timestamps import SAMPLE_RATE
+from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, decode_text
+from kcc.speech.cli.interrupts import Interrupted, interruptible, interrupts_raise
+from kcc.speech.audio.outputs import OutputError, check_outputs
+from kcc.speech.g2p.overrides import load_lexicon
+from kcc.speech.audio.captions import SubtitleStream, subtitle_kind
+from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.voices import VoiceError, speaking
-from kcc.speech.wav import WavError
+from kcc.speech.audio.wav import WavError
 
 
 # The longest text `kcc say` reads: about 10 million words, ~1,000 hours of speech (speaking is

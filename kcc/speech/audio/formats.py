@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc.speech.timestamps import SAMPLE_RATE
-from kcc.speech.wav import pcm16
+from kcc.speech.audio.timestamps import SAMPLE_RATE
+from kcc.speech.audio.wav import pcm16
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class Encoder:
         return b""
 
     def push(self, audio: np.ndarray) -> bytes:
-        # 16-bit samples as `kcc say` writes them (kcc.speech.wav.pcm16), so wav, flac and pcm carry
+        # 16-bit samples as `kcc say` writes them (kcc.speech.audio.wav.pcm16), so wav, flac and pcm carry
         # the same numbers as its WAV files; the lossy codecs are far coarser than 16 bits.
         samples = np.frombuffer(pcm16(audio), dtype="<i2").reshape(1, -1)
         if samples.size:

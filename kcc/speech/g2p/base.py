@@ -1,6 +1,6 @@
-"""What kcc.speech.g2p and its language backends (g2p_en, g2p_intl, g2p_ja, ...) share: the Word a
+"""What kcc.speech.g2p.g2p and its language backends (g2p_en, g2p_intl, g2p_ja, ...) share: the Word a
 backend returns, the errors, the Kokoro vocab, and splitting a phoneme string into words. The
-backends import this module, never kcc.speech.g2p, which dispatches down to them."""
+backends import this module, never kcc.speech.g2p.g2p, which dispatches down to them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,0 +1,1 @@
+"""The terminal's doors: `kcc say`, the shared command-line arguments, Ctrl-C handling, progress bars."""
