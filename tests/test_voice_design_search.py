@@ -115,6 +115,13 @@ def test_a_state_of_another_design_is_not_resumed(setup, started, tmp_path):
         search(setup, tmp_path / "s.json", seed=1).resume_or_start()
 
 
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"version": 1, "surprise": 2}', '{"version": 99}'])
+def test_a_damaged_state_file_is_a_named_error(setup, tmp_path, text):
+    (tmp_path / "s.json").write_text(text)
+    with pytest.raises(StateMismatchError, match="--restart"):
+        search(setup, tmp_path / "s.json").resume_or_start()
+
+
 def test_pool_cache_scores_each_voice_once(setup, started, tmp_path):
     scorer = setup[0]
     assert len(json.loads((started / "pool.json").read_text())) == 3

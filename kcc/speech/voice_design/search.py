@@ -171,10 +171,16 @@ class State:
 
     @classmethod
     def load(cls, path: Path) -> "State":
-        data = json.loads(path.read_text())
-        if data.get("version") != STATE_VERSION:
-            raise StateMismatchError(f"{path}: a state file of another version; remove it to start over")
-        return cls(**data)
+        try:
+            data = json.loads(path.read_text())
+            if data.get("version") != STATE_VERSION:
+                raise StateMismatchError(f"{path}: a state file of another version; pass --restart to replace it")
+            return cls(**data)
+        except (ValueError, TypeError, AttributeError) as exc:      # JSONDecodeError is a ValueError
+            if isinstance(exc, StateMismatchError):
+                raise
+            raise StateMismatchError(f"{path}: not a voice design state ({type(exc).__name__}); pass --restart "
+                                     "to replace it") from None
 
 
 class PoolCache:
@@ -184,7 +190,12 @@ class PoolCache:
 
     def __init__(self, path: Path, model: str):
         self.path, self.model = Path(path), model
-        self.entries = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        try:
+            self.entries = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        except ValueError:                    # a damaged cache is rebuilt, never trusted
+            self.entries = {}
+        if not isinstance(self.entries, dict):
+            self.entries = {}
 
     def _key(self, scorer: Scorer, pack: np.ndarray) -> str:
         h = hashlib.sha256(self.model.encode())
@@ -278,7 +289,8 @@ class Search:
         guard = Guard(tuple(s.guard["rms"]), tuple(s.guard["seconds"]))
         rng = np.random.default_rng()
         rng.bit_generator.state = s.rng
-        deadline = time.monotonic() + 60 * minutes if minutes is not None else math.inf
+        began = time.monotonic()
+        deadline = began + 60 * minutes if minutes is not None else math.inf
         while (steps is None or s.step < steps) and time.monotonic() < deadline:
             t0 = time.monotonic()
             logits = np.asarray(s.logits) + s.sigma * rng.standard_normal(len(s.logits))
@@ -297,7 +309,10 @@ class Search:
             s.seconds += time.monotonic() - t0
             s.rng = rng.bit_generator.state
             s.save(self.state_path)
-            self._say(f"step {s.step}: similarity {s.score:.3f} (start {s.start_score:.3f}), "
+            done = (s.step / steps if steps else 0.0) if minutes is None else \
+                (time.monotonic() - began) / (60 * minutes)
+            bar = "#" * int(20 * min(1.0, done))
+            self._say(f"[{bar:<20}] step {s.step}: similarity {s.score:.3f} (start {s.start_score:.3f}), "
                       f"{s.accepted} kept, {s.refused} guarded, step size {s.sigma:.2f}, {s.seconds / 60:.1f} min")
         return s
 
