@@ -17,7 +17,7 @@ from kcc.compiler.xray import load_pinned
 from kcc.speech.voice_design import run as vrun
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.search import (CLIP, DesignError, Guard, PoolCache, Scorer, Search, StateMismatchError,
-                                            make_pack)
+                                            fit_blend, make_pack, surrogate_direction)
 from kcc.speech.voice_design.target import resample
 from kcc.speech.voices import load_pack, style_mean
 
@@ -127,7 +127,7 @@ def test_pool_cache_scores_each_voice_once(setup, started, tmp_path):
     assert len(json.loads((started / "pool.json").read_text())) == 3
     calls = scorer.synth.calls
     again = search(setup, tmp_path / "s.json", cache=PoolCache(started / "pool.json", "stand-in")).start()
-    assert scorer.synth.calls - calls == 3                      # the three start blends only, no pool voice
+    assert scorer.synth.calls - calls == 4                      # the four start blends only, no pool voice
     assert again.pool_scores == json.loads((started / "state.json").read_text())["pool_scores"]
 
 
@@ -141,6 +141,29 @@ def test_guard_refuses_clipping_loudness_length_and_implausible_packs():
     assert "length" in guard.problem(np.tile(ok, 3), pack)
     assert "not finite" in guard.problem(np.full(48_000, np.nan, np.float32), pack)
     assert "not a voice" in guard.problem(ok, np.zeros_like(pack) + 0.5)
+
+
+def test_fit_blend_finds_the_mixture_behind_a_target():
+    rng = np.random.default_rng(5)
+    e = rng.standard_normal((5, 256))
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    target = 0.7 * e[1] + 0.3 * e[3]
+    w = fit_blend(e, target / np.linalg.norm(target))
+    assert w.sum() == pytest.approx(1.0) and (w >= 0).all()
+    np.testing.assert_allclose(w, [0, 0.7, 0, 0.3, 0], atol=0.02)
+
+
+def test_surrogate_direction_recovers_a_linear_map_uphill():
+    rng = np.random.default_rng(6)
+    true = rng.standard_normal((256, 256)) / 16
+    z = rng.standard_normal((40, 256))
+    target = rng.standard_normal(256)
+    g = surrogate_direction(z, z @ true, target, ridge=1e-3)
+    assert np.linalg.norm(g) == pytest.approx(1.0)
+    # a step along it raises the modelled similarity more than 40 random unit steps do
+    gain = lambda d: float((d @ true) @ target)   # noqa: E731
+    randoms = rng.standard_normal((40, 256))
+    assert gain(g) > max(gain(r / np.linalg.norm(r)) for r in randoms)
 
 
 def test_make_pack_blends_then_offsets_every_row():

@@ -10,9 +10,13 @@ of kcc speaking SENTENCES with it.
 1. Start: every pool voice is scored (once per model: PoolCache); the best of the best voice
    alone and a few blends of the top voices (the top 2 / 3 equally, the top TOP_K weighted by
    similarity) is the start.
+   One more start blend comes from the embeddings alone: the simplex weights whose blend of the
+   pool's embeddings points closest to the target's (fit_blend).
 2. Improve: a (1+1) evolution strategy on (logits of the top TOP_K, offset), seeded numpy RNG,
    step size adapted by the 1/5 success rule; a candidate replaces the best only if it scores
-   higher and passes the guard.
+   higher and passes the guard. Every other step the offset moves along the direction a ridge
+   regression of embedding-from-style (fitted on the pool and the last HEARD_RECENT candidates)
+   says raises the similarity, instead of a random one.
 3. Guard: no clipping (peak < CLIP), loudness (RMS) and length of the scoring sentences inside
    the range the pool voices span (with a margin), and a plausible pack (kcc.speech.voices).
 
@@ -40,6 +44,7 @@ from kcc.speech.voices import ImplausibleVoiceError, check_plausible, style_for
 SAMPLE_RATE = 24_000
 STATE_VERSION = 1
 TOP_K = 6
+HEARD_RECENT = 48                 # candidates the surrogate remembers beside the pool
 CLIP = 0.99
 RMS_MARGIN = 1.25                 # x / / the pool's loudest / quietest RMS
 LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total length
@@ -134,9 +139,11 @@ class Scorer:
     def embed(self, audio: np.ndarray) -> np.ndarray:
         return self.encoder.embed(resample(audio, SAMPLE_RATE))
 
-    def similarity(self, pack: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
+    def similarity(self, pack: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(cosine to target, the audio, its embedding)."""
         audio = self.audio(pack)
-        return float(self.embed(audio) @ target), audio
+        emb = self.embed(audio)
+        return float(emb @ target), audio, emb
 
 
 def make_pack(packs: np.ndarray, logits: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -162,6 +169,7 @@ class State:
     rng: dict = field(default_factory=dict)
     guard: dict = field(default_factory=dict)
     pool_scores: dict = field(default_factory=dict)
+    heard: list = field(default_factory=list)     # [(style z, embedding)] of the pool and recent candidates
     version: int = STATE_VERSION
 
     def save(self, path: Path) -> None:
@@ -181,6 +189,37 @@ class State:
                 raise
             raise StateMismatchError(f"{path}: not a voice design state ({type(exc).__name__}); pass --restart "
                                      "to replace it") from None
+
+
+def fit_blend(embeddings: np.ndarray, target: np.ndarray, iters: int = 400) -> np.ndarray:
+    """Weights on the simplex whose blend of `embeddings` [n, 256] points closest to `target`
+    (projected gradient ascent on the cosine): where a blend of the voices' packs should start,
+    as blending packs moves the embedding roughly as blending embeddings would."""
+    n = len(embeddings)
+    w = np.full(n, 1.0 / n)
+    for _ in range(iters):
+        mix = w @ embeddings
+        norm = np.linalg.norm(mix)
+        grad = embeddings @ (target / norm - (mix @ target) * mix / norm ** 3)
+        w = _project_simplex(w + 0.5 * grad)
+    return w
+
+
+def _project_simplex(v: np.ndarray) -> np.ndarray:
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1
+    k = np.nonzero(u - css / np.arange(1, len(v) + 1) > 0)[0][-1]
+    return np.maximum(v - css[k] / (k + 1), 0)
+
+
+def surrogate_direction(z: np.ndarray, e: np.ndarray, target: np.ndarray, ridge: float = 1.0) -> np.ndarray:
+    """A unit direction in standardised style space along which a ridge-regressed linear model of
+    embedding-from-style (fitted on every (style, embedding) pair heard so far) raises the
+    similarity to `target`: W t, with W = Zc^T (Zc Zc^T + ridge I)^-1 Ec in its dual form."""
+    zc, ec = z - z.mean(axis=0), e - e.mean(axis=0)
+    w = zc.T @ np.linalg.solve(zc @ zc.T + ridge * np.eye(len(z)), ec)
+    g = w @ target
+    return g / max(float(np.linalg.norm(g)), 1e-12)
 
 
 class PoolCache:
@@ -245,7 +284,7 @@ class Search:
 
     def start(self) -> State:
         t0 = time.monotonic()
-        scores, rms, secs = {}, [], []
+        scores, rms, secs, embeddings = {}, [], [], {}
         for i, (name, pack) in enumerate(self.packs.items()):
             heard = self.pool_cache.get(self.scorer, pack) if self.pool_cache else None
             if heard is None:
@@ -255,27 +294,39 @@ class Search:
                 if self.pool_cache:
                     self.pool_cache.put(self.scorer, pack, heard)
             scores[name] = float(np.asarray(heard["embedding"], np.float32) @ self.target)
+            embeddings[name] = np.asarray(heard["embedding"], np.float64)
             rms.append(heard["rms"])
             secs.append(heard["seconds"])
             self._say(f"scoring the official voices: {i + 1}/{len(self.packs)} ({name} {scores[name]:.3f})")
         guard = Guard.from_pool(rms, secs)
-        top = sorted(scores, key=scores.get, reverse=True)[:TOP_K]
+        near = sorted(scores, key=scores.get, reverse=True)[:2 * TOP_K]
+        fitted = fit_blend(np.stack([embeddings[n] for n in near]), self.target.astype(np.float64))
+        # the blend's basis: the voices the fit weighs most, then the most similar ones
+        top = [near[i] for i in np.argsort(-fitted, kind="stable") if fitted[i] > 0][:TOP_K]
+        top += [n for n in near if n not in top][:TOP_K - len(top)]
+        top.sort(key=scores.get, reverse=True)
         stack = self._stack(top)
         sims = np.array([scores[n] for n in top])
+        fit_w = np.array([fitted[near.index(n)] for n in top])
         # The best voice alone is already scored (and, an official voice, inside the guard's range).
         best = (scores[top[0]], np.where(np.arange(len(top)) < 1, 0.0, -30.0))
         candidates = [np.where(np.arange(len(top)) < k, 0.0, -30.0) for k in (2, 3) if k <= len(top)]
         candidates.append((sims - sims.max()) * 20.0)                # similarity-weighted blend of the top
+        candidates.append(np.log(fit_w + 1e-4))                       # the embedding fit's blend
+        mu, scale = self._style_frame()
+        heard_pairs = [(list(map(float, (self._mean_row(self.packs[n]) - mu) / scale)), list(map(float, embeddings[n])))
+                       for n in self.packs]
         for logits in candidates:
             pack = make_pack(stack, logits, np.zeros(stack.shape[-1]))
-            score, audio = self.scorer.similarity(pack, self.target)
+            score, audio, emb = self.scorer.similarity(pack, self.target)
+            heard_pairs.append((list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb))))
             if guard.problem(audio, pack) is None and score > best[0]:
                 best = (score, logits)
         rng = np.random.default_rng(self.seed)
         self.state = State(self.key, list(self.packs), top, [float(x) for x in best[1]],
                            [0.0] * stack.shape[-1], best[0], best[0], rng=rng.bit_generator.state,
                            guard={"rms": guard.rms, "seconds": guard.seconds}, pool_scores=scores,
-                           seconds=time.monotonic() - t0)
+                           heard=heard_pairs, seconds=time.monotonic() - t0)
         self.state.save(self.state_path)
         return self.state
 
@@ -284,8 +335,7 @@ class Search:
         """Steps until `steps` (total, across runs) or `minutes` (this run) are spent."""
         s = self.state
         stack = self._stack(s.top)
-        scale = np.std(np.stack([self.packs[n].reshape(-1, stack.shape[-1]).mean(axis=0) for n in self.packs]), axis=0)
-        scale = np.maximum(scale, 1e-3)                           # the spread of the pool, per style dim
+        mu, scale = self._style_frame()
         guard = Guard(tuple(s.guard["rms"]), tuple(s.guard["seconds"]))
         rng = np.random.default_rng()
         rng.bit_generator.state = s.rng
@@ -294,9 +344,18 @@ class Search:
         while (steps is None or s.step < steps) and time.monotonic() < deadline:
             t0 = time.monotonic()
             logits = np.asarray(s.logits) + s.sigma * rng.standard_normal(len(s.logits))
-            offset = np.asarray(s.offset) + s.sigma * 0.5 * scale * rng.standard_normal(stack.shape[-1])
+            noise = rng.standard_normal(stack.shape[-1])
+            if s.step % 2 == 0:
+                # every other step: along the surrogate's uphill direction, with the walk's length
+                # and a little of its noise
+                z, e = (np.array([p[i] for p in s.heard]) for i in (0, 1))
+                along = surrogate_direction(z, e, self.target.astype(np.float64)) * np.sqrt(noise.size)
+                noise = along * abs(1.0 + 0.5 * rng.standard_normal()) + 0.3 * noise
+            offset = np.asarray(s.offset) + s.sigma * 0.5 * scale * noise
             pack = make_pack(stack, logits, offset)
-            score, audio = self.scorer.similarity(pack, self.target)
+            score, audio, emb = self.scorer.similarity(pack, self.target)
+            s.heard = s.heard[:len(self.packs)] + (s.heard[len(self.packs):] + [
+                (list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb)))])[-HEARD_RECENT:]
             problem = guard.problem(audio, pack)
             if problem is None and score > s.score:
                 s.logits, s.offset, s.score = [float(x) for x in logits], [float(x) for x in offset], score
@@ -318,6 +377,15 @@ class Search:
 
     def pack(self) -> np.ndarray:
         return make_pack(self._stack(self.state.top), np.asarray(self.state.logits), np.asarray(self.state.offset))
+
+    def _style_frame(self) -> tuple[np.ndarray, np.ndarray]:
+        """The pool's mean style row and its spread per style dim (the units the walk steps in)."""
+        rows = np.stack([self._mean_row(p) for p in self.packs.values()])
+        return rows.mean(axis=0), np.maximum(rows.std(axis=0), 1e-3)
+
+    @staticmethod
+    def _mean_row(pack: np.ndarray) -> np.ndarray:
+        return pack.reshape(-1, pack.shape[-1]).astype(np.float64).mean(axis=0)
 
     def _stack(self, names: list[str]) -> np.ndarray:
         return np.stack([self.packs[n] for n in names])
