@@ -48,7 +48,7 @@ HEARD_RECENT = 48                 # candidates the surrogate remembers beside th
 CLIP = 0.99
 RMS_MARGIN = 1.25                 # x / / the pool's loudest / quietest RMS
 LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total length
-SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.02, 1.0
+SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
 # Scored during the search, and held out (never scored) for measuring the result.
 SENTENCES = {
     "en": ("The old lighthouse keeper watched the storm roll in across the bay.",
@@ -162,7 +162,8 @@ class State:
     score: float
     start_score: float
     step: int = 0
-    sigma: float = SIGMA_START
+    sigma: float = SIGMA_START                # the random steps' size
+    sigma_guided: float = SIGMA_START         # the surrogate-guided steps' size
     accepted: int = 0
     refused: int = 0                          # candidates the guard refused
     seconds: float = 0.0                      # search time spent, over every run
@@ -343,27 +344,32 @@ class Search:
         deadline = began + 60 * minutes if minutes is not None else math.inf
         while (steps is None or s.step < steps) and time.monotonic() < deadline:
             t0 = time.monotonic()
-            logits = np.asarray(s.logits) + s.sigma * rng.standard_normal(len(s.logits))
+            guided = s.step % 2 == 0
+            sigma = s.sigma_guided if guided else s.sigma
+            logits = np.asarray(s.logits) + sigma * rng.standard_normal(len(s.logits))
             noise = rng.standard_normal(stack.shape[-1])
-            if s.step % 2 == 0:
-                # every other step: along the surrogate's uphill direction, with the walk's length
-                # and a little of its noise
+            if guided:
+                # every other step: along the surrogate's uphill direction, with a little noise
                 z, e = (np.array([p[i] for p in s.heard]) for i in (0, 1))
                 along = surrogate_direction(z, e, self.target.astype(np.float64)) * np.sqrt(noise.size)
                 noise = along * abs(1.0 + 0.5 * rng.standard_normal()) + 0.3 * noise
-            offset = np.asarray(s.offset) + s.sigma * 0.5 * scale * noise
+            offset = np.asarray(s.offset) + sigma * 0.5 * scale * noise
             pack = make_pack(stack, logits, offset)
             score, audio, emb = self.scorer.similarity(pack, self.target)
             s.heard = s.heard[:len(self.packs)] + (s.heard[len(self.packs):] + [
                 (list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb)))])[-HEARD_RECENT:]
             problem = guard.problem(audio, pack)
-            if problem is None and score > s.score:
+            kept = problem is None and score > s.score
+            if kept:
                 s.logits, s.offset, s.score = [float(x) for x in logits], [float(x) for x in offset], score
                 s.accepted += 1
-                s.sigma = min(SIGMA_MAX, s.sigma * math.exp(0.8))
+            s.refused += problem is not None
+            # each kind of step keeps its own step size, by the 1/5 success rule
+            sigma = min(SIGMA_MAX, sigma * math.exp(0.8)) if kept else max(SIGMA_MIN, sigma * math.exp(-0.2))
+            if guided:
+                s.sigma_guided = sigma
             else:
-                s.refused += problem is not None
-                s.sigma = max(SIGMA_MIN, s.sigma * math.exp(-0.2))
+                s.sigma = sigma
             s.step += 1
             s.seconds += time.monotonic() - t0
             s.rng = rng.bit_generator.state
@@ -372,7 +378,8 @@ class Search:
                 (time.monotonic() - began) / (60 * minutes)
             bar = "#" * int(20 * min(1.0, done))
             self._say(f"[{bar:<20}] step {s.step}: similarity {s.score:.3f} (start {s.start_score:.3f}), "
-                      f"{s.accepted} kept, {s.refused} guarded, step size {s.sigma:.2f}, {s.seconds / 60:.1f} min")
+                      f"{s.accepted} kept, {s.refused} guarded, step sizes {s.sigma:.2f} / {s.sigma_guided:.2f}, "
+                      f"{s.seconds / 60:.1f} min")
         return s
 
     def pack(self) -> np.ndarray:
