@@ -6,6 +6,8 @@ Each target is kcc speaking TARGET_TEXT (sentences used neither for scoring nor 
 with a voice the search is not given:
   held_out_bf_emma   bf_emma (British) with only the American voices (af_*, am_*) to start from
   blend              af_sky:0.5 + am_puck:0.5, with those two voices removed from the pool
+The design speaks the target's language (British English for bf_emma: the American voices
+read British phonemes, as `kcc voice design --language en-gb --pool af_...,am_...` does).
 The search scores on search.SENTENCES; start and end similarity are measured on
 search.HELD_OUT (kcc speaking the designed voice, against the target recording's embedding).
 --minutes is the search's budget after the start (scoring the pool, once per model: cached,
@@ -55,8 +57,6 @@ def main() -> int:
     args = ap.parse_args()
     synth = load(None)
     encoder = SpeakerEncoder()
-    g2p_us = G2P("en-us")
-    held = Scorer.speaking(synth, g2p_us, HELD_OUT["en"], encoder)
     rows = []
     for name in args.targets.split(","):
         voice, lang, in_pool = TARGETS[name]
@@ -64,16 +64,18 @@ def main() -> int:
         target_scorer = Scorer.speaking(synth, G2P(lang), (TARGET_TEXT,), encoder)
         target_audio = target_scorer.audio(target_pack)
         target = embed_target([(target_audio, 24_000, name)], encoder)
-        held_self = Scorer.speaking(synth, G2P(lang), HELD_OUT["en"], encoder)
+        g2p = G2P(lang)                  # the target's language: the design speaks it too
+        held = Scorer.speaking(synth, g2p, HELD_OUT["en"], encoder)
+        held_self = held
         ceiling = float(held_self.embed(held_self.audio(target_pack)) @ target.embedding)
         pool = sorted(n for n in voice_catalog() if in_pool(n))
         packs = {n: load_voice(n) for n in pool}
-        scorer = Scorer.speaking(synth, g2p_us, sentences_for("en-us"), encoder)
+        scorer = Scorer.speaking(synth, g2p, sentences_for(lang), encoder)
         with tempfile.TemporaryDirectory() as tmp:
             cache = PoolCache(cache_subdir("voice_design") / "pool.json", synth.model_id)
             cached = sum(cache.get(scorer, p) is not None for p in packs.values())
             t0, c0 = time.monotonic(), time.process_time()
-            search = Search(scorer, packs, target.embedding, "en-us", args.seed, Path(tmp) / "state.json",
+            search = Search(scorer, packs, target.embedding, lang, args.seed, Path(tmp) / "state.json",
                             progress=lambda s: print(f"  {name}: {s}", file=sys.stderr, flush=True), pool_cache=cache)
             state = search.start()
             start_minutes = (time.monotonic() - t0) / 60
