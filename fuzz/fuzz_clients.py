@@ -158,13 +158,15 @@ def _self_serve(seconds: float, clients: int, seed: int) -> dict:
     test_doubles_on_path()
     import tempfile
     from kcc.speech.serve.connection import ConnectionLimits
+    from kcc.speech.serve.listener import ListenerLimits
     from kcc.speech.serve.service import Limits
     from test_server import serving
     from kcc.speech.serve.app import HttpLimits
     conn = ConnectionLimits(head_timeout_s=2.0, write_stall_s=2.0)
     http = HttpLimits(body_timeout_s=2.0, read_lag_s=2.0)
     with tempfile.TemporaryDirectory() as tmp, serving(Path(tmp), limits=Limits(first_chunk_seconds=0),
-                                                         connection=conn, http=http) as srv:
+                                                         connection=conn, http=http,
+                                                         listener=ListenerLimits(first_byte_s=2.0)) as srv:
         svc = srv.service
         return fuzz(srv.port, seconds, clients, seed,
                     idle=lambda: svc.running + svc.waiting == 0 and not svc.jobs and srv.gate.active == 0)

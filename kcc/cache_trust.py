@@ -38,7 +38,7 @@ class CacheError(Exception):
     refuses to load code or weights from it. The message names the path and the fix."""
 
 
-def _problem(st: os.stat_result) -> str | None:
+def ownership_problem(st: os.stat_result) -> str | None:
     if st.st_uid != os.geteuid():
         return f"is owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
     if stat.S_IMODE(st.st_mode) & 0o022:
@@ -58,7 +58,7 @@ def check_private_dir(path: Path) -> None:
                          "(point KCC_CACHE_DIR at the link's target, or remove the link)")
     if not stat.S_ISDIR(st.st_mode):
         raise CacheError(f"cache directory {path} is not a directory")
-    why = _problem(st)
+    why = ownership_problem(st)
     if why:
         fix = "chown $USER " if st.st_uid != os.geteuid() else ""
         raise CacheError(f"cache directory {path} {why}; kcc would load code from it. Use a directory only "
@@ -112,7 +112,7 @@ def _key(where: Path) -> bytes:
         raise CacheError(f"kcc's cache signing key {path}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        why = _problem(st) or ("can be read by others" if stat.S_IMODE(st.st_mode) & 0o077 else None)
+        why = ownership_problem(st) or ("can be read by others" if stat.S_IMODE(st.st_mode) & 0o077 else None)
         if why:
             raise CacheError(f"kcc's cache signing key {path} {why}; `chmod 600 {path}` (or remove it: "
                              "kcc makes a new one and rebuilds its cache)")

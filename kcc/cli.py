@@ -1,18 +1,28 @@
-"""The kcc command line: compile a circuit, X-Ray it against its pinned capture, say, serve."""
+"""The kcc command line, the top-level dispatcher: the compiler's commands (compile, xray,
+report, import-onnx) here, the product's (say, synth, export, voices, serve, wyoming, batch,
+book) from kcc.speech.cli.commands; every command runs under kcc.speech.cli.run.run_command (the
+one exit table, quiet broken pipes, Ctrl-C)."""
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
-from kcc.speech.cli.args import add_speech_args, checkpoint_of
+from kcc.speech.cli.args import checkpoint_of
+from kcc.speech.cli.commands import SERVERS, add_commands
+from kcc.speech.cli.exits import EXIT_CODES, Exit
+from kcc.speech.cli.interrupts import end_now
+from kcc.speech.cli.run import run_command
+from kcc.speech.cli.streams import guard_standard_fds
+
+
+class UsageError(ValueError):
+    """The command line asks for something it cannot have (exit 2, by the one table)."""
 
 
 def _checkpoint_arg(args) -> str:
     path = checkpoint_of(args)
     if not path:
-        raise SystemExit("kcc: no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
+        raise UsageError("no checkpoint: pass --checkpoint PATH (or set KCC_CHECKPOINT)")
     return path
 
 
@@ -46,7 +56,7 @@ def cmd_xray(args) -> int:
     doc = load_circuit(args.circuit)
     ckpt = load_checkpoint(_checkpoint_arg(args))
     if "capture" not in doc:
-        raise SystemExit(f"kcc: circuit {doc['name']} names no pinned capture to compare with")
+        raise UsageError(f"circuit {doc['name']} names no pinned capture to compare with")
     config = args.config or find_capture(doc["capture"], checkpoint_digest(ckpt))
     pinned = load_pinned(doc["capture"], config)
     report = xray_compiled(compile_circuit(doc, ckpt), pinned)
@@ -70,130 +80,12 @@ def cmd_import_onnx(args) -> int:
     return 0
 
 
-def cmd_say(args) -> int:
-    from kcc.speech.cli.say import run_cli
-    return run_cli(args)
-
-
-def cmd_synth(args) -> int:
-    """Phoneme ids (or a phoneme string) + a voice -> audio (format from -o's extension, - for
-    stdout), entirely in generated C (no G2P)."""
-
-    from kcc.model.loader import check_max_frames, check_precision
-    from kcc.speech.audio.formats import format_for
-    from kcc.speech.audio.output import STDOUT, open_audio
-    from kcc.speech.engine import check_seed, check_speed, load_synthesizer, resolve_voice
-    from kcc.speech.g2p.g2p import load_vocab
-    from kcc.speech.cli.interrupts import Interrupted, interruptible, interrupts_raise
-    from kcc.speech.audio.outputs import check_output
-    from kcc.speech.voices import style_for
-    from kcc.speech.audio.wav import SAMPLE_RATE
-    out_path = args.out if args.out == STDOUT else check_output(args.out, "-o")
-    fmt = format_for(args.out)
-    max_frames = check_max_frames(args.max_frames)
-    check_precision(args.precision)
-    check_speed(args.speed)
-    seed = check_seed(args.seed)
-    ids = _synth_ids(args)
-    top = max(load_vocab().values())
-    bad = [i for i in ids if not 0 <= i <= top]
-    if bad:
-        raise ValueError(f"--ids: {bad[:5]} outside the Kokoro vocabulary's ids 0..{top}")
-    with interrupts_raise():
-        try:
-            def work():
-                pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-                synth = load_synthesizer(checkpoint_of(args), max_frames,
-                                         args.native, getattr(args, "threads", None), precision=args.precision)
-                out = synth.synthesize(ids, style_for(pack, len(ids)), speed=args.speed, seed=seed)
-                with open_audio(out_path, fmt) as audio:
-                    audio.write(out.audio)
-                    audio.commit()
-                return out
-            out = interruptible(work)
-        except Interrupted as exc:
-            print("\nkcc: interrupted; no output written", file=sys.stderr)
-            return exc.exit_code
-    print(f"{args.out}: {out.audio.size / SAMPLE_RATE:.2f} s from {len(ids)} phoneme ids, "
-          f"{int(out.durations.sum())} frames, {sum(out.seconds.values()):.2f} s in generated C",
-          file=sys.stderr if args.out == STDOUT else sys.stdout)
-    return 0
-
-
-DEMO_PHONEMES = "kəkˈɔɹO sˈɜɹkjət kəmpˈIlɚ."
-
-
-def _synth_ids(args) -> list[int]:
-    from kcc.speech.g2p.g2p import load_vocab
-    if args.ids:
-        try:
-            ids = [int(t) for t in args.ids.replace(",", " ").split()]
-        except ValueError:
-            raise ValueError(f"--ids must be integers separated by commas or spaces, got {args.ids!r}")
-        return ids
-    phonemes = args.phonemes or (DEMO_PHONEMES if args.demo else None)
-    if not phonemes:
-        raise ValueError("pass --ids 50,83,54,... or --phonemes 'həlˈO' (or --demo)")
-    vocab = load_vocab()
-    unknown = sorted({p for p in phonemes if p not in vocab})
-    if unknown:
-        raise ValueError(f"phoneme(s) {unknown} are not in the Kokoro vocabulary")
-    return [vocab[p] for p in phonemes]
-
-
 def cmd_report(args) -> int:
     from kcc.compiler.report import run_cli
     return run_cli(args)
 
 
-def cmd_export(args) -> int:
-
-    from kcc.model.export import export
-    from kcc.model.loader import check_max_frames, check_precision
-    from kcc.speech.engine import load_synthesizer, resolve_voice
-    from kcc.speech.audio.outputs import check_output_dir
-    check_output_dir(args.dir, "export directory")
-    max_frames = check_max_frames(args.max_frames)
-    check_precision(args.precision)
-    pack = resolve_voice(args.voice, [Path(d) for d in args.voices_dir])
-    synth = load_synthesizer(checkpoint_of(args), max_frames, args.native,
-                             precision=args.precision)
-    out = export(synth, args.dir, pack)
-    print(f"{out}: {len(synth.circuits)} stage circuits, main.c, Makefile, voice.f32; build with: make -C {out}")
-    return 0
-
-
-def cmd_voices(args) -> int:
-    """List every voice by name: the built-in ones (the 54 official voices) and those in --voices-dir."""
-
-    from kcc.speech.languages import LANGUAGES
-    from kcc.speech.voices import voice_catalog
-    if args.fetch:
-        from kcc.weights.official_voices import official_voices
-        official_voices(force=True)       # VoiceFetchError (a FetchError: a RuntimeError) says why
-    voices = voice_catalog([Path(d) for d in args.voices_dir])
-    defaults = {lang.default_voice for lang in LANGUAGES.values()}
-    if args.json:
-        print(json.dumps([{"name": v.name, "language": v.language, "gender": v.gender, "origin": v.origin,
-                           "default": v.name in defaults} for v in voices.values()], indent=1))
-        return 0
-    print(f"{'name':<16} {'language':<9} {'gender':<7} source")
-    for v in voices.values():
-        mark = f" (default for {v.language})" if v.name in defaults else ""
-        print(f"{v.name:<16} {v.language or '?':<9} {v.gender or '?':<7} {v.origin}{mark}")
-    print(f"{len(voices)} voices; blend them with --voice 'a:0.6,b:0.4' or 'a(2)+b(1)'", file=sys.stderr)
-    return 0
-
-
-EXIT_CODES = """exit codes:
-  0    done
-  1    kcc xray: a checkpoint out of tolerance; any command: an internal error (a traceback)
-  2    a usage or input error, named on stderr before any output is written (bad option, text,
-       voice, format, path, checkpoint; argparse's own usage errors too)
-  130  interrupted (SIGINT), 143 terminated (SIGTERM): partial outputs are removed"""
-
-
-def main(argv=None) -> int:
+def _main(argv) -> int:
     ap = argparse.ArgumentParser(prog="kcc", description="Kokoro Circuit Compiler", epilog=EXIT_CODES,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -229,76 +121,20 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--out", required=True, help="output .pth")
     p.add_argument("--report", help="also write the mapping report as JSON")
     p.set_defaults(fn=cmd_import_onnx)
-    p = sub.add_parser("say", help="speak text into an audio file (or stdout)", epilog=EXIT_CODES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("text", nargs="?", help="the text (or --text-file, or piped on stdin)")
-    p.add_argument("--text-file", help="read UTF-8 text from a file, - for stdin")
-    p.add_argument("-o", "--out", required=True,
-                   help="output file, written atomically, its format from the extension (.wav .flac .mp3 "
-                        ".ogg/.opus .m4a .aac); - streams to stdout chunk by chunk (WAV unless --format)")
-    from kcc.speech.audio.formats import FORMATS
-    p.add_argument("--format", choices=list(FORMATS), help="audio format (default: from the -o extension)")
-    p.add_argument("--subtitles", metavar="SRT|VTT", help="also write captions (.srt or .vtt) from the word timestamps")
-    p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
-    p.add_argument("--speed", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
-    p.add_argument("--timestamps", metavar="JSON", help="also write word timestamps")
-    p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a tty")
-    add_speech_args(p)
-    p.set_defaults(fn=cmd_say)
-    p = sub.add_parser("synth", help="phoneme ids + voice -> audio in generated C (no G2P)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--ids", help="Kokoro phoneme ids, e.g. 50,83,54 (boundary 0s are added)")
-    g.add_argument("--phonemes", help="a Kokoro phoneme string, mapped through the vocabulary")
-    g.add_argument("--demo", action="store_true", help="a built-in phoneme string")
-    p.add_argument("-o", "--out", required=True, help="output file (format from its extension, as for say) or - for stdout")
-    p.add_argument("--voice", help="voice pack: NAME, PATH (.pt/.npy/.npz:member) or a blend 'a:0.6,b:0.4'")
-    p.add_argument("--speed", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0, help="seed of the sine source's noise")
-    add_speech_args(p)
-    p.set_defaults(fn=cmd_synth)
-    p = sub.add_parser("export", help="write a standalone C program (stages, weights, main.c, Makefile)")
-    p.add_argument("dir")
-    p.add_argument("--voice", help="voice pack written as voice.f32 (default: a seeded random pack)")
-    add_speech_args(p)
-    p.set_defaults(fn=cmd_export)
-    p = sub.add_parser("voices", help="list the voices (name, language, gender)")
-    p.add_argument("--voices-dir", action="append", default=[], metavar="DIR", help="also list the voices in DIR")
-    p.add_argument("--json", action="store_true", help="as JSON")
-    p.add_argument("--fetch", action="store_true", help="fetch the official voices now (npm pack kokoro-js), "
-                   "even if a fetch failed recently; fails if they cannot be had")
-    p.set_defaults(fn=cmd_voices)
-    from kcc.speech.batch.cli import add_parser as add_batch
-    from kcc.speech.book.cli import add_parser as add_book
-    from kcc.speech.serve.cli import add_parsers as add_serve
-    from kcc.speech.voice_design.cli import add_parser as add_voice
-    add_serve(sub)                        # serve, wyoming
-    add_voice(sub)                        # voice design
-    add_batch(sub)
-    add_book(sub)
+    add_commands(sub)                     # say, synth, export, voices, serve, wyoming, batch, book
     args = ap.parse_args(argv)
+    # Ray's driver wants the main thread (its signal handling, its shutdown on the way out).
+    return run_command(args.fn, args, server=args.cmd in SERVERS, in_main_thread=getattr(args, "engine", None) == "ray")
+
+
+def main(argv=None) -> int:
+    """The exit code of `kcc ARGV` (kcc.speech.cli.exits): Ctrl-C while the parser or a command's
+    modules are still loading ends quietly too."""
+    guard_standard_fds()
     try:
-        return args.fn(args)
-    except Exception as exc:  # every kcc error class carries a message naming what and where
-        from kcc.cache_trust import CacheError
-        from kcc.circuits import CircuitError
-        from kcc.compiler.build import BuildError
-        from kcc.compiler.emit import CheckedCallCodegenError
-        from kcc.compiler.runtime import KccRunError
-        from kcc.compiler.xray import PinnedCaptureError
-        from kcc.model.pipeline import SynthesisError
-        from kcc.ops import LoweringError
-        from kcc.speech.voices import VoiceError
-        from kcc.weights.checkpoint import CheckpointError
-        from kcc.weights.importers.onnx_graph import OnnxImportError
-        from kcc.weights.real_model import FetchError
-        known = (CheckpointError, CircuitError, BuildError, CheckedCallCodegenError, LoweringError,
-                 KccRunError, PinnedCaptureError, OnnxImportError, SynthesisError, VoiceError,
-                 FetchError, CacheError, ValueError, OSError)  # G2PError and SayError are ValueErrors; OSError: a file (disk full...)
-        if isinstance(exc, known):
-            print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return 2
-        raise
+        return _main(argv)
+    except KeyboardInterrupt:
+        end_now(Exit.INTERRUPTED)
 
 
 if __name__ == "__main__":

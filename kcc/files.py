@@ -1,7 +1,11 @@
 """Files kcc reads and writes, shared by every layer: SHA-256 of a file, kcc's cache directory,
-exclusive_lock (one process at a time through a cache entry's slow path), and AtomicFile (a temporary file beside the target, renamed onto it only when complete, so a
-failed or interrupted write leaves no partial file; a new file gets the mode the user's umask
-allows, a file it replaces keeps its own mode)."""
+exclusive_lock (one process at a time through a cache entry's slow path), and the one
+temporary-file facility every kcc writer uses (say, synth, batch, book, the voices fetch, the
+real model's fetch, compile): AtomicFile / write_atomic (a temporary file beside the target,
+renamed onto it only when complete, so a failed or interrupted write leaves no partial file; a
+new file gets the mode the user's umask allows, a file it replaces keeps its own mode) and
+temp_dir. Their names carry the owner's pid (temp_prefix); they are the only thing kcc deletes:
+sweep_temporaries removes only such names, owned by this user, whose process is gone."""
 from __future__ import annotations
 
 import contextlib
@@ -14,10 +18,11 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from kcc.cache_trust import private_dir
+from kcc.cache_trust import ownership_problem, private_dir
 
 # kcc's own temporaries (files and directories) are named '.kcc-tmp.<pid>.<target>.<random>.part',
 # so a later run can tell them from the user's files and from a live process's: only names of
@@ -42,12 +47,32 @@ class InputTooLarge(ValueError):
     /proc file reports size 0)."""
 
 
-def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
+class NotRegularFile(ValueError):
+    """A path that names no regular file (a device, a FIFO, a directory) where only a file is meant."""
+
+
+def _read_regular(path: str | Path, n: int) -> bytes:
+    # O_NONBLOCK: opening a FIFO with no writer returns at once (instead of blocking) so that
+    # fstat can refuse it; one open, so what was checked is what is read.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else \
+                "not a regular file"
+            raise NotRegularFile(f"{path} is {kind}, not a regular file")
+        return fh.read(n)
+
+
+def read_bounded(path: str | Path, limit: int, what: str = "file", regular: bool = False) -> bytes:
     """The bytes of `path` ('-': standard input), at most `limit` of them: reads limit + 1 and
-    raises InputTooLarge if they came, so a source that never ends stops here. OSError as the
-    system gives it."""
-    if str(path) == "-":
+    raises InputTooLarge if they came, so a source that never ends stops here. regular: only a
+    regular file (NotRegularFile otherwise), opened once. OSError as the system gives it."""
+    if str(path) == "-" and not regular:
         data = sys.stdin.buffer.read(limit + 1)
+    elif regular:
+        data = _read_regular(path, limit + 1)
     else:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
@@ -57,14 +82,18 @@ def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
     return data
 
 
-def read_user_file(path: str | Path, limit: int, what: str, error: type[Exception]) -> bytes:
-    """read_bounded for a file a user named (a text, a manifest, a lexicon), both of its failures
-    raised as the reader's own named `error`: '{what} PATH is over N; split it' or
+def read_user_file(path: str | Path, limit: int, what: str, error: type[Exception], *, regular: bool = False,
+                   too_large: type[Exception] | None = None) -> bytes:
+    """read_bounded for a file a user named (a text, a manifest, a lexicon, a book), its failures
+    raised as the reader's own named `error` (`too_large` for the size, where given):
+    '{what} PATH is over N; split it', '{what} PATH is a FIFO, not a regular file' or
     '{what} PATH: the system's reason'."""
     try:
-        return read_bounded(path, limit, what)
+        return read_bounded(path, limit, what, regular)
     except InputTooLarge as exc:
-        raise error(str(exc)) from None
+        raise (too_large or error)(str(exc)) from None
+    except NotRegularFile as exc:
+        raise error(f"{what} {exc}") from None
     except OSError as exc:
         raise error(f"{what} {path}: {exc.strerror or exc}") from None
 
@@ -133,18 +162,68 @@ def sweep_temporaries(directory: str | Path, max_age_s: float = TEMP_MAX_AGE_S) 
     return removed
 
 
+def sweep_locked(directory: str | Path, prefix: str) -> list[Path]:
+    """Remove the entries of `directory` whose names start with `prefix` and that the current
+    user owns: temporaries named by an older kcc without a pid. Call it only while holding the
+    lock that every maker of such names held while using them (so none is in use), and only in
+    a directory kcc owns (the cache). Returns what it removed."""
+    removed = []
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith(prefix)]
+    except OSError:
+        return removed
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+            if st.st_uid != os.geteuid():
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed.append(Path(e.path))
+        except OSError:
+            pass
+    return removed
+
+
 @contextlib.contextmanager
 def temp_dir(parent: Path, target_name: str):
     """A fresh kcc temporary directory in `parent` (0700) for the block, removed after it unless
     the block renamed it away; listed in AtomicFile.live meanwhile, so an interrupted process
     removes it too (and a killed one leaves a name the next sweep recognises)."""
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target_name), suffix=TEMP_SUFFIX, dir=parent))
-    AtomicFile.live.add(tmp)
+    AtomicFile.track(tmp)
     try:
         yield tmp
     finally:
         AtomicFile.live.discard(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class UnsafeWorkDir(ValueError):
+    """A work directory kcc would trust between runs that someone else can write or has made."""
+
+
+def private_work_dir(path: str | Path, error: type[Exception] = UnsafeWorkDir) -> Path:
+    """A directory a resumable job keeps its work in between runs (items it trusts on a rerun),
+    made 0700 where missing; `error` when it is a link, no directory, another user's, or writable
+    by group or others: in a shared directory (mode 1777) another user could have made it first
+    and would put in it what the next run trusts."""
+    path = Path(path)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise error(f"work directory {path}: {exc.strerror or exc}") from None
+    st = os.lstat(path)
+    why = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a directory" if not stat.S_ISDIR(st.st_mode)
+           else ownership_problem(st))
+    if why:
+        raise error(f"work directory {path} {why}; kcc would trust what others put in it. Remove it "
+                    "(or write the output to a directory only you can write)")
+    return path
 
 
 def disk_bytes(path: str | Path) -> int:
@@ -170,7 +249,7 @@ def remove_dir_atomically(path: str | Path) -> int:
         os.rename(path, tmp)
     except FileNotFoundError:
         return 0
-    AtomicFile.live.add(tmp)
+    AtomicFile.track(tmp)
     try:
         freed = disk_bytes(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -188,10 +267,15 @@ def exclusive_lock(path: Path):
         yield
 
 
+_UMASK_LOCK = threading.Lock()
+
+
 def current_umask() -> int:
-    """The process umask (reading it means setting it; this restores it at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
+    """The process umask (reading it means setting it; this restores it at once). Under a lock:
+    two threads reading at once (batch workers) would otherwise each see the other's 022."""
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
     return mask
 
 
@@ -205,6 +289,30 @@ def target_mode(path: Path) -> int:
     return 0o666 & ~current_umask()
 
 
+class ProcessEnding(RuntimeError):
+    """kcc is ending on a signal: no new temporary file is made (AtomicFile.track)."""
+
+
+_LIVE_LOCK = threading.Lock()
+
+
+def _remove(tmp: Path) -> None:
+    try:
+        if os.path.isdir(tmp) and not os.path.islink(tmp):
+            shutil.rmtree(tmp)
+        else:
+            os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def named_for(exc: OSError, target: Path) -> OSError:
+    """exc as the system gave it, but naming the file the user asked for instead of kcc's
+    temporary beside it (whose name means nothing to them): '[Errno 28] No space left on device:
+    'out.wav''."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(target))
+
+
 class AtomicFile:
     """A temporary file beside `path`, renamed onto it by commit(); abort() (or an exception
     inside `with`) removes it. Commit is two steps (close, then replace) so that two outputs can
@@ -213,45 +321,72 @@ class AtomicFile:
 
     live: set[Path] = set()
     swept: set[Path] = set()
+    ending = False
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if self.path.parent not in AtomicFile.swept:      # once per directory and process
             AtomicFile.swept.add(self.path.parent)
             sweep_temporaries(self.path.parent)
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(self.path.name), suffix=TEMP_SUFFIX, dir=self.path.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=temp_prefix(self.path.name), suffix=TEMP_SUFFIX, dir=self.path.parent)
+        except OSError as exc:
+            raise named_for(exc, self.path) from None
         self.tmp = Path(tmp)
-        AtomicFile.live.add(self.tmp)
+        try:
+            AtomicFile.track(self.tmp)
+        except ProcessEnding:
+            os.close(fd)
+            raise
         self.fh = os.fdopen(fd, "wb")
 
     @staticmethod
-    def discard_live() -> None:
-        for tmp in list(AtomicFile.live):
-            try:
-                if os.path.isdir(tmp) and not os.path.islink(tmp):
-                    shutil.rmtree(tmp)
-                else:
-                    os.unlink(tmp)
-            except OSError:
-                pass
-            AtomicFile.live.discard(tmp)
+    def track(tmp: Path) -> None:
+        """List a fresh temporary in `live`; once the process is ending (discard_live(ending=True))
+        it is removed instead and ProcessEnding raised: the command's thread, which runs on while
+        the main thread ends the process, makes nothing the clean-up has already passed."""
+        with _LIVE_LOCK:
+            if not AtomicFile.ending:
+                AtomicFile.live.add(tmp)
+                return
+        _remove(tmp)
+        raise ProcessEnding(f"kcc is ending; {tmp.name} was not kept")
+
+    @staticmethod
+    def discard_live(ending: bool = False) -> None:
+        """Remove every unfinished temporary; ending: and refuse new ones from now on."""
+        with _LIVE_LOCK:
+            AtomicFile.ending = AtomicFile.ending or ending
+            doomed = list(AtomicFile.live)
+            AtomicFile.live.clear()
+        for tmp in doomed:
+            _remove(tmp)
 
     def close(self) -> None:
         if not self.fh.closed:
-            self.fh.flush()
+            try:
+                self.fh.flush()
+            except OSError as exc:                 # a full disk: named by the file the user asked for
+                raise named_for(exc, self.path) from None
             os.fchmod(self.fh.fileno(), target_mode(self.path))
             self.fh.close()
 
     def commit(self) -> Path:
         self.close()
-        os.replace(self.tmp, self.path)
+        try:
+            os.replace(self.tmp, self.path)
+        except OSError as exc:
+            raise named_for(exc, self.path) from None
         AtomicFile.live.discard(self.tmp)
         self.tmp = None
         return self.path
 
     def abort(self) -> None:
         if not self.fh.closed:
-            self.fh.close()
+            try:
+                self.fh.close()
+            except OSError:        # a full disk refuses the buffered bytes; the file is removed below all the same
+                pass
         if self.tmp is not None:
             try:
                 os.unlink(self.tmp)
@@ -266,3 +401,17 @@ class AtomicFile:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None or self.tmp is not None:
             self.abort()
+
+
+def write_atomic(path: str | Path, data: bytes, durable: bool = True) -> Path:
+    """A complete file at `path` or none (an AtomicFile); durable: fsynced before the rename, so
+    a crash cannot leave the new name with missing bytes (batch items, which a rerun trusts)."""
+    with AtomicFile(path) as out:
+        try:
+            out.fh.write(data)
+            out.fh.flush()
+            if durable:
+                os.fsync(out.fh.fileno())
+        except OSError as exc:
+            raise named_for(exc, out.path) from None
+        return out.commit()

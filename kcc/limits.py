@@ -13,12 +13,13 @@ from kcc.speech.book.layout import ITEM_CHARS
 from kcc.speech.g2p.overrides import MAX_LEXICON_BYTES
 from kcc.speech.cli.say import MAX_TEXT_BYTES
 from kcc.speech.serve.app import HttpLimits
-from kcc.speech.serve.cli import SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
 from kcc.speech.serve.connection import ConnectionLimits
+from kcc.speech.serve.listener import FD_HEADROOM, MAX_OPEN_CEILING, ListenerLimits
 from kcc.speech.serve.service import G2P_PIECE_CHARS
 from kcc.speech.serve.service import Limits as ServiceLimits
 from kcc.speech.serve.voice_set import CACHE_PACKS
 from kcc.speech.serve.wyoming_events import WyomingLimits
+from kcc.speech.worker_budget import MAX_WORKERS, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
 from kcc.speech.voices import MAX_BLEND_PARTS, MAX_STYLE_ABS, PLAUSIBLE_ABS
 from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
 
@@ -28,7 +29,7 @@ def _mib(n: int) -> str:
 
 
 def _table() -> list[tuple[str, str, str]]:
-    app, svc, conn, wy = HttpLimits(), ServiceLimits(), ConnectionLimits(), WyomingLimits()
+    app, svc, conn, wy, lis = HttpLimits(), ServiceLimits(), ConnectionLimits(), WyomingLimits(), ListenerLimits()
     rows = []
     for what, lim in (("checkpoint (.pth / .npz)", CHECKPOINT_LIMITS), ("voice file (.pt / .npy)", VOICE_LIMITS),
                       ("voice bank (.npz)", VOICE_BANK_LIMITS)):
@@ -51,17 +52,23 @@ def _table() -> list[tuple[str, str, str]]:
          f"{svc.workers} / {svc.max_queue} / {svc.request_timeout_s:g} s"),
         ("server", "cached voice packs", str(CACHE_PACKS)),
         ("server", "request body must arrive within", f"{app.body_timeout_s:g} s"),
-        ("server", "request head must arrive within / writes paused (client not reading) at most / open "
-                   "connections (past it the oldest idle one is closed)",
-         f"{conn.head_timeout_s:g} s / {conn.write_stall_s:g} s / {conn.max_open}"),
+        ("server, wyoming", "open connections, idle ones included (past it the oldest idle one is closed; `--max-open`)",
+         f"the file limit less {FD_HEADROOM} (the soft limit is raised to the hard one), at most {MAX_OPEN_CEILING}"),
+        ("server, wyoming", "first byte / TLS handshake must arrive within; failed accepts logged at most once per",
+         f"{lis.first_byte_s:g} s / {lis.takeover_s:g} s; {lis.log_interval_s:g} s"),
+        ("server", "request head must arrive within / writes paused (client not reading) at most",
+         f"{conn.head_timeout_s:g} s / {conn.write_stall_s:g} s"),
         ("server", "a response's writing, first byte to last; a stream's reader may fall behind real time by",
          f"{app.response_timeout_s:g} s; {app.read_lag_s:g} s"),
         ("server", "characters per G2P call (cancel and deadline checked between)", str(G2P_PIECE_CHARS)),
-        ("server", "memory budget: base + per synthesis worker (`--workers` past the available memory is refused)",
-         f"{_mib(SERVER_BASE_BYTES)} + {_mib(WORKER_MEMORY_BYTES)}"),
+        ("serve, wyoming, batch, book", "`--workers` at most; memory budget: base + per synthesis worker "
+                                         "(`--workers` past the available memory is refused)",
+         f"{MAX_WORKERS}; {_mib(SERVER_BASE_BYTES)} + {_mib(WORKER_MEMORY_BYTES)}"),
         ("wyoming", "event header / data / payload bytes; writes paused at most",
          f"{_mib(wy.max_header_bytes)} / {_mib(wy.max_data_bytes)} / {_mib(wy.max_payload_bytes)}; "
          f"{wy.write_stall_s:g} s"),
+        ("wyoming", "next event must arrive within: the first / after an answer / in an open text stream",
+         f"{wy.first_event_s:g} s / {wy.idle_s:g} s / {wy.streaming_idle_s:g} s"),
         ("batch", "characters per item / id bytes", f"{DEFAULT_MAX_CHARS} / {MAX_ID_BYTES}"),
         ("batch", "manifest size (counted as read) / one field (longer: a rejected line)",
          f"{_mib(MAX_MANIFEST_BYTES)} / {_mib(MAX_FIELD_BYTES)}"),
@@ -75,6 +82,9 @@ def _table() -> list[tuple[str, str, str]]:
          f"{BOOK.max_members} / {_mib(BOOK.max_member_bytes)} / {_mib(BOOK.max_unpacked_bytes)} / {BOOK.max_ratio}:1"),
         ("book", "HTML nesting depth / PDF pages / characters per synthesis item",
          f"{BOOK.max_depth} / {BOOK.max_pdf_pages} / {ITEM_CHARS}"),
+        ("book (reading work)", "markup bytes parsed / document nodes / PDF content-stream bytes (a stream counted "
+                                "on every page that draws it)",
+         f"{_mib(BOOK.max_parse_bytes)} / {BOOK.max_nodes} / {_mib(BOOK.max_pdf_content_bytes)}"),
     ]
     return rows
 

@@ -6,7 +6,8 @@
 # runs the tests (preloaded, they take over libFuzzer's coverage hooks, so that pass replays
 # what the guided pass found instead of searching). Then the text surface, the files a user
 # hands kcc (batch manifests, lexicons, a --voices-dir's contents), and the servers' connections
-# and Wyoming events over loopback with the test doubles. Any finding exits non-zero.
+# and Wyoming events over loopback with the test doubles, and the books `kcc book` reads (with a
+# work count that must stay linear). Any finding exits non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs="${SECONDS_EACH:-30}"
@@ -44,4 +45,6 @@ PYTHONPATH=. .venv/bin/python fuzz/fuzz_wyoming.py --self-serve --seconds "$secs
   || { tail -20 "$log"; echo "finding in fuzz/fuzz_wyoming.py"; exit 1; }
 echo "== fuzz/fuzz_inputs.py (manifests, lexicons, voices-dir contents) for ${secs}s each =="
 PYTHONPATH=. .venv/bin/python -W ignore fuzz/fuzz_inputs.py --seconds "$secs" -n 10000000 || { echo "finding in fuzz/fuzz_inputs.py"; exit 1; }
+echo "== fuzz/fuzz_books.py (kcc book: HTML, XHTML, Markdown, EPUB members, PDF; work linear) for ${secs}s =="
+PYTHONPATH=. .venv/bin/python -W ignore fuzz/fuzz_books.py --seconds "$secs" -n 10000000 || { echo "finding in fuzz/fuzz_books.py"; exit 1; }
 echo "fuzz: no findings"

@@ -180,3 +180,50 @@ def join_clicks(audio: np.ndarray, joins: list[int], speech: list[tuple[int, int
     at_joins = max((steps[max(0, j - window):j + window].max() for j in joins if 0 < j < audio.size), default=0.0)
     inside = np.concatenate([steps[a + window:b - window] for a, b in speech if b - a > 2 * window + 1])
     return float(at_joins), float(np.percentile(inside, 99.9))
+
+
+def content_stream(lines: list[str]) -> bytes:
+    ops = ["BT /F1 11 Tf 14 TL 50 780 Td"]
+    for line in lines:
+        esc = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+        ops.append(f"({esc}) Tj T*")
+    ops.append("ET")
+    return "\n".join(ops).encode("latin-1")
+
+
+def write_pages_pdf(path: Path, pages: list[list[str]] | None = None, outline: list[tuple[str, int]] = (),
+                    shared: bytes | None = None, count: int = 0) -> Path:
+    """A text PDF written by hand, one content stream per page (`pages`: each page's lines), or
+    `count` pages that all draw the one content stream `shared` (the work-budget case); with
+    `outline`: (title, page index) bookmarks added through pypdf."""
+    n = count if shared is not None else len(pages)
+    streams = [zlib.compress(shared)] if shared is not None else [zlib.compress(content_stream(p)) for p in pages]
+    # objects: 1 catalog, 2 pages, 3 font, 4.. page objects, then the content streams
+    first_stream = 4 + n
+    kids = " ".join(f"{4 + i} 0 R" for i in range(n))
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode(),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    for i in range(n):
+        ref = first_stream if shared is not None else first_stream + i
+        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] /Resources << /Font << /F1 3 0 R >> >> "
+                    f"/Contents {ref} 0 R >>".encode())
+    for s in streams:
+        objs.append(f"<< /Length {len(s)} /Filter /FlateDecode >>\nstream\n".encode() + s + b"\nendstream")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, o in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + o + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    path.write_bytes(bytes(out))
+    if outline:
+        from pypdf import PdfReader, PdfWriter
+        w = PdfWriter(clone_from=PdfReader(str(path)))
+        for title, page in outline:
+            w.add_outline_item(title, page)
+        with open(path, "wb") as fh:
+            w.write(fh)
+    return path

@@ -395,7 +395,7 @@ def test_bad_items_become_error_records_and_the_batch_goes_on(tmp_path):
     job, got = run_batch(records, out, max_chars=200)
     reasons = {o.id: (o.status, o.reason) for o in got}
     assert reasons["good"] == ("done", "") and reasons["good2"] == ("done", "")
-    assert reasons["novoice"][0] == "error" and "voice 'nobody.npy'" in reasons["novoice"][1]
+    assert reasons["novoice"][0] == "error" and "voice file 'nobody.npy' does not exist" in reasons["novoice"][1]
     assert "too long: 250 characters, over the 200" in reasons["long"][1]
     assert "'ʘ' (U+0298)" in reasons["odd"][1]
     assert "path separator" in reasons["../escape"][1]
@@ -487,9 +487,9 @@ def test_one_job_per_outdir(tmp_path):
 
 @pytest.mark.parametrize("kwargs, msg", [
     ({"engine": "spark"}, "engine 'spark'"),
-    ({"workers": 0}, "workers must be a positive integer, got 0"),
+    ({"workers": 0}, r"workers 0 is outside \[1, 256\]"),
     ({"threads": -2}, "threads must be a positive integer, got -2"),
-    ({"workers": 1.5}, "workers must be a positive integer"),
+    ({"workers": 1.5}, r"workers 1.5 is outside \[1, 256\]"),
     ({"max_chars": 0}, "max_chars must be a positive integer, got 0"),
 ])
 def test_bad_job_options_raise(tmp_path, kwargs, msg):
@@ -574,12 +574,13 @@ def test_compressed_formats_are_deterministic_and_decode():
 def _cli(argv, monkeypatch):
     from kcc.speech.batch import cli as batch_cli
     from kcc.speech.batch import local_pool
+    from kcc.speech.cli.run import run_command
     monkeypatch.setattr(local_pool.SynthSpec, "__call__", lambda self: FakeSynth())
     monkeypatch.setattr("kcc.speech.batch.item.G2P", lambda lang, backend: LetterG2P())
     ap = argparse.ArgumentParser(prog="kcc")
     batch_cli.add_parser(ap.add_subparsers(dest="cmd"))
     args = ap.parse_args(["batch", *argv])
-    return args.fn(args)
+    return run_command(args.fn, args)        # as kcc.cli runs it: errors named by the one exit table
 
 
 def test_cli_batch_exit_status_and_progress(tmp_path, monkeypatch, capsys):

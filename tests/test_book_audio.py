@@ -124,12 +124,13 @@ def test_joins_carry_no_clicks(tmp_path, voices):
 def test_rerun_writes_nothing_and_a_changed_pause_redoes_no_synthesis(tmp_path, voices):
     files = write_all(tmp_path / "in")
     out = tmp_path / "out"
-    run(files["epub"], out, voices, BookOptions(format="flac", voice="va.npy"))
+    run(files["epub"], out, voices, BookOptions(format="flac", voice="va.npy", keep_work=True))
     stamp = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if not p.name.startswith(".")}
-    _, events = run(files["epub"], out, voices, BookOptions(format="flac", voice="va.npy"))
+    _, events = run(files["epub"], out, voices, BookOptions(format="flac", voice="va.npy", keep_work=True))
     assert {e.status for e in events} == {"skipped", "current"}
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name in stamp} == stamp
-    _, events = run(files["epub"], out, voices, BookOptions(format="flac", voice="va.npy", pauses=Pauses(paragraph=0.1)))
+    _, events = run(files["epub"], out, voices, BookOptions(format="flac", voice="va.npy", pauses=Pauses(paragraph=0.1),
+                                                                keep_work=True))
     assert {e.status for e in events if not isinstance(e, ChapterDone)} == {"skipped"}      # no synthesis
     # chapters 2 and 3 are one paragraph each: their only pause is the chapter's
     assert [e.status for e in events if isinstance(e, ChapterDone)] == ["written", "current", "current"]
@@ -139,7 +140,8 @@ def test_voice_from_the_books_language_and_blends(tmp_path, voices):
     from kcc.speech.book.sources import Book, Chapter
     np.save(voices / "vb.npy", random_voice(2))
     book = Book("B", chapters=[Chapter("Un", ["Bonjour."])], language="fr-FR")
-    job = BookJob(book, tmp_path / "o1", BookOptions(format="wav", voice="va:0.7,vb:0.3"), **batch_kw(voices))
+    job = BookJob(book, tmp_path / "o1", BookOptions(format="wav", voice="va:0.7,vb:0.3", keep_work=True),
+                  **batch_kw(voices))
     assert job.lang == "fr-fr" and job.voice == "va:0.7,vb:0.3"
     list(job)
     assert job.ok, job.failures
@@ -239,11 +241,13 @@ def test_real_model_cli_m4b_with_captions(tmp_path, capsys):
     book = write_epub(tmp_path / "tiny.epub", chapters, notes=False)
     voice = f"{fetch(offline=True)['voices']}:jf_alpha"
     rc = main(["book", str(book), "-o", str(tmp_path / "tiny.m4b"), "--voice", voice, "--subtitles", "srt",
-               "--workers", "1", "--threads", "2", "--progress", "--clean"])
+               "--workers", "1", "--threads", "2", "--progress"])
     assert rc == 0
     err = capsys.readouterr().err
     assert "language en-us" in err and "2/2 chapters" in err and " h audio, ETA " in err
-    assert not (tmp_path / ".tiny.m4b.kcc-book").exists()                        # --clean
+    assert not (tmp_path / ".tiny.m4b.kcc-book").exists()            # removed after a complete book
+    whole = (tmp_path / "tiny.srt").read_text()                      # the whole book's captions
+    assert "tired." in whole and "Curiouser" in whole
     assert [t for t, _ in read_chapters(tmp_path / "tiny.m4b")] == ["One", "Two"]
     srt = (tmp_path / "tiny.001.srt").read_text()
     assert srt.startswith("1\n00:00:0") and "tired." in srt

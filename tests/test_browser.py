@@ -223,3 +223,62 @@ def test_page_without_a_key_shows_no_key_form(tmp_path, browser):
         assert not _shown(browser, "key-form") and not _shown(browser, "key-forget")
         assert browser.execute_script(V1_FETCHES) == ["/v1/audio/voices", "/v1/audio/speech"]
         assert browser.execute_script(STORAGES) == [{}, {}] and _csp_violations(browser) == []
+
+
+SPEAKING_STATE = ("return {status: document.getElementById('status').textContent,"
+                  " stop: document.getElementById('stop').disabled,"
+                  " lit: document.querySelectorAll('#words span.current').length,"
+                  " speaking: window.kcc.speaking, frame: window.kcc.frame}")
+
+
+def _ended(browser) -> dict:
+    """The speaking state once it must have ended: read twice, 0.4 s apart, so a highlight loop
+    still running (it would light a word again, or hold an animation frame) shows."""
+    first = browser.execute_script(SPEAKING_STATE)
+    time.sleep(0.4)
+    second = browser.execute_script(SPEAKING_STATE)
+    assert first == second, (first, second)
+    return second
+
+
+class FailLater(FakeSynth):
+    """Speaks the first chunk, then fails: an error in the middle of a stream."""
+
+    def synthesize(self, ids, ref_s, speed=1.0, seed=0, **kw):
+        if len(self.calls) >= 1:
+            self.calls.append({"ids": list(ids)})
+            time.sleep(self.delay)
+            raise RuntimeError("the synthesizer broke")
+        return super().synthesize(ids, ref_s, speed=speed, seed=seed, **kw)
+
+
+@pytest.mark.parametrize("how", ["stop", "error", "end"])
+def test_the_speaking_state_ends_on_stop_on_an_error_and_at_the_end(tmp_path, browser, how):
+    """'speaking…', an enabled Stop and the highlight loop end together: on Stop (mid-speech),
+    on an error in the middle of the stream, and when everything received has been heard."""
+    from selenium.webdriver.common.by import By
+    synth = FailLater(delay=0.5) if how == "error" else FakeSynth(delay=0.05)
+    with serving(tmp_path, synth) as srv:
+        browser.get(srv.url + "/")
+        _until(lambda: _voices(browser) == 5)
+        _speak(browser, sentences(3 if how == "end" else 12))
+        during = _until(lambda: (st := browser.execute_script(SPEAKING_STATE))["speaking"] and st)
+        _until(lambda: browser.execute_script("return window.kcc.words.length") > 3)
+        if how == "stop":
+            _until(lambda: browser.execute_script(SPEAKING_STATE)["lit"] == 1)
+            browser.find_element(By.ID, "stop").click()
+            want = "stopped"
+        elif how == "error":
+            _until(lambda: _text(browser, "status").startswith("error"))
+            want = "error: "
+        else:
+            _until(lambda: browser.find_element(By.ID, "stop").get_attribute("disabled") is not None, timeout=60)
+            want = "done: "
+        after = _ended(browser)
+        heard = browser.execute_script("return window.kcc.played()")
+    assert during["speaking"] is True and during["stop"] is False and during["status"] == "speaking…"
+    assert after["status"].startswith(want) and "speaking" not in after["status"], after
+    assert after["stop"] is True and after["lit"] == 0 and after["speaking"] is False and after["frame"] == 0
+    if how != "end":
+        assert heard == 0                        # Stop and an error also cut what was still to play
+    assert _csp_violations(browser) == []

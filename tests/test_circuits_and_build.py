@@ -197,7 +197,7 @@ def test_cli_voice_and_speed_errors_are_named(small_ckpt_path, tmp_path, capsys)
     from kcc.cli import main
     assert main(["synth", "--ids", "50,83", "-o", str(tmp_path / "x.wav"), "--voice", str(tmp_path / "nosuch.pt"),
                  "--checkpoint", str(small_ckpt_path)]) == 2
-    assert f"kcc: VoiceError: voice '{tmp_path / 'nosuch.pt'}': no such file" in capsys.readouterr().err
+    assert f"kcc: UnknownVoiceError: voice file '{tmp_path / 'nosuch.pt'}' does not exist" in capsys.readouterr().err
     assert main(["synth", "--ids", "50,83", "-o", str(tmp_path / "x.wav"), "--speed", "9",
                  "--checkpoint", str(small_ckpt_path)]) == 2
     assert "kcc: SayError: speed must be between 0.25 and 4.0, got 9.0" in capsys.readouterr().err

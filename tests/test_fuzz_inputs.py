@@ -25,7 +25,7 @@ def test_a_short_fuzz_run_finds_nothing(surface, n):
 def test_a_voice_name_longer_than_a_file_name_is_a_voice_error(tmp_path, name):
     """Found by the voices surface: a name past NAME_MAX raised a raw OSError (ENAMETOOLONG) from
     the path probe instead of 'no such voice'."""
-    with pytest.raises(VoiceError, match="no such file"):
+    with pytest.raises(VoiceError, match="unknown voice|does not exist"):
         load_pack(name, [tmp_path])
 
 

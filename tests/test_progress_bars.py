@@ -1,4 +1,4 @@
-"""The one-line progress bars of `kcc say` (speech.engine.Progress), `kcc batch`
+"""The one-line progress bars of `kcc say` (speech.cli.progress_bar.Progress, the engine's callback), `kcc batch`
 (speech.batch.progress.BatchProgress) and `kcc book` (speech.book.progress.BookProgress): exactly
 what they draw, on a fake clock; on by default only for a tty; closed with one newline, once."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from kcc.speech.batch.progress import BatchProgress
 from kcc.speech.book.progress import BookProgress
-from kcc.speech.engine import Progress
+from kcc.speech.cli.progress_bar import Progress
 
 
 class Tty(io.StringIO):

@@ -15,8 +15,10 @@ import pytest
 from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.cli import MemoryBudgetError, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES, check_memory
 from kcc.speech.serve.connection import ConnectionLimits
-from kcc.speech.serve.security import (PAGE_HEADERS, Access, ApiKeyError, access_for, host_name, is_loopback,
-                                       public_bind_warning, wyoming_bind_warning)
+from kcc.speech.serve.listener import ListenerLimits
+from kcc.speech.serve.security import (PAGE_HEADERS, Access, ApiKeyError, CorsOriginError, HostNameError, access_for,
+                                       cors_warning, host_name, is_loopback, public_bind_warning,
+                                       wyoming_bind_warning)
 from kcc.speech.serve.service import G2P_PIECE_CHARS, Limits
 
 from test_say import FakeSynth, LetterG2P, sentences
@@ -46,7 +48,7 @@ def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
 # -- connections that send no request --------------------------------------------------------------
 def test_idle_and_slowloris_connections_neither_block_requests_nor_stay_open(tmp_path):
     conn = ConnectionLimits(head_timeout_s=2.0)
-    with serving(tmp_path, connection=conn) as srv:
+    with serving(tmp_path, connection=conn, listener=ListenerLimits(first_byte_s=2.0)) as srv:
         idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(100)]
         slow = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(20)]
         for s in slow:
@@ -83,7 +85,8 @@ def test_idle_and_slowloris_connections_neither_block_requests_nor_stay_open(tmp
 
 
 def test_a_partial_head_and_an_idle_keep_alive_connection_are_closed_at_the_deadline(tmp_path):
-    with serving(tmp_path, connection=ConnectionLimits(head_timeout_s=1.0)) as srv:
+    with serving(tmp_path, connection=ConnectionLimits(head_timeout_s=1.0),
+                 listener=ListenerLimits(first_byte_s=1.0)) as srv:
         for partial in (b"", b"G", b"POST /v1/audio/speech HTTP/1.1\r\n", b"GET /health HTTP/1.1\r\nHost: x"):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
             s.sendall(partial)
@@ -108,7 +111,7 @@ def test_a_partial_head_and_an_idle_keep_alive_connection_are_closed_at_the_dead
 
 
 def test_past_the_connection_cap_the_oldest_idle_socket_is_closed(tmp_path):
-    with serving(tmp_path, connection=ConnectionLimits(max_open=20, head_timeout_s=30)) as srv:
+    with serving(tmp_path, connection=ConnectionLimits(head_timeout_s=30), listener=ListenerLimits(max_open=20)) as srv:
         socks = []
         for _ in range(30):
             socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
@@ -351,6 +354,44 @@ def test_a_loopback_server_answers_only_loopback_host_names(tmp_path):
             assert request(srv.port, "GET", "/health", headers={"Host": host})[0] == 200, host
 
 
+NOT_HOSTS = ("localhost:80@evil.example", "localhost@evil.example", "user@localhost", "localhost/evil",
+             "localhost:80:80", "localhost:http", "localhost:", "[::1", "[::1]x", "[::1]:80@evil.example",
+             "[zz::1]", "localhost evil.example", "localhost,evil.example", "localhost#", "-", ".", ":80")
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
+def test_a_host_header_that_is_not_a_host_is_refused_on_every_server(tmp_path, bind):
+    with serving(tmp_path, access=access_for(bind, None)) as srv:
+        for host in NOT_HOSTS:
+            status, headers, data = request(srv.port, "GET", "/health", headers={"Host": host})
+            assert status == 400 and "is not a host name" in json_error(status, headers, data)["message"], host
+        for host in ("localhost", "localhost.", f"127.0.0.1:{srv.port}", "[::1]", f"[0:0::1]:{srv.port}"):
+            assert request(srv.port, "GET", "/health", headers={"Host": host})[0] == 200, host
+    assert all(host_name(h) is None for h in NOT_HOSTS)
+    assert [host_name(h) for h in ("LOCALHOST.:8880", "[0:0::1]", "0::1", "tts_box.lan")] == \
+        ["localhost", "::1", "::1", "tts_box.lan"]
+    for bad in NOT_HOSTS:
+        with pytest.raises(HostNameError, match="is not a host name"):
+            access_for("127.0.0.1", None, extra_hosts=[bad])
+
+
+@pytest.mark.parametrize("origin", ["null", "NULL", " null", "https://app.example/", "https://app.example/page",
+                                    "app.example", "//app.example", "https://user@app.example", "https://",
+                                    "https://app.example?x=1", "HTTPS://App.Example", "https://a b.example", ""])
+def test_a_cors_origin_no_browser_sends_or_null_is_refused_at_start(origin):
+    with pytest.raises(CorsOriginError, match="null would let any sandboxed|is not an origin"):
+        access_for("127.0.0.1", None, cors_origins=[origin])
+
+
+def test_a_wildcard_cors_origin_is_taken_with_a_warning():
+    good = ("https://app.example", "http://localhost:3000", "chrome-extension://abcdef", "http://[::1]:8080")
+    assert access_for("127.0.0.1", None, cors_origins=good).cors_origins == good
+    assert cors_warning(good, None) is None
+    assert access_for("127.0.0.1", None, cors_origins=["*"]).cors_origins == ("*",)
+    assert "any web page" in cors_warning(("*",), None) and "set --api-key" in cors_warning(("*",), None)
+    assert "any web page" in cors_warning(("*",), "k") and "--api-key" not in cors_warning(("*",), "k")
+
+
 def test_bind_policy_and_warnings():
     assert access_for("0.0.0.0", None).allowed_hosts is None          # a public bind takes any Host
     assert access_for("::1", None).allowed_hosts == {"localhost", "127.0.0.1", "::1"}
@@ -425,7 +466,8 @@ def test_fuzzed_hostile_clients_bounded(tmp_path):
     sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
     from fuzz_clients import fuzz
     conn = ConnectionLimits(head_timeout_s=1.0, write_stall_s=1.0)
-    with serving(tmp_path, connection=conn, http=HttpLimits(body_timeout_s=1.0, read_lag_s=1.0)) as srv:
+    with serving(tmp_path, connection=conn, http=HttpLimits(body_timeout_s=1.0, read_lag_s=1.0),
+                 listener=ListenerLimits(first_byte_s=1.0)) as srv:
         svc = srv.service
         result = fuzz(srv.port, seconds=6, clients=30, seed=2,
                       idle=lambda: svc.running + svc.waiting == 0 and not svc.jobs and srv.gate.active == 0)

@@ -124,3 +124,62 @@ def test_a_directory_removal_cut_short_leaves_a_name_the_sweep_knows(tmp_path, m
     [left] = list(tmp_path.iterdir())
     assert not d.exists() and left.name.startswith(temp_prefix("artifact")) and left.name.endswith(".part")
     assert files._TEMP_RE.match(left.name) and left not in AtomicFile.live
+
+
+# -- the one facility: older names swept under their lock, an ending process makes nothing new ----------------
+def test_a_locked_sweep_removes_only_the_prefix_it_is_given(tmp_path):
+    """Older kcc named the npm work directory '.npm-pack.XXXXXXXX' (no pid): the voices fetch
+    removes those under its fetch lock, and nothing else."""
+    (tmp_path / ".npm-pack.Ab12Cd34").mkdir()
+    (tmp_path / ".npm-pack.Ab12Cd34" / "kokoro-js-1.2.1.tgz").write_bytes(b"x" * 100)
+    (tmp_path / ".npm-pack.file").write_bytes(b"x")
+    for keep in (".notes.part", "npm-pack.x", ".npm-packer", "af_heart.bin"):
+        (tmp_path / keep).write_bytes(b"mine")
+    removed = files.sweep_locked(tmp_path, ".npm-pack.")
+    assert sorted(p.name for p in removed) == [".npm-pack.Ab12Cd34", ".npm-pack.file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".notes.part", ".npm-packer", "af_heart.bin", "npm-pack.x"]
+
+
+def test_write_atomic_is_whole_or_nothing_and_names_the_target(tmp_path, monkeypatch):
+    out = tmp_path / "item.wav"
+    assert files.write_atomic(out, b"RIFF1234") == out and out.read_bytes() == b"RIFF1234"
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(files.os, "fsync", full)
+    with pytest.raises(OSError) as err:
+        files.write_atomic(out, b"RIFF5678")
+    assert err.value.errno == 28 and err.value.filename == str(out) and ".kcc-tmp" not in str(err.value)
+    assert out.read_bytes() == b"RIFF1234" and sorted(p.name for p in tmp_path.iterdir()) == ["item.wav"]
+
+
+def test_an_ending_process_removes_its_temporaries_and_makes_no_new_one(tmp_path, monkeypatch):
+    """The command's thread runs on while the main thread ends the process: a temporary made
+    after the clean-up would be left behind, so it is refused (ProcessEnding) and removed."""
+    monkeypatch.setattr(AtomicFile, "live", set())
+    monkeypatch.setattr(AtomicFile, "ending", False)
+    before = AtomicFile(tmp_path / "a.wav")
+    with temp_dir(tmp_path, "work") as work:
+        (work / "x").write_bytes(b"x")
+        AtomicFile.discard_live(ending=True)
+        assert not work.exists() and not before.tmp.exists()
+        with pytest.raises(files.ProcessEnding):
+            AtomicFile(tmp_path / "b.wav")
+        with pytest.raises(files.ProcessEnding):
+            with temp_dir(tmp_path, "late"):
+                pass
+    assert list(tmp_path.iterdir()) == [] and AtomicFile.live == set()
+
+
+def test_an_interrupt_inside_a_command_discards_without_ending(tmp_path, monkeypatch):
+    """A command that raises Interrupted itself (not a signal) is cleaned up and returns; the
+    process goes on (a test, an embedding program) and may write again."""
+    monkeypatch.setattr(AtomicFile, "live", set())
+    monkeypatch.setattr(AtomicFile, "ending", False)
+    AtomicFile(tmp_path / "a.wav")
+    AtomicFile.discard_live()
+    assert list(tmp_path.iterdir()) == []
+    with AtomicFile(tmp_path / "b.wav") as f:
+        f.fh.write(b"ok")
+        f.commit()
+    assert (tmp_path / "b.wav").read_bytes() == b"ok"

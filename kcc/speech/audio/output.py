@@ -2,7 +2,7 @@
 
 Each writer takes float audio with write(), and finishes with close() then commit():
 - a .wav file: kcc.speech.audio.wav.WavWriter (no codec; its header patched at the end);
-- another format's file: the format's encoder (kcc.speech.audio.formats) writing into a
+- another format's file: the format's encoder (kcc.speech.audio.encoder) writing into a
   temporary file beside the target, renamed onto it at commit (a failure leaves nothing);
 - stdout ("-"): the format's streaming form, flushed after every chunk so a pipe
   (`kcc say ... -o - | ffmpeg -i - ...`) starts at the first chunk; WAV then has an open-ended
@@ -10,16 +10,41 @@ Each writer takes float audio with write(), and finishes with close() then commi
 """
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from kcc.files import AtomicFile
-from kcc.speech.audio.formats import Encoder
+from kcc.speech.audio.encoder import Encoder
 from kcc.speech.audio.wav import WavWriter
 
 STDOUT = "-"
+
+
+class _Sink(io.RawIOBase):
+    """The temporary file as the muxer sees it; once discarded (an abort), what the muxer still
+    writes while closing goes nowhere: a full disk would refuse it again, and PyAV prints each
+    exception raised inside its I/O callbacks as 'PyAV library exception being dropped'."""
+
+    def __init__(self, fh):
+        self.fh, self.discarded = fh, False
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return len(b) if self.discarded else self.fh.write(b)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return 0 if self.discarded else self.fh.seek(offset, whence)
+
+    def tell(self) -> int:
+        return 0 if self.discarded else self.fh.tell()
 
 
 class EncodedFile(AtomicFile):
@@ -28,7 +53,8 @@ class EncodedFile(AtomicFile):
     def __init__(self, path: str | Path, fmt: str):
         super().__init__(path)
         self.samples = 0
-        self.encoder = Encoder(fmt, sink=self.fh)
+        self.sink = _Sink(self.fh)
+        self.encoder = Encoder(fmt, sink=self.sink)
 
     def write(self, audio: np.ndarray) -> None:
         self.encoder.push(audio)
@@ -40,6 +66,7 @@ class EncodedFile(AtomicFile):
         super().close()
 
     def abort(self) -> None:
+        self.sink.discarded = True
         self.encoder.close()
         super().abort()
 

@@ -27,6 +27,7 @@ from kcc.speech.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_
 from kcc.speech.batch.local_pool import SynthSpec, load, run_processes, run_threads, split_cores
 from kcc.speech.batch.manifest import RUN_MANIFEST, Defaults, Item, Rejected, items_from_records, read_manifest
 from kcc.speech.batch.ray_engine import run_ray
+from kcc.speech.worker_budget import check_workers
 
 ENGINES = ("local", "ray")
 LOCK_NAME = ".kcc-batch.lock"
@@ -61,7 +62,13 @@ class Batch:
                  for n, r in enumerate(manifest, 1)), defaults)
         if isinstance(synth, SynthSpec) and threads is None:
             threads = synth.threads
-        for name, n in (("workers", workers), ("threads", threads), ("max_chars", max_chars)):
+        if workers is not None:
+            # the cap and memory budget every door shares; a Ray cluster's memory is its own
+            try:
+                check_workers(workers, "workers", local=engine == "local" or address is None)
+            except ValueError as exc:
+                raise BatchError(str(exc)) from None
+        for name, n in (("threads", threads), ("max_chars", max_chars)):
             if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
                 raise BatchError(f"{name} must be a positive integer, got {n!r}")
         self.workers, self.threads = split_cores(available_cores(), workers, threads)

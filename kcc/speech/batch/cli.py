@@ -1,14 +1,14 @@
 """`kcc batch MANIFEST -o OUTDIR`: the command line over kcc.speech.batch.api.Batch.
 
-Exit status: 0 when every item is done (made now or already), 1 when any item failed (each
-failure is in OUTDIR/kcc-batch.json with its reason), 2 when the job could not run at all.
+Exit status (kcc.speech.cli.exits): 0 when every item is done (made now or already), 1 when any
+item failed (each failure is in OUTDIR/kcc-batch.json with its reason), 2 when the job could not
+run at all (its error, BatchError, ManifestError, ..., named by the dispatcher).
 """
 from __future__ import annotations
 
 import sys
 
-from kcc.speech.batch.audio import FORMATS
-from kcc.speech.batch.item import DEFAULT_MAX_CHARS
+from kcc.speech.batch import DEFAULT_MAX_CHARS, FORMATS
 
 
 def add_parser(subparsers) -> None:
@@ -38,36 +38,31 @@ def add_parser(subparsers) -> None:
 
 
 def run_cli(args) -> int:
-    from kcc.speech.batch.api import Batch, BatchError
-    from kcc.speech.batch.local_pool import SynthSpec, WorkerLoadError
-    from kcc.speech.batch.manifest import Defaults, ManifestError, check_option
+    from kcc.speech.batch.api import Batch
+    from kcc.speech.batch.local_pool import SynthSpec
+    from kcc.speech.batch.manifest import Defaults, check_option
     from kcc.speech.batch.progress import BatchProgress
-    from kcc.speech.batch.ray_engine import RayUnavailable
     from kcc.speech.cli.args import checkpoint_of
     from kcc.speech.g2p.g2p import G2PFactory
+    g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
+    defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),
+                        check_option("seed", args.seed, Defaults()), args.format)
+    spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
+                     precision=args.precision)
+    job = Batch(args.manifest, args.out, defaults=defaults, engine=args.engine, workers=args.workers,
+                threads=args.threads, synth=spec, voices_dirs=args.voices_dir,
+                g2p=g2p,
+                max_chars=args.max_chars, address=args.address, kind=args.kind, processes=args.processes)
+    print(f"kcc batch: {len(job.records)} records, {len(job.items)} items; engine {job.engine_name}, "
+          f"{job.workers} worker(s) x {job.threads} thread(s)", file=sys.stderr)
+    bar = BatchProgress(len(job.records), enabled=True if args.progress else None)
     try:
-        g2p = G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p    # a bad file fails the job now
-        defaults = Defaults(args.voice, args.lang, check_option("speed", args.speed, Defaults()),
-                            check_option("seed", args.seed, Defaults()), args.format)
-        spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
-                         precision=args.precision)
-        job = Batch(args.manifest, args.out, defaults=defaults, engine=args.engine, workers=args.workers,
-                    threads=args.threads, synth=spec, voices_dirs=args.voices_dir,
-                    g2p=g2p,
-                    max_chars=args.max_chars, address=args.address, kind=args.kind, processes=args.processes)
-        print(f"kcc batch: {len(job.records)} records, {len(job.items)} items; engine {job.engine_name}, "
-              f"{job.workers} worker(s) x {job.threads} thread(s)", file=sys.stderr)
-        bar = BatchProgress(len(job.records), enabled=True if args.progress else None)
-        try:
-            for outcome in job:
-                bar.update(outcome)
-                if outcome.status == "error":
-                    print(f"\nkcc batch: item {outcome.id!r} (line {outcome.line}): {outcome.reason}", file=sys.stderr)
-        finally:
-            bar.close()
-    except (BatchError, ManifestError, WorkerLoadError, RayUnavailable, ValueError) as exc:
-        print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        for outcome in job:
+            bar.update(outcome)
+            if outcome.status == "error":
+                print(f"\nkcc batch: item {outcome.id!r} (line {outcome.line}): {outcome.reason}", file=sys.stderr)
+    finally:
+        bar.close()
     c, t = job.summary["counts"], job.summary["throughput"]
     print(f"{args.out}: {c['done']} made, {c['skipped']} already done, {c['failed']} failed of {c['records']}; "
           f"{t['audio_s']:.1f} s audio in {t['wall_s']:.1f} s ({t['audio_s_per_wall_s'] or 0:.2f} x real time)")

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 import time
 import warnings
@@ -23,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from kcc import __version__
-from kcc.files import TEMP_SUFFIX, file_sha256, read_bounded, temp_prefix
+from kcc.files import file_sha256, read_bounded, write_atomic
+from kcc.speech.batch import DEFAULT_MAX_CHARS  # noqa: F401  (re-exported: the item's limit)
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES
 from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
@@ -33,7 +32,6 @@ from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
 from kcc.speech.voices import VoiceError, speaking
 
 FINGERPRINT_SCHEMA = "kcc.speech.batch.item/1"
-DEFAULT_MAX_CHARS = 20_000               # one item's text: ~25 min of speech, a few minutes of synthesis
 
 
 class ItemError(ValueError):
@@ -77,28 +75,6 @@ def output_paths(outdir: Path, item_id: str, fmt: str) -> tuple[Path, Path]:
         if p.parent != outdir or p.name.startswith("."):
             raise ItemError(f"id {item_id!r} would write outside the output directory")
     return audio, sidecar
-
-
-# mkstemp makes 0600 files; outputs get the mode a plain open() would give (0666 less the umask).
-# Read once, at import: os.umask can only be read by setting it, which is not thread-safe.
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """A complete file at `path` or none: temp file in the same directory, fsync, rename."""
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _digest(data: bytes) -> str:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -70,7 +71,10 @@ ORPHAN_POLL_S = 0.5
 def _exit_with_parent(parent: int) -> None:
     """Worker initializer: a worker whose parent died (kill -9 of the batch) exits, instead of
     waiting forever on a queue nobody feeds. An item it was writing leaves only a temp file,
-    which the next run removes."""
+    which the next run removes. It ignores Ctrl-C: the terminal sends SIGINT to the whole process
+    group, and the parent ends the job and stops its workers (kcc.speech.cli.interrupts.end_now)
+    instead of each worker printing its own KeyboardInterrupt traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch():
         while os.getppid() == parent:

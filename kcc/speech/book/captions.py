@@ -2,6 +2,10 @@
 ending at a sentence end, at a pause between items, or past CUE_SECONDS / CUE_CHARS."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from kcc.files import AtomicFile
+
 CUE_SECONDS, CUE_CHARS = 6.0, 84
 FORMATS = ("srt", "vtt")
 
@@ -45,3 +49,17 @@ def render(cue_list: list[tuple[float, float, str]], fmt: str) -> str:
     if fmt == "vtt":
         return "WEBVTT\n\n" + "".join(f"{_stamp(a, '.')} --> {_stamp(b, '.')}\n{t}\n\n" for a, b, t in cue_list)
     raise ValueError(f"subtitle format {fmt!r} is not one of {', '.join(FORMATS)}")
+
+
+def write_captions(path: Path, words: list[dict], fmt: str, breaks: set[int] = frozenset()) -> Path:
+    """The one caption writer of `kcc book` (a chapter's and the whole book's): words -> cues ->
+    `fmt`, written atomically."""
+    data = render(cues(words, breaks), fmt).encode("utf-8")
+    with AtomicFile(path) as out:
+        out.fh.write(data)
+        return out.commit()
+
+
+def item_breaks(words: list[dict]) -> set[int]:
+    """Indexes of the words that start a new item (a paragraph, a title): a cue ends before them."""
+    return {i for i, w in enumerate(words) if i and w["item"] != words[i - 1]["item"]}

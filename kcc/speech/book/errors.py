@@ -30,3 +30,18 @@ class UnreadablePdf(BookError):
 
 class EmptyBook(BookError):
     """The input holds no text to speak."""
+
+
+class ReadBudgetExceeded(BookTooLarge):
+    """Reading the book would take more work than a book may (bounds.ReadBudget): markup bytes
+    parsed, document nodes, or PDF content-stream bytes (a small file can ask for hours)."""
+
+
+class NotARegularFile(BookError):
+    """The input is no regular file (a device such as /dev/zero, a FIFO, a directory) or cannot
+    be opened; a book is read from a file, once."""
+
+
+class UnsafeWorkDir(BookError):
+    """The work directory beside the output is another user's, world- or group-writable, or a
+    link: kcc would trust the items someone else can put in it."""

@@ -6,40 +6,45 @@
     job.ok, job.failures, job.audio_s
 
 Outputs: `-o NAME.m4b` writes one .m4b with chapter markers and metadata, and beside it
-NAME.NNN.json (and NAME.NNN.srt / .vtt) per chapter; `-o DIR` writes DIR/NNN-title.<format>
-with the same sidecars and captions. The items (one per paragraph, layout.py) go through
+NAME.NNN.json (and NAME.NNN.srt / .vtt) per chapter, plus NAME.srt / .vtt for the whole book
+(chapter offsets added); `-o DIR` writes DIR/NNN-title.<format>, tagged as the book's tracks
+(tags.py), with the same sidecars and captions. The items (one per paragraph, layout.py) go through
 kcc.speech.batch into a work directory (.NAME.kcc-book beside the .m4b, DIR/.kcc-book inside
 the directory), which is what makes the job resumable: after a kill -9 the next run skips every
 item whose sidecar says it is complete and redoes the rest; a chapter file is renamed into place
 only when whole, and is not rewritten when its sidecar's fingerprint (its items' fingerprints,
-pauses and format) and its bytes still match. The work directory stays after the job (a rerun
-is then nearly free) unless clean=True.
+pauses and format) and its bytes still match. The work directory is the user's own (0700, refused
+when someone else could write it: kcc.files.private_work_dir); it is removed once the book is
+complete unless keep_work=True (a rerun with other pauses or another format is then nearly free),
+and stays after a failure so that the rerun resumes. Only kcc's own temporaries are ever swept
+(kcc.files.sweep_temporaries).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-import shutil
 import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from kcc.files import file_sha256
+from kcc.files import file_sha256, private_work_dir, remove_dir_atomically, sweep_temporaries
+from kcc.speech.audio.outputs import check_output, check_output_dir
+from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.batch.api import Batch
 from kcc.speech.batch.item import Outcome, is_done, write_atomic
 from kcc.speech.batch.manifest import Defaults
 from kcc.speech.book.assemble import AUDIO_FORMATS, ChapterFile, assemble, chapter_sidecar
-from kcc.speech.book.captions import cues, render
-from kcc.speech.book.errors import BookError
+from kcc.speech.book.captions import item_breaks, write_captions
+from kcc.speech.book.errors import BookError, UnsafeWorkDir
 from kcc.speech.book.layout import ITEM_CHARS, ChapterPlan, Pauses, plan_chapters
 from kcc.speech.book.m4b import M4bWriter
 from kcc.speech.book.sources import Book, read_book
+from kcc.speech.book.tags import ChapterTags
 from kcc.speech.book.voice_choice import book_language, default_voice
-from kcc.speech.audio.outputs import check_output, check_output_dir
-from kcc.speech.audio.timestamps import SAMPLE_RATE
+from kcc.speech.worker_budget import check_workers
 
 CHAPTER_SCHEMA = "kcc.speech.book.chapter/1"
 WORK_DIR = ".kcc-book"
@@ -55,7 +60,7 @@ class BookOptions:
     lang: str | None = None              # None: the book's declared language
     speed: float = 1.0
     seed: int = 0
-    clean: bool = False                  # remove the work directory after a complete job
+    keep_work: bool = False              # keep the work directory (the items) after a complete job
     item_chars: int = ITEM_CHARS         # a longer paragraph is cut at sentence ends (layout.py)
 
 
@@ -70,16 +75,23 @@ class ChapterDone:
 
 class BookJob:
     """book: a path (read with sources.read_book) or a Book. The batch keywords (engine,
-    workers, threads, synth, voices_dirs, g2p, address, processes) go to kcc.speech.batch.Batch."""
+    workers, threads, synth, voices_dirs, g2p, address, processes) go to kcc.speech.batch.Batch.
+    progress(stage, done, total): called now and then while a long book is read."""
 
-    def __init__(self, book, out: str | Path, options: BookOptions = BookOptions(), **batch):
+    def __init__(self, book, out: str | Path, options: BookOptions = BookOptions(), progress=None, **batch):
         self.m4b = options.format == "m4b"
         if not self.m4b and options.format not in AUDIO_FORMATS:
             raise BookError(f"format {options.format!r} is not m4b or one of {', '.join(AUDIO_FORMATS)}")
         self.out = check_output(out, "-o") if self.m4b else check_output_dir(out, "-o")    # before any work
+        if batch.get("workers") is not None:
+            try:
+                check_workers(batch["workers"], local=batch.get("engine", "local") == "local"
+                              or batch.get("address") is None)
+            except ValueError as exc:
+                raise BookError(str(exc)) from None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            self.book: Book = book if isinstance(book, Book) else read_book(book)
+            self.book: Book = book if isinstance(book, Book) else read_book(book, progress=progress)
             self.lang = options.lang or book_language(self.book.language)
         self.notes = [str(w.message) for w in caught]
         self.options, self.batch = options, batch
@@ -107,7 +119,10 @@ class BookJob:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         if not self.m4b:
             self.out.mkdir(exist_ok=True)
-        self._remove_stale_parts()
+        # kcc's own temporaries a killed run left (kcc.files: pid- and owner-checked names);
+        # a user's '.notes.part' or another live run's temporary stays
+        sweep_temporaries(self.out.parent if self.m4b else self.out)
+        private_work_dir(self.work, UnsafeWorkDir)
         left = {p.index: len(p.segments) for p in self.plans}
         chapter_of = {s.item_id: p for p in self.plans for s in p.segments}
         failed: set[int] = set()
@@ -131,14 +146,8 @@ class BookJob:
                     yield self._write_chapter(plan)
         if self.m4b and not self.failures:
             yield from self._write_m4b()
-        if self.ok and self.options.clean:
-            shutil.rmtree(self.work, ignore_errors=True)
-
-    def _remove_stale_parts(self) -> None:
-        """Temporaries a killed run left (kcc.files.AtomicFile: '.<name>.<random>.part')."""
-        where = self.out.parent.glob(f".{self.out.stem}.*.part") if self.m4b else self.out.glob(".*.part")
-        for p in where:
-            p.unlink(missing_ok=True)
+        if self.ok and not self.options.keep_work:
+            remove_dir_atomically(self.work)
 
     # -- the outputs ------------------------------------------------------------------------
     def chapter_stem(self, plan: ChapterPlan) -> str:
@@ -163,7 +172,8 @@ class BookJob:
         if done is not None:
             self.audio_s += done["audio"]["seconds"]
             return ChapterDone(plan.index, plan.title, "current", done["audio"]["seconds"], [audio_path.name])
-        sink = ChapterFile(audio_path, self.options.format)
+        sink = ChapterFile(audio_path, self.options.format,
+                           ChapterTags(plan.title, self.book.title, self.book.author, plan.index, len(self.plans)))
         try:
             got = assemble(plan, self.work, sink.write)
             sink.commit()
@@ -183,19 +193,21 @@ class BookJob:
         fmt = self.options.subtitles
         if not fmt:
             return []
-        breaks = {i for i, w in enumerate(words) if i and w["item"] != words[i - 1]["item"]}
         path = self.out.parent / f"{stem}.{fmt}" if self.m4b else self.out / f"{stem}.{fmt}"
-        write_atomic(path, render(cues(words, breaks), fmt).encode("utf-8"))
+        write_captions(path, words, fmt, item_breaks(words))
         return [path.name]
 
     def _write_m4b(self) -> Iterator[ChapterDone]:
         writer = M4bWriter(self.out)
-        marks, dones = [], []
+        marks, dones, book_words = [], [], []
         try:
             for plan in self.plans:
                 start = writer.samples
                 got = assemble(plan, self.work, writer.write, start)
                 marks.append((plan.title, start, writer.samples))
+                at = start / SAMPLE_RATE
+                book_words += [{**w, "start_s": round(w["start_s"] + at, 6), "end_s": round(w["end_s"] + at, 6)}
+                               for w in got.words]
                 stem = self.chapter_stem(plan)
                 files = self._captions(plan, got.words, stem)
                 meta = {"file": self.out.name, "start_s": round(start / SAMPLE_RATE, 6),
@@ -211,6 +223,10 @@ class BookJob:
             writer.abort()
             raise
         self.audio_s = writer.samples / SAMPLE_RATE
+        if self.options.subtitles:             # the whole book's captions, on the .m4b's timeline
+            whole = self.out.with_suffix(f".{self.options.subtitles}")
+            write_captions(whole, book_words, self.options.subtitles, item_breaks(book_words))
+            dones[-1].files.append(whole.name)
         yield from dones
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kcc.speech.book.sources import Book
+from kcc.speech.book.text import Book
 
 ITEM_CHARS = 1_500           # ~1.5 min of speech: a paragraph past it is cut at sentence ends
+TITLE_CHARS = 200            # a chapter's title as a marker, file name part and tag (spoken whole)
 _SENTENCE = re.compile(r"(?<=[.!?…;:])[)”\"'’]?\s+")
 
 
@@ -68,6 +69,14 @@ def _pieces(text: str, limit: int):
             yield sentence
 
 
+def short_title(title: str, limit: int = TITLE_CHARS) -> str:
+    """`title` cut at a word end before `limit` characters, with an ellipsis."""
+    if len(title) <= limit:
+        return title
+    cut = title.rfind(" ", 0, limit - 1)
+    return title[:cut if cut > limit // 2 else limit - 1].rstrip() + "…"
+
+
 def plan_chapters(book: Book, pauses: Pauses = Pauses(), announce: bool = True,
                   limit: int = ITEM_CHARS) -> list[ChapterPlan]:
     plans = []
@@ -80,7 +89,11 @@ def plan_chapters(book: Book, pauses: Pauses = Pauses(), announce: bool = True,
             segs.append(Segment(f"c{ci:04d}-{n:05d}", text, pause))
             n += 1
         if announce and chapter.title:
-            add(chapter.title, pauses.title)
+            # a title is spoken like a paragraph: cut at sentence ends past `limit` (a heading
+            # that is really a paragraph would otherwise be an item the batch refuses)
+            parts = split_paragraph(chapter.title, limit)
+            for k, part in enumerate(parts):
+                add(part, pauses.sentence if k < len(parts) - 1 else pauses.title)
         for para in chapter.paragraphs:
             parts = split_paragraph(para, limit)
             for k, part in enumerate(parts):
@@ -88,5 +101,5 @@ def plan_chapters(book: Book, pauses: Pauses = Pauses(), announce: bool = True,
         if segs:
             last = segs[-1]
             segs[-1] = Segment(last.item_id, last.text, pauses.chapter)
-        plans.append(ChapterPlan(ci, chapter.title, chapter.paragraphs, segs))
+        plans.append(ChapterPlan(ci, short_title(chapter.title), chapter.paragraphs, segs))
     return plans

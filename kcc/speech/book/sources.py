@@ -5,59 +5,50 @@ EPUB 2/3 (ebooklib): the spine's linear documents in order, chapter titles from 
 contents (a document the contents do not name continues the chapter before it, or starts one
 at its first heading); cover, title page, contents and copyright pages are not read aloud;
 footnotes, endnotes and the reference marks that point at them are dropped (read in the middle
-of a sentence they break it), as are non-linear spine items (where EPUBs put notes).
-Markdown (markdown-it-py, front matter `title: / author: / lang:`), HTML and plain text:
-chapters start at headings. PDF (pypdf): the text layer only, with a warning.
+of a sentence they break it), as are non-linear spine items (where EPUBs put notes) and page
+furniture (markup.py). Markdown (markdown-it-py, front matter `title: / author: / lang:`), HTML
+and plain text: chapters start at headings. PDF (pdf.py): the text layer, with a warning.
 
-Every input is bounded before it is parsed (bounds.py); refusals are errors.py's classes.
+The file is opened once and read whole within max_file_bytes (kcc.files.read_user_file: a
+regular file only); every reader then works on those bytes within one ReadBudget (bounds.py),
+linear in their size. Refusals are errors.py's classes.
 """
 from __future__ import annotations
 
+import io
 import re
 import warnings
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
-from kcc.speech.book.bounds import LIMITS, BookLimits
+from kcc.files import read_user_file
+from kcc.speech.book import markup
+from kcc.speech.book.bounds import LIMITS, BookLimits, ReadBudget
 from kcc.speech.book.errors import (
     BookError,
     BookTooLarge,
     EmptyBook,
-    NestingTooDeep,
-    UnreadablePdf,
+    NotARegularFile,
     UnsafeArchive,
     UnsupportedBook,
 )
+from kcc.speech.book.pdf import PDF_WARNING, read_pdf
+from kcc.speech.book.text import (
+    Book,
+    Chapter,
+    chapters_from_blocks,
+    chapters_from_text,
+    front_matter,
+    title_page,
+)
 from kcc.speech.g2p.g2p import G2PError, decode_text
+
+__all__ = ["Book", "Chapter", "FORMATS", "PDF_WARNING", "read_book", "detect_format", "check_zip"]
 
 FORMATS = ("epub", "markdown", "html", "text", "pdf")
 _SUFFIXES = {".epub": "epub", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
              ".xhtml": "html", ".txt": "text", ".text": "text", ".pdf": "pdf"}
-PDF_WARNING = ("PDF: only the text layer is read; images, tables, page layout and the place of footnotes, "
-               "headers and footers are lost, and line breaks and hyphenation may be wrong; an EPUB or "
-               "HTML edition reads better")
-
-
-@dataclass
-class Chapter:
-    title: str
-    paragraphs: list[str]
-
-    @property
-    def chars(self) -> int:
-        return sum(len(p) + 1 for p in self.paragraphs)
-
-
-@dataclass
-class Book:
-    title: str
-    author: str = ""
-    language: str | None = None          # as declared (dc:language, <html lang>, front matter)
-    chapters: list[Chapter] = field(default_factory=list)
-    cover: bytes | None = None
-    cover_mime: str = ""
-    format: str = ""
 
 
 def detect_format(path: Path, head: bytes) -> str:
@@ -73,22 +64,20 @@ def detect_format(path: Path, head: bytes) -> str:
     return got
 
 
-def read_book(path: str | Path, fmt: str | None = None, limits: BookLimits = LIMITS) -> Book:
+def read_book(path: str | Path, fmt: str | None = None, limits: BookLimits = LIMITS,
+              progress: Callable[[str, int, int], None] | None = None, budget: ReadBudget | None = None) -> Book:
+    """progress(stage, done, total): called now and then while a long book is read ('page' of a
+    PDF, 'document' of an EPUB). budget: the work counters to spend (a fresh one by default)."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > limits.max_file_bytes:
-            raise BookTooLarge(f"{path}: {size} bytes, over the {limits.max_file_bytes >> 20} MiB a book may be")
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-    except OSError as exc:
-        raise BookError(f"{path}: {exc.strerror or exc}") from None
-    fmt = fmt or detect_format(path, head)
+    budget = budget or ReadBudget(limits, str(path), progress)
+    data = read_user_file(path, limits.max_file_bytes, "book", NotARegularFile, regular=True,
+                          too_large=BookTooLarge)
+    fmt = fmt or detect_format(path, data[:8])
     if fmt not in FORMATS:
         raise UnsupportedBook(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
-    reader = {"epub": _read_epub, "pdf": _read_pdf, "markdown": _read_markdown, "html": _read_html,
+    reader = {"epub": _read_epub, "pdf": read_pdf, "markdown": _read_markdown, "html": _read_html,
               "text": _read_text}[fmt]
-    book = reader(path, limits)
+    book = reader(data, path, limits, budget)
     book.format = fmt
     book.chapters = [c for c in book.chapters if c.paragraphs]
     if not book.chapters:
@@ -98,7 +87,7 @@ def read_book(path: str | Path, fmt: str | None = None, limits: BookLimits = LIM
     total = 0
     for i, c in enumerate(book.chapters, 1):
         if c.chars > limits.max_chapter_chars:
-            raise BookTooLarge(f"{path}: chapter {i} ({c.title!r}) has {c.chars} characters, over the "
+            raise BookTooLarge(f"{path}: chapter {i} ({c.title[:80]!r}) has {c.chars} characters, over the "
                                f"{limits.max_chapter_chars} a chapter may have")
         total += c.chars
     if total > limits.max_book_chars:
@@ -115,256 +104,55 @@ def _decode(data: bytes, path: Path) -> str:
 
 
 # -- HTML -----------------------------------------------------------------------------------
-_INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^\[>]*\[.*?\]\s*>", re.S | re.I)
-_TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*?(/?)>")
-# Elements with no end tag, or whose end tag HTML lets an author leave out: they add no depth.
-_FLAT = frozenset(b"area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
-                  b"option thead tbody tfoot colgroup rt rp".split())
-_BLOCKS = ("p", "div", "li", "blockquote", "pre", "tr", "dt", "dd", "figcaption", "section", "article",
-           "header", "footer", "td", "th", "table", "ul", "ol", "dl")
-_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-# EPUB 3 structural semantics (epub:type) and the roles ARIA gives the same things.
-_NOTE_TYPES = {"footnote", "endnote", "rearnote", "note", "footnotes", "endnotes", "rearnotes",
-               "doc-footnote", "doc-endnote", "doc-endnotes", "doc-noteref", "noteref"}
 _SKIP_DOCS = {"cover", "titlepage", "toc", "copyright-page", "landmarks", "loi", "lot", "index",
               "doc-cover", "doc-toc", "doc-index"}
 
 
-def check_depth(data: bytes, where: str, limits: BookLimits = LIMITS) -> None:
-    """Refuses markup nested past limits.max_depth, counted by one linear scan of the tags."""
-    depth = 0
-    for m in _TAG.finditer(data):
-        name = m.group(2).lower()
-        if m.group(3) or name in _FLAT or name.startswith(b"!"):
-            continue
-        depth += -1 if m.group(1) else 1
-        if depth > limits.max_depth:
-            raise NestingTooDeep(f"{where}: elements nested deeper than {limits.max_depth}")
-        depth = max(depth, 0)
-
-
-def _soup(data: bytes | str, where: str, limits: BookLimits):
-    from bs4 import BeautifulSoup
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    check_depth(raw, where, limits)
-    # An XHTML internal DTD subset (entity declarations): the HTML parser neither expands it
-    # (no entity bomb) nor understands it, and would read its tail aloud; it holds no text.
-    raw = _INTERNAL_SUBSET.sub(b"", raw, count=1)
-    with warnings.catch_warnings():            # XHTML through the HTML parser: fine for text
-        warnings.simplefilter("ignore")
-        return BeautifulSoup(raw, "lxml")
-
-
-def _types(tag) -> set[str]:
-    return set((tag.get("epub:type") or "").split()) | set((tag.get("role") or "").split())
-
-
-def html_blocks(soup) -> list[tuple[int, str]]:
-    """The document's text as (heading level 1-6, or 0 for a paragraph, text), in order; notes
-    and their reference marks dropped, whitespace inside a block collapsed."""
-    from bs4 import NavigableString
-    for tag in soup.find_all(["script", "style", "head", "nav", "aside", "rt", "rp"]):
-        tag.decompose()
-    for tag in soup.find_all(lambda t: bool(_types(t) & _NOTE_TYPES)):
-        tag.decompose()
-    for sup in soup.find_all("sup"):           # a reference mark: <sup><a href="#n1">1</a></sup>
-        if sup.find("a") is not None or sup.get_text().strip().strip("[]*†‡").isdigit():
-            sup.decompose()
-    for s in list(soup.find_all(string=True)):
-        if type(s) is not NavigableString:     # doctype, comment, <?xml?>: not text
-            s.extract()
-        elif not s.find_parent("pre"):
-            s.replace_with(re.sub(r"\s+", " ", str(s)))
-    for br in soup.find_all("br"):
-        br.replace_with("\n")
-    for tag in soup.find_all(_HEADINGS):
-        tag.insert_before(f"\n\x01{tag.name[1]}")
-        tag.insert_after("\n")
-    for tag in soup.find_all(_BLOCKS):
-        tag.insert_before("\n")
-        tag.insert_after("\n")
-    out = []
-    for line in soup.get_text().split("\n"):
-        level = 0
-        if line.startswith("\x01"):
-            level, line = int(line[1]), line[2:]
-        line = " ".join(line.split())
-        if line:
-            out.append((level, line))
-    return out
-
-
-def chapters_from_blocks(blocks: list[tuple[int, str]], fallback: str) -> tuple[list[Chapter], str]:
-    """Chapters start at the top heading level that occurs more than once (a single top heading
-    is the book's title) -> (chapters, title or '')."""
-    levels = sorted({lv for lv, _ in blocks if lv})
-    title, level = "", None
-    for lv in levels:
-        heads = [t for l2, t in blocks if l2 == lv]
-        if len(heads) > 1 or lv == levels[-1]:
-            level = lv
-            break
-        title = title or heads[0]
-    chapters: list[Chapter] = []
-    for lv, text in blocks:
-        if lv and lv == level:
-            chapters.append(Chapter(text, []))
-        elif lv and lv < (level or 7) and text == title:
-            continue
-        else:
-            if not chapters:
-                chapters.append(Chapter(title or fallback, []))
-            chapters[-1].paragraphs.append(text)
-    return chapters, title
-
-
-def _read_html(path: Path, limits: BookLimits) -> Book:
-    data = path.read_bytes()
-    soup = _soup(data, str(path), limits)
-    html = soup.find("html")
-    lang = (html.get("lang") or html.get("xml:lang")) if html is not None else None
-    head_title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    author = ""
-    meta = soup.find("meta", attrs={"name": "author"})
-    if meta is not None:
-        author = meta.get("content", "")
-    chapters, title = chapters_from_blocks(html_blocks(soup), head_title or path.stem)
+def _read_html(data: bytes, path: Path, limits: BookLimits, budget: ReadBudget) -> Book:
+    root = markup.parse(data, str(path), limits, budget, xml=path.suffix.lower() == ".xhtml")
+    html = root if root is not None and markup.local(root) == "html" else None
+    lang = (html.get("lang") or html.get("{http://www.w3.org/XML/1998/namespace}lang")) if html is not None else None
+    head = markup.find(root, "head") if root is not None else None
+    head_title, author = "", ""
+    if head is not None:
+        for el in head.iter():
+            name = markup.local(el)
+            if name == "title" and not head_title:
+                head_title = " ".join("".join(el.itertext()).split())
+            elif name == "meta" and (el.get("name") or "").lower() == "author" and not author:
+                author = el.get("content") or ""
+    chapters, title = chapters_from_blocks(markup.blocks(root, budget), head_title or path.stem)
     return Book(head_title or title, author, lang or None, chapters)
 
 
 # -- Markdown -------------------------------------------------------------------------------
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*\n", re.S)
-
-
-def front_matter(text: str) -> tuple[dict[str, str], str]:
-    """`key: value` lines of a leading '---' block (the fields books use; not all of YAML)."""
-    m = _FRONT.match(text)
-    if not m:
-        return {}, text
-    fields = {}
-    for line in m.group(1).splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip():
-            fields[key.strip().lower()] = value.strip().strip("\"'")
-    return fields, text[m.end():]
-
-
-def _read_markdown(path: Path, limits: BookLimits) -> Book:
+def _read_markdown(data: bytes, path: Path, limits: BookLimits, budget: ReadBudget) -> Book:
     from markdown_it import MarkdownIt
-    fields, body = front_matter(_decode(path.read_bytes(), path))
-    html = MarkdownIt("commonmark").render(body)
-    blocks = html_blocks(_soup(html, str(path), limits))
+    fields, body = front_matter(_decode(data, path))
+    html = MarkdownIt("commonmark").render(body).encode("utf-8")
+    blocks = markup.blocks(markup.parse(html, str(path), limits, budget), budget)
     chapters, title = chapters_from_blocks(blocks, fields.get("title") or path.stem)
     return Book(fields.get("title") or title, fields.get("author", ""),
                 fields.get("lang") or fields.get("language") or None, chapters)
 
 
 # -- plain text -----------------------------------------------------------------------------
-_TEXT_HEADING = re.compile(r"^(?:#{1,6}\s+\S.*|(?:chapter|book|part|prologue|epilogue|preface|introduction)\b.{0,80})$",
-                           re.I)
-
-
-def _blocks(text: str, by_lines: bool) -> list[list[str]]:
-    """Blocks between blank lines; by_lines (PDF text, where blank lines are lost): a block
-    also ends at a heading line and at a short line ending a sentence (a paragraph's last line)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not by_lines:
-        return [[ln.strip() for ln in b.strip().splitlines() if ln.strip()] for b in re.split(r"\n\s*\n", text)]
-    lines = [ln.strip() for ln in text.splitlines()]
-    full = sorted(len(ln) for ln in lines if ln)
-    short = 0.7 * full[len(full) // 2] if full else 0
-    out, cur = [], []
-    for ln in lines:
-        if not ln or _TEXT_HEADING.match(ln):
-            if cur:
-                out.append(cur)
-            out.append([ln]) if ln else None
-            cur = []
-            continue
-        cur.append(ln)
-        if len(ln) < short and ln.rstrip("\"'”’)").endswith((".", "!", "?", "…")):
-            out.append(cur)
-            cur = []
-    if cur:
-        out.append(cur)
-    return out
-
-
-def chapters_from_text(text: str, fallback: str, by_lines: bool = False) -> list[Chapter]:
-    """Paragraphs are blocks between blank lines (hard-wrapped lines joined); a one-line block
-    that reads as a heading ('Chapter IV', 'PART TWO', '# Title') starts a chapter."""
-    chapters: list[Chapter] = []
-    for lines in _blocks(text, by_lines):
-        lines = [ln for ln in lines if ln]
-        if not lines:
-            continue
-        if len(lines) <= 2 and _TEXT_HEADING.match(lines[0]):
-            chapters.append(Chapter(" ".join(lines).lstrip("#").strip(), []))
-            continue
-        if not chapters:
-            chapters.append(Chapter(fallback, []))
-        chapters[-1].paragraphs.append(" ".join(lines))
-    return chapters
-
-
-def title_page(chapters: list[Chapter], fallback: str) -> tuple[str, str, list[Chapter]]:
-    """A few short lines before the first heading are a title page: (title, author, the rest)."""
-    first = chapters[0] if chapters else None
-    if (first is None or first.title != fallback or len(chapters) < 2 or not 0 < len(first.paragraphs) <= 3
-            or any(len(p) > 80 for p in first.paragraphs)):
-        return "", "", chapters
-    author = next((p[3:].strip() for p in first.paragraphs[1:] if p.lower().startswith("by ")), "")
-    return first.paragraphs[0], author, chapters[1:]
-
-
-def _read_text(path: Path, limits: BookLimits) -> Book:
-    title, author, chapters = title_page(chapters_from_text(_decode(path.read_bytes(), path), path.stem), path.stem)
+def _read_text(data: bytes, path: Path, limits: BookLimits, budget: ReadBudget) -> Book:
+    budget.spend("bytes", len(data))
+    title, author, chapters = title_page(chapters_from_text(_decode(data, path), path.stem), path.stem)
     return Book(title, author, None, chapters)
-
-
-# -- PDF ------------------------------------------------------------------------------------
-def _read_pdf(path: Path, limits: BookLimits) -> Book:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-    warnings.warn(PDF_WARNING, stacklevel=3)
-    try:
-        reader = PdfReader(str(path))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise UnreadablePdf(f"{path}: encrypted (a password is needed)")
-        if len(reader.pages) > limits.max_pdf_pages:
-            raise BookTooLarge(f"{path}: {len(reader.pages)} pages, over the {limits.max_pdf_pages} allowed")
-        pages, chars = [], 0
-        for page in reader.pages:
-            text = page.extract_text() or ""
-            chars += len(text)
-            if chars > limits.max_book_chars:
-                raise BookTooLarge(f"{path}: over the {limits.max_book_chars} characters a book may have")
-            pages.append(text)
-        meta = reader.metadata or {}
-        title, author = str(meta.get("/Title") or ""), str(meta.get("/Author") or "")
-    except BookError:
-        raise
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError,
-            NotImplementedError) as exc:
-        raise UnreadablePdf(f"{path}: pypdf cannot read it: {type(exc).__name__}: {str(exc)[:200]}") from None
-    text = "\n\n".join(pages)
-    if not text.strip():
-        raise UnreadablePdf(f"{path}: no text layer (a scanned PDF needs OCR first)")
-    fallback = title or path.stem
-    first, by, chapters = title_page(chapters_from_text(text, fallback, by_lines=True), fallback)
-    return Book(title or first, author or by, None, chapters)
 
 
 # -- EPUB -----------------------------------------------------------------------------------
 RATIO_FLOOR = 1 << 20        # below this, a high ratio is a small repetitive file, not a bomb
 
 
-def check_zip(path: Path, limits: BookLimits = LIMITS) -> None:
+def check_zip(path: Path, limits: BookLimits = LIMITS, data: bytes | None = None) -> None:
     """The EPUB's zip, from its central directory, before anything is unpacked: a zip, members
     within limits, no member path leaving the archive. (zipfile stops unpacking a member at its
     declared size and checks its CRC, so the declared sizes are what is unpacked.)"""
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as zf:
             infos = zf.infolist()
             names = {i.filename for i in infos}
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -408,14 +196,25 @@ def _toc_titles(toc) -> dict[str, str]:
     return out
 
 
-def _read_epub(path: Path, limits: BookLimits) -> Book:
+def _marked(body) -> list:
+    """The body and its first few sections / divs: where a document says what it is."""
+    out = [body]
+    for el in body.iter():
+        if len(out) > 3:
+            break
+        if el is not body and markup.local(el) in ("section", "div"):
+            out.append(el)
+    return out
+
+
+def _read_epub(data: bytes, path: Path, limits: BookLimits, budget: ReadBudget) -> Book:
     import ebooklib
     from ebooklib import epub
-    check_zip(path, limits)
+    check_zip(path, limits, data)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            book = epub.read_epub(str(path), options={"ignore_ncx": False})
+            book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": False})
     except BookError:
         raise
     except Exception as exc:                     # ebooklib raises bare KeyErrors / lxml errors on broken EPUBs
@@ -426,7 +225,9 @@ def _read_epub(path: Path, limits: BookLimits) -> Book:
         return str(got[0][0]).strip() if got else ""
     titles = _toc_titles(book.toc)
     chapters: list[Chapter] = []
-    for idref, linear in book.spine:
+    spine = list(book.spine)
+    for n, (idref, linear) in enumerate(spine):
+        budget.step("document", n, len(spine))
         item = book.get_item_with_id(idref)
         if item is None or item.get_type() != ebooklib.ITEM_DOCUMENT or str(linear).lower() == "no":
             continue
@@ -434,13 +235,11 @@ def _read_epub(path: Path, limits: BookLimits) -> Book:
             continue
         # the raw bytes: EpubHtml.get_content() re-serialises through lxml, which silently
         # drops what is nested past libxml2's depth limit (text lost without a word)
-        data = item.content
-        soup = _soup(data, f"{path}:{item.get_name()}", limits)
-        body = soup.find("body")
-        marked = [body, *body.find_all(["section", "div"], limit=3)] if body is not None else []
-        if any(_types(t) & _SKIP_DOCS for t in marked):
+        root = markup.parse(item.content, f"{path}:{item.get_name()}", limits, budget, xml=True)
+        body = markup.find(root, "body") if root is not None else None
+        if body is not None and any(markup.types(t) & _SKIP_DOCS for t in _marked(body)):
             continue
-        blocks = html_blocks(soup)
+        blocks = markup.blocks(root, budget)
         if not blocks:
             continue
         title = titles.get(item.get_name())

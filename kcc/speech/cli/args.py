@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import os
 
-from kcc.model.loader import add_precision_argument
-from kcc.speech.g2p.g2p import G2P_BACKENDS, LANGUAGE_CHOICES
+# The choice lists only, from light modules: `kcc --help` loads neither the model loader
+# (the compiler's runtime) nor the G2P for them.
+from kcc.precisions import add_precision_argument
+from kcc.speech.g2p import G2P_BACKENDS
+from kcc.speech.languages import LANGUAGE_CHOICES
 
 
 def add_speech_args(p) -> None:

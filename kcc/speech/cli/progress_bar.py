@@ -1,12 +1,14 @@
 """The one-line progress bar `kcc say` and `kcc batch` draw on stderr: on by default only where
 the stream is a terminal (a log file or a pipe gets no carriage-return redraws), redrawn in
-place, ended with one newline. Each command's bar says its own numbers (speech.engine.Progress,
+place, ended with one newline. Each command's bar says its own numbers (Progress here, `kcc say`'s, fed by the engine's per-chunk callback;
 speech.batch.progress.BatchProgress, speech.book.progress.BookProgress); batch and book count
 the same items (ItemsBar)."""
 from __future__ import annotations
 
 import sys
 import time
+
+from kcc.model.kokoro import SAMPLE_RATE
 
 WIDTH = 30     # characters of the bar itself
 
@@ -71,3 +73,29 @@ class ItemsBar(ProgressBar):
     def redraw(self) -> None:
         if self.enabled:
             self.draw(self.line())
+
+
+class Progress(ProgressBar):
+    """`kcc say`'s bar, the engine's progress callback (kcc.speech.engine.synthesize_chunks calls
+    it with each Chunk made): how much of the text is spoken (characters of the chunks done,
+    against the text's), chunks and audio made, time spent and an estimate of the time left."""
+
+    def __init__(self, text_chars: int = 0, enabled: bool | None = None, stream=None, total_chunks: int = 0):
+        super().__init__(enabled, stream)
+        self.text_chars, self.chars, self.total_chunks = text_chars, 0, total_chunks
+        self.done, self.audio_s = 0, 0.0
+
+    def __call__(self, chunk) -> None:
+        self.chars += len(chunk.encoded.text) + 1
+        self.update(chunk.index + 1, (chunk.offset + chunk.audio.size) / SAMPLE_RATE)
+
+    def update(self, done: int, audio_s: float) -> None:
+        self.done, self.audio_s = done, audio_s
+        if not self.enabled:
+            return
+        frac = min(1.0, self.chars / self.text_chars if self.text_chars
+                   else done / self.total_chunks if self.total_chunks else 1.0)
+        spent = time.perf_counter() - self.t0
+        left = f", ~{spent * (1 - frac) / frac:.0f} s left" if 0 < frac < 1 else ""
+        self.draw(f"kcc say: {self.bar(int(WIDTH * frac))} {100 * frac:3.0f}% of the text, {done} chunks, "
+                  f"{audio_s:.1f} s audio, {spent:.1f} s{left}  ")

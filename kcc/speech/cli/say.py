@@ -15,21 +15,20 @@ from pathlib import Path
 from typing import Iterable
 
 from kcc.files import AtomicFile, read_user_file
-from kcc.model.loader import ModelOptionsError, PrecisionError, check_max_frames, check_precision, drop_weights_once_used
-from kcc.model.pipeline import SynthesisError
-from kcc.speech.audio.formats import AudioFormatError, format_for
+from kcc.model.loader import check_max_frames, check_precision, drop_weights_once_used
+from kcc.speech.audio.formats import format_for
 from kcc.speech.audio.output import open_audio
 from kcc.speech.cli.args import checkpoint_of
-from kcc.speech.engine import (Chunk, Progress, SayError, check_seed, check_speed, chunk_summary, iter_plan,
+from kcc.speech.engine import (Chunk, SayError, check_seed, check_speed, chunk_summary, iter_plan,
                                load_synthesizer, resolve_voice, synthesize_chunks)
-from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, decode_text
-from kcc.speech.cli.interrupts import Interrupted, interruptible, interrupts_raise
-from kcc.speech.audio.outputs import OutputError, check_outputs
+from kcc.speech.g2p.g2p import G2P, Encoded, decode_text
+from kcc.speech.cli.progress_bar import Progress
+from kcc.speech.cli.streams import require_stdout
+from kcc.speech.audio.outputs import check_outputs
 from kcc.speech.g2p.overrides import load_lexicon
 from kcc.speech.audio.captions import SubtitleStream, subtitle_kind
 from kcc.speech.audio.timestamps import SAMPLE_RATE
-from kcc.speech.voices import VoiceError, speaking
-from kcc.speech.audio.wav import WavError
+from kcc.speech.voices import speaking
 
 
 # The longest text `kcc say` reads: about 10 million words, ~1,000 hours of speech (speaking is
@@ -112,6 +111,7 @@ def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: "Path | str", tim
                 ts.add(c)
             if subs is not None:
                 subs.add(c.words)
+        progress.close()
         audio.close()
         if ts is not None:
             ts.finish(audio.samples)
@@ -125,19 +125,10 @@ def speak_to_file(chunks: Iterable[Encoded], synth, pack, out: "Path | str", tim
 
 
 def run_cli(args) -> int:
+    """`kcc say`; its errors are named by the dispatcher (kcc.speech.cli.run: the one exit table)."""
     warnings.showwarning = _show_warning
     t0 = time.perf_counter()
-    with interrupts_raise():
-        try:
-            samples, n_chunks, n_ids = interruptible(_run, args)
-        except Interrupted as exc:
-            print("\nkcc: interrupted; no output written", file=sys.stderr)
-            return exc.exit_code
-        except (SayError, G2PError, VoiceError, SynthesisError, OutputError, WavError, ModelOptionsError,
-                PrecisionError, AudioFormatError, OSError) as exc:
-            # OSError: the output could not be written (disk full, file too large): nothing is left of it
-            print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return 2
+    samples, n_chunks, n_ids = _run(args)
     # With -o - stdout carries the audio: every message goes to stderr.
     print(f"{args.out}: {samples / SAMPLE_RATE:.2f} s, {n_chunks} chunk(s), {n_ids} phonemes, "
           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr if args.out == "-" else sys.stdout)
@@ -149,6 +140,8 @@ def _run(args) -> tuple[int, int, int]:
     then the model is loaded and the text spoken chunk by chunk into the output."""
     subtitles = getattr(args, "subtitles", None)
     to_stdout = args.out == "-"
+    if to_stdout:
+        require_stdout("the audio")
     outs = check_outputs(**{"-o": None if to_stdout else args.out, "--timestamps": args.timestamps,
                             "--subtitles": subtitles})
     fmt = format_for(args.out, getattr(args, "format", None))

@@ -34,7 +34,7 @@ __all__ = ["ALIASES", "G2P", "G2P_BACKENDS", "LANGUAGE_CHOICES", "PUNCTUATION", 
 from kcc.speech.languages import ALIASES, LANGUAGE_CHOICES  # noqa: E402  (the one language table)
 # The English backends (kcc.speech.g2p.en). Each other language has one backend; a server started with
 # --g2p espeak still speaks Japanese, so an English choice does not refuse another language.
-G2P_BACKENDS = ("auto", "lexicon", "misaki", "espeak")
+from kcc.speech.g2p import G2P_BACKENDS  # noqa: E402  (the names a user can give)
 
 
 def decode_text(data: bytes | str, source: str = "input") -> str:
@@ -174,15 +174,14 @@ class G2P:
     def _speak(self, text: str, language: str) -> list[Word]:
         if not text.strip():
             return []
+        with _BACKEND_LOCK:
+            speak = self._get(language)
+        # Normalised first: it says symbols the script filter would drop ("1º" -> "primero", "°C").
+        text = normalize(text, language=language, lexicon=self._backends[language][1] in ("lexicon", "misaki"))
         text, dropped = keep_speakable(text, language)
         if dropped:
             warn_dropped(dropped, language)
             text = re.sub(r"[ \t]{2,}", " ", text).strip()
-        with _BACKEND_LOCK:
-            speak = self._get(language)
-        if language in ("en-us", "en-gb"):
-            text = normalize(text, british=language == "en-gb",
-                             lexicon=self._backends[language][1] in ("lexicon", "misaki"))
         if not text.strip():
             return []
         with _BACKEND_LOCK:

@@ -16,17 +16,10 @@ from pathlib import Path
 
 ENV = "KCC_"
 
-# The server's memory: SERVER_BASE_BYTES (the process, G2P, the weights faulted in by the first
-# request) plus WORKER_MEMORY_BYTES for each synthesis worker's arena and scratch at the default
-# --max-frames. Measured with the real fp32 model, `--workers 2`: on the 2-core Xeon (Sapphire
-# Rapids) 69 MB idle, 618 MB after one request, 840 MB with both workers busy; on a 2-core Zen 4
-# ~615 MB after one request, 1.59 GB plateau: ~600 MB an arena at most, so that is the budget.
-SERVER_BASE_BYTES = 400 << 20
-WORKER_MEMORY_BYTES = 600 << 20
-
-
-class MemoryBudgetError(ValueError):
-    """--workers asks for more synthesis arenas than the available memory holds."""
+# --workers: one cap and one memory budget for every door that runs workers (kcc.speech.worker_budget).
+from kcc.speech.worker_budget import (MAX_WORKERS, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES,  # noqa: E402,F401
+                                     MemoryBudgetError, check_memory)
+from kcc.speech.cli.exits import Exit  # noqa: E402
 
 
 def _env(name: str, default, kind=str):
@@ -36,7 +29,9 @@ def _env(name: str, default, kind=str):
     try:
         return kind(value)
     except ValueError:
-        raise SystemExit(f"kcc: environment {ENV + name}={value!r} is not a valid {kind.__name__}") from None
+        # read while the parser is built, before kcc.speech.cli.run: exit as the table says for usage
+        print(f"kcc: environment {ENV + name}={value!r} is not a valid {kind.__name__}", file=sys.stderr)
+        raise SystemExit(Exit.USAGE) from None
 
 
 def _common(p: argparse.ArgumentParser, port: int) -> None:
@@ -66,6 +61,12 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
                    help="the most silence before a stream's first phoneme (the model puts ~300 ms there); "
                         "-1 (default): the model's. Shorter comes sooner but costs the first word's onset "
                         "(Whisper WER 3.8%% -> 16.2%% at 100 ms) ($KCC_FIRST_LEAD_MS)")
+    p.add_argument("--languages", default=_env("LANGUAGES", None), metavar="L,...",
+                   help="languages whose G2P is loaded and warmed before the server says ready (besides "
+                        "--lang); default: every language of the offered voices ($KCC_LANGUAGES)")
+    p.add_argument("--max-open", type=int, default=_env("MAX_OPEN", 0, int),
+                   help="open connections, idle ones included (past it the oldest idle one is closed); 0 (default): "
+                        "sized below the process's file limit, at most 2048 ($KCC_MAX_OPEN)")
 
 
 def add_parsers(subparsers) -> None:
@@ -109,12 +110,12 @@ def threads_per_synthesis(workers: int) -> int:
 def check_settings(args) -> None:
     """Refuse settings the server cannot honour, naming the flag (a ValueError: kcc exits 2)."""
     from kcc.speech.text import MAX_PHONEMES
-    checks = [("--workers", args.workers, 1, 256), ("--max-queue", args.max_queue, 0, 10_000),
+    checks = [("--workers", args.workers, 1, MAX_WORKERS), ("--max-queue", args.max_queue, 0, 10_000),
               ("--request-timeout", args.request_timeout, 0.1, 86_400),
               ("--chunk-phonemes", args.chunk_phonemes, 10, MAX_PHONEMES),
               ("--first-chunk-phonemes", args.first_chunk_phonemes, 1, args.chunk_phonemes),
               ("--first-chunk-seconds", args.first_chunk_seconds, 0, 60),
-              ("--first-lead-ms", args.first_lead_ms, -1, 10_000),
+              ("--first-lead-ms", args.first_lead_ms, -1, 10_000), ("--max-open", args.max_open, 0, 1_000_000),
               ("--port", args.port, 0, 65_535)]
     checks += [(flag, getattr(args, attr), lo, hi) for flag, attr, lo, hi in (
         ("--max-chars", "max_chars", 1, 1_000_000), ("--max-body", "max_body", 64, 1 << 30),
@@ -124,19 +125,6 @@ def check_settings(args) -> None:
         if not lo <= value <= hi:
             raise ValueError(f"{flag} {value} is outside [{lo}, {hi}]")
     check_memory(args.workers)
-
-
-def check_memory(workers: int, available: int | None = None) -> None:
-    """Refuse more workers than the available memory holds at WORKER_MEMORY_BYTES each."""
-    from kcc.model.loader import available_memory
-    free = available_memory() if available is None else available
-    need = SERVER_BASE_BYTES + workers * WORKER_MEMORY_BYTES
-    if free is not None and need > free:
-        fits = max(0, (free - SERVER_BASE_BYTES) // WORKER_MEMORY_BYTES)
-        raise MemoryBudgetError(
-            f"--workers {workers} needs about {need >> 20} MiB ({SERVER_BASE_BYTES >> 20} MiB + {WORKER_MEMORY_BYTES >> 20} "
-            f"MiB per worker) but {free >> 20} MiB is available; "
-            + (f"use --workers {fits} or fewer" if fits else "free memory first"))
 
 
 def lead_frames(ms: int) -> int | None:
@@ -154,6 +142,7 @@ def build_service(args):
     from kcc.speech.g2p.g2p import G2PFactory
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
+    from kcc.speech.serve.warmup import Warmup, advertised_languages
     check_settings(args)
     dirs = [Path(d) for d in args.voices_dir] or [Path(d) for d in filter(None, [_env("VOICES_DIR", None)])]
     catalog = voices_mod.voice_catalog(dirs)
@@ -177,7 +166,25 @@ def build_service(args):
                     first_chunk_seconds=args.first_chunk_seconds,
                     first_lead_frames=lead_frames(args.first_lead_ms),
                     cores=0 if args.threads else available_cores())
-    return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
+    service = SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
+    voice_languages = [v["language"] for v in voices.listing()]
+    named = named_languages(args.languages)
+    service.warmup = Warmup(service, advertised_languages(args.lang, voice_languages, named),
+                            required=[args.lang, *(named or [])])
+    return service
+
+
+def named_languages(text: str | None) -> list[str] | None:
+    """--languages 'en-us,ja' -> the languages (kcc.speech.languages codes); a name kcc does not
+    know is a ValueError naming it and the known ones."""
+    from kcc.speech.languages import LANGUAGES
+    if not text:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LANGUAGES]
+    if unknown:
+        raise ValueError(f"--languages {','.join(unknown)}: not a language kcc speaks (one of {', '.join(LANGUAGES)})")
+    return names
 
 
 def _setup_logging() -> None:
@@ -199,28 +206,36 @@ def access_from_args(args):
                       _listed(args.allowed_host, "ALLOWED_HOSTS"))
 
 
-def run_serve(args) -> int:
-    import uvicorn
+def listener_limits(args):
+    """The Listener's limits for either server: the file limit raised first, so the cap is sized from it."""
+    from kcc.speech.serve.listener import ListenerLimits, open_limit, raise_fd_limit
+    fd_limit = raise_fd_limit()
+    return ListenerLimits(max_open=args.max_open or open_limit(fd_limit))
 
+
+def run_serve(args) -> int:
     from kcc.speech.serve.app import HttpLimits, create_app
-    from kcc.speech.serve.connection import uvicorn_options
-    from kcc.speech.serve.security import check_tls, public_bind_warning
+    from kcc.speech.serve.connection import http_server
+    from kcc.speech.serve.security import check_tls, cors_warning, public_bind_warning
     _setup_logging()
     access = access_from_args(args)
     tls = check_tls(args.tls_cert, args.tls_key)
     service = build_service(args)
+    service.warmup.start()              # listening meanwhile: /ready says 'warming' until it ends
     app = create_app(service, HttpLimits(max_body_bytes=args.max_body, max_input_chars=args.max_chars,
                                          max_connections=args.max_connections), access)
-    print(f"kcc serve: {'https' if tls else 'http'}://{args.host}:{args.port}/ (POST /v1/audio/speech)",
-          file=sys.stderr)
-    if (warning := public_bind_warning(args.host, args.api_key, tls is not None)):
-        print(warning, file=sys.stderr)
-    # Requests in flight are capped by the app (JSON 503); connections are timed and capped by
-    # the protocol (kcc.speech.serve.connection), not by uvicorn's limit_concurrency, which
-    # counts idle connections as requests.
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info",
-                timeout_graceful_shutdown=args.shutdown_timeout, **uvicorn_options(),
-                **(tls.uvicorn_options() if tls else {}))
+    listener = listener_limits(args)
+    print(f"kcc serve: {'https' if tls else 'http'}://{args.host}:{args.port}/ (POST /v1/audio/speech; "
+          f"{listener.max_open} connections at most)", file=sys.stderr)
+    for warning in (public_bind_warning(args.host, args.api_key, tls is not None),
+                    cors_warning(access.cors_origins, access.api_key)):
+        if warning:
+            print(warning, file=sys.stderr)
+    # Requests in flight are capped by the app (JSON 503); connections are accepted, timed and
+    # capped by kcc (kcc.speech.serve.listener, .connection), not by uvicorn's limit_concurrency,
+    # which counts idle connections as requests.
+    http_server(app, listener=listener, host=args.host, port=args.port, access_log=False, log_level="info",
+                timeout_graceful_shutdown=args.shutdown_timeout, **(tls.uvicorn_options() if tls else {})).run()
     return 0
 
 
@@ -232,13 +247,24 @@ def run_wyoming(args) -> int:
     _setup_logging()
     service = build_service(args)
     uri = args.uri or f"tcp://{args.host}:{args.port}"
-    print(f"kcc wyoming: {uri}", file=sys.stderr)
+    listener = listener_limits(args)
+    # Home Assistant asks for info as it connects and then sends text at once: listen only once
+    # warm, so its first request is as fast as any later one (it retries a refused connection)
+    print(f"kcc wyoming: warming up before listening on {uri}", file=sys.stderr)
+    service.warmup.run()
+    if service.warmup.error is not None:
+        service.close()
+        raise service.warmup.error
+    print(f"kcc wyoming: {uri} ({listener.max_open} connections at most)", file=sys.stderr)
     if (warning := wyoming_bind_warning(uri)):
         print(warning, file=sys.stderr)
     try:
-        asyncio.run(serve(service, uri))
+        asyncio.run(serve(service, uri, listener=listener))
     except KeyboardInterrupt:
         pass
+    except OSError as exc:               # the address is taken or not ours (serve binds before anything else)
+        print(f"kcc wyoming: cannot listen on {uri}: {exc.strerror or exc}", file=sys.stderr)
+        return 3
     finally:
         service.close()
     return 0

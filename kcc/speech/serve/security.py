@@ -6,7 +6,8 @@ ASGI layers around the routes (CORS, off unless origins are given, is Starlette'
 CORSMiddleware between the first and the second):
 - Host allow-list (`HostCheck`): a server bound to a loopback address answers only Host
   headers that name loopback (localhost, 127.0.0.1, [::1], any port) plus `--allowed-host`
-  names, so a DNS-rebinding page (its own name resolving to 127.0.0.1) gets 421;
+  names, so a DNS-rebinding page (its own name resolving to 127.0.0.1) gets 421; a Host that is
+  not `name[:port]` at all ('localhost:80@evil.example') gets 400 on every server;
 - API key (`ApiKeyCheck`): with `--api-key`, every route but /health, /ready and the web page
   itself (/, /static/...) needs `Authorization: Bearer KEY`, as OpenAI clients send it
   (compared in constant time); otherwise 401 with OpenAI's error JSON;
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import re
 import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -52,12 +54,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def host_name(value: str) -> str:
-    """A Host header without its port, lower case; '[::1]:8880' -> '::1'."""
+# A Host header: a DNS name (letters, digits, '-', '_', '.'), an IPv4 address or a bracketed IPv6
+# address, then an optional port. Anything else ('localhost:80@evil.example', 'a/b', 'x:y:z') is
+# not a host and is refused, never cut down to a prefix that happens to be allowed.
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?\.?))(?::[0-9]{1,5})?")
+
+
+def host_name(value: str) -> str | None:
+    """A Host header (or a configured name) without its port, lower case: '[::1]:8880' -> '::1',
+    'LocalHost.:80' -> 'localhost'; a bare IPv6 address as itself; None when it is not a host."""
     value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    m = _HOST.fullmatch(value)
+    if m is None:
+        try:
+            return str(ipaddress.IPv6Address(value))
+        except ValueError:
+            return None
+    if m["v6"] is not None:
+        try:
+            return str(ipaddress.IPv6Address(m["v6"]))
+        except ValueError:
+            return None
+    return m["name"].rstrip(".")
 
 
 def _header(scope, name: bytes) -> str | None:
@@ -72,13 +90,18 @@ async def _refuse(err: ApiError, scope, receive, send) -> None:
 
 
 class HostCheck:
-    def __init__(self, app, allowed: frozenset[str]):
-        self.app, self.allowed = app, frozenset(host_name(h) for h in allowed)
+    """allowed: the names a loopback server answers; None: any well-formed Host (a public bind)."""
+
+    def __init__(self, app, allowed: frozenset[str] | None):
+        self.app, self.allowed = app, allowed
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            host = _header(scope, b"host")
-            if host is None or host_name(host) not in self.allowed:
+            host = (_header(scope, b"host") or "").strip() or None      # empty: none given (a URI without authority)
+            if host is not None and host_name(host) is None:
+                return await _refuse(ApiError(400, f"Host {host[:100]!r} is not a host name with an optional port",
+                                              "host"), scope, receive, send)
+            if self.allowed is not None and (host is None or host_name(host) not in self.allowed):
                 shown = (host or "")[:100]
                 return await _refuse(ApiError(421, f"Host {shown!r} is not served here (a loopback server answers "
                                                    "only loopback names; add one with --allowed-host)", "host"),
@@ -125,6 +148,37 @@ class Access:
     allowed_hosts: frozenset[str] | None = None  # None: any Host (a server bound to a public address)
 
 
+class HostNameError(ValueError):
+    """An --allowed-host that is not a host name (or address) with an optional port."""
+
+
+class CorsOriginError(ValueError):
+    """A --cors-origin no browser sends as an Origin, or 'null' (which every sandboxed iframe and
+    local file sends: allowing it allows any page)."""
+
+
+def check_cors_origin(origin: str) -> str:
+    """`scheme://host[:port]` (as a browser sends Origin: no path, no trailing slash), or '*'."""
+    if origin == "*":
+        return origin
+    if origin.strip().lower() == "null":
+        raise CorsOriginError("--cors-origin null would let any sandboxed iframe or local file call this server "
+                              "(browsers send 'null' for those); name the page's origin, https://app.example")
+    m = re.fullmatch(r"([a-z][a-z0-9+.-]*)://([^/?#@\s]+)", origin)
+    if m is None or host_name(m[2]) is None:
+        raise CorsOriginError(f"--cors-origin {origin!r} is not an origin: scheme://host[:port] in lower case, "
+                              "no path and no trailing slash (https://app.example)")
+    return origin
+
+
+def cors_warning(origins, api_key: str | None) -> str | None:
+    """The warning printed when --cors-origin '*' lets every web page call the server."""
+    if "*" not in origins:
+        return None
+    return ("kcc: WARNING: --cors-origin '*': any web page a visitor opens can call this server from their browser"
+            + ("" if api_key else " and use it (set --api-key, or name the pages' origins)"))
+
+
 class ApiKeyError(ValueError):
     """An --api-key no client could send: an HTTP header carries visible ASCII only."""
 
@@ -144,10 +198,16 @@ def access_for(bind_host: str, api_key: str | None, cors_origins=(), extra_hosts
     """The policy `kcc serve` runs with: the Host allow-list applies to a loopback bind."""
     if api_key:
         check_api_key(api_key)
-    hosts = frozenset(LOOPBACK_HOSTS | {host_name(h) for h in extra_hosts}) if is_loopback(bind_host) else None
-    if hosts is None and extra_hosts:
-        hosts = frozenset(host_name(h) for h in extra_hosts) | LOOPBACK_HOSTS | {host_name(bind_host)}
-    return Access(api_key or None, tuple(cors_origins), hosts)
+    cors_origins = tuple(check_cors_origin(o) for o in cors_origins)
+    extra = set()
+    for h in extra_hosts:
+        if (name := host_name(h)) is None:
+            raise HostNameError(f"--allowed-host {h!r} is not a host name or address with an optional port")
+        extra.add(name)
+    hosts = frozenset(LOOPBACK_HOSTS | extra) if is_loopback(bind_host) else None
+    if hosts is None and extra:
+        hosts = frozenset(extra) | LOOPBACK_HOSTS | {host_name(bind_host) or bind_host}
+    return Access(api_key or None, cors_origins, hosts)
 
 
 def guarded(app, access: Access):
@@ -158,9 +218,7 @@ def guarded(app, access: Access):
     if access.cors_origins:
         app = CORSMiddleware(app, allow_origins=list(access.cors_origins), allow_methods=["GET", "POST"],
                              allow_headers=["Authorization", "Content-Type"], expose_headers=["X-Kcc-Chunks"])
-    if access.allowed_hosts is not None:
-        app = HostCheck(app, access.allowed_hosts)
-    return app
+    return HostCheck(app, access.allowed_hosts)
 
 
 def public_bind_warning(bind_host: str, api_key: str | None, tls: bool = False) -> str | None:

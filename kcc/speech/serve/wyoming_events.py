@@ -23,6 +23,11 @@ class WyomingLimits:
     max_data_bytes: int = 64 * 1024       # a synthesize holds at most 4096 characters of text
     max_payload_bytes: int = 1 << 20      # a TTS server is sent no audio; room for other clients' events
     write_stall_s: float = 30.0           # one event's write may wait this long for a client that does not read
+    # Idle deadlines (kcc.speech.serve.listener.Slot): a complete event must arrive within these, or
+    # the connection is closed; none while an event is being answered (a synthesis streaming out).
+    first_event_s: float = 10.0           # the first event, from the first byte
+    idle_s: float = 60.0                  # the next event, after one is answered
+    streaming_idle_s: float = 300.0       # the next synthesize-chunk/-stop while a text stream is open
 
 
 class BadEvent(ValueError):

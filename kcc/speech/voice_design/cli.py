@@ -48,12 +48,9 @@ def cmd_design(args) -> int:
     request = DesignRequest(targets=[Path(t) for t in args.targets], out=out, language=args.language,
                             pool=args.pool.split(",") if args.pool else None, minutes=args.minutes,
                             steps=args.steps, seed=args.seed, restart=args.restart, checkpoint=args.checkpoint)
-    try:
-        result = run_design(request, progress=_progress)
-    except KeyboardInterrupt:
-        print(f"\nkcc voice design: interrupted; the state is in {out}.design.json -- rerun the same command "
-              "to continue", file=sys.stderr)
-        return 130
+    # Ctrl-C ends the command at once (kcc.speech.cli.run); the state written after every step is
+    # where the same command line continues.
+    result = run_design(request, progress=_progress)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(f"{out}: similarity {result.start:.3f} -> {result.end:.3f} after {result.steps} steps "

@@ -6,7 +6,12 @@
 "use strict";
 const RATE = 24000;
 const $ = (id) => document.getElementById(id);
-const player = { ctx: null, start: 0, next: 0, words: [], spans: [], abort: null, done: false, last: null };
+const player = {
+  ctx: null, start: 0, next: 0, words: [], spans: [], abort: null, done: false, last: null,
+  run: 0,            // which Speak the page is in: an older run's highlight loop and handlers stop
+  speaking: false,   // the speaking state: "speaking…", Stop enabled, the highlight loop running
+  frame: 0,          // the highlight loop's pending animation frame
+};
 window.kcc = player;   // for tests and the curious: player.played() is seconds heard so far
 
 player.played = () => (player.ctx && player.start ? Math.max(0, player.ctx.currentTime - player.start) : 0);
@@ -137,6 +142,8 @@ function addWords(words) {
 }
 
 function highlight() {
+  player.frame = 0;
+  if (!player.speaking) return;
   const t = player.played();
   let current = -1;
   for (let i = 0; i < player.words.length; i++) {
@@ -144,8 +151,27 @@ function highlight() {
   }
   player.spans.forEach((s, i) => s.classList.toggle("current", i === current));
   player.current = current;
-  if (!player.done || t < player.next - player.start) requestAnimationFrame(highlight);
-  else { player.spans.forEach((s) => s.classList.remove("current")); $("stop").disabled = true; }
+  if (!player.done || t < player.next - player.start) player.frame = requestAnimationFrame(highlight);
+  else endSpeaking();                      // the end: everything received has been heard
+}
+
+function endSpeaking(status) {
+  // The one way out of the speaking state (the end, Stop, an error): the highlight loop ends,
+  // no word stays lit, Stop is disabled; `status` (when given) replaces "speaking…".
+  player.speaking = false;
+  player.done = true;
+  if (player.frame) cancelAnimationFrame(player.frame);
+  player.frame = 0;
+  player.current = -1;
+  player.spans.forEach((s) => s.classList.remove("current"));
+  $("stop").disabled = true;
+  if (status !== undefined) $("status").textContent = status;
+}
+
+function silence() {
+  // Cut what is still scheduled to play: a closed context plays nothing more (a new one is
+  // made by the next Speak).
+  if (player.ctx && player.start) { player.ctx.close(); player.ctx = null; }
 }
 
 function base64Bytes(b64) {
@@ -156,16 +182,17 @@ function base64Bytes(b64) {
 }
 
 async function speak() {
-  stop();
+  stop(null);
+  const run = ++player.run;
   player.ctx = player.ctx || new AudioContext({ sampleRate: RATE });
   await player.ctx.resume();
-  Object.assign(player, { start: 0, next: 0, words: [], spans: [], done: false, current: -1 });
+  Object.assign(player, { start: 0, next: 0, words: [], spans: [], done: false, current: -1, speaking: true });
   $("words").textContent = "";
   $("status").textContent = "speaking…";
   $("stop").disabled = false;
   player.last = request({ response_format: "pcm", stream_format: "sse", seed: 0 });
   player.abort = new AbortController();
-  requestAnimationFrame(highlight);
+  player.frame = requestAnimationFrame(highlight);
   try {
     const resp = await api("/v1/audio/speech", {
       method: "POST", headers: { "Content-Type": "application/json" },
@@ -192,16 +219,24 @@ async function speak() {
     }
     $("download").disabled = false;
   } catch (err) {
-    if (err.name !== "AbortError") $("status").textContent = `error: ${err.message}`;
+    // Stop has ended this run already (AbortError); any other error ends it here, audio and all.
+    if (err.name !== "AbortError" && run === player.run) {
+      silence();
+      endSpeaking(`error: ${err.message}`);
+    }
   } finally {
-    player.done = true;
+    if (run === player.run) player.done = true;   // the highlight loop ends once the rest is heard
   }
 }
 
-function stop() {
+function stop(status = "stopped") {
+  // Stop (the button), or a new Speak (status null: it sets its own).
   if (player.abort) player.abort.abort();
-  if (player.ctx && player.start) { player.ctx.close(); player.ctx = null; }
-  player.done = true;
+  player.abort = null;
+  silence();
+  const was = player.speaking;
+  endSpeaking();
+  if (was && status) $("status").textContent = status;
 }
 
 async function download() {
@@ -221,7 +256,7 @@ async function download() {
 
 $("speed").addEventListener("input", () => { $("speed-value").textContent = Number($("speed").value).toFixed(2); });
 $("speak").addEventListener("click", speak);
-$("stop").addEventListener("click", stop);
+$("stop").addEventListener("click", () => stop());
 $("download").addEventListener("click", download);
 $("key-form").addEventListener("submit", useKey);
 $("key-forget").addEventListener("click", forgetKey);
