@@ -24,6 +24,8 @@ _EXPORTS = {
     "SynthesisError": "kcc.model.pipeline", "ModelOptionsError": "kcc.model.loader",
     "CheckpointError": "kcc.weights.bounded_read", "PrecisionError": "kcc.compiler.precision",
     "ThreadsError": "kcc.compiler.threads", "BuildError": "kcc.compiler.build",
+    "design_voice": "kcc.speech.voice_design.run", "TargetAudioError": "kcc.speech.voice_design.target",
+    "DesignError": "kcc.speech.voice_design.search",
 }
 __all__ = ["__version__", *_EXPORTS]
 
@@ -41,6 +43,9 @@ if TYPE_CHECKING:                 # what type checkers and IDEs see; at run time
     from kcc.speech.audio.outputs import OutputError  # noqa: F401
     from kcc.speech.engine import NothingToSay, SayError  # noqa: F401
     from kcc.speech.voices import VoiceError  # noqa: F401
+    from kcc.speech.voice_design.run import design_voice  # noqa: F401
+    from kcc.speech.voice_design.search import DesignError  # noqa: F401
+    from kcc.speech.voice_design.target import TargetAudioError  # noqa: F401
     from kcc.weights.bounded_read import CheckpointError  # noqa: F401
 
 
