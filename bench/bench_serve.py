@@ -1,7 +1,10 @@
-"""Drive `kcc serve` over loopback and report time to first audio, xRT, throughput, errors, RSS.
+"""Drive `kcc serve` (or `kcc wyoming`) over loopback: time to first audio, xRT, throughput, errors, RSS.
 
-Starts the server as a child process on 127.0.0.1 (an ephemeral port), warms it, then runs
-two bounded phases of streamed requests (response_format pcm, stream_format audio):
+Starts the server as a child process on 127.0.0.1 (an ephemeral port) and waits until it says
+ready (HTTP: GET /ready answers 200; Wyoming: it listens). The first request then is timed on
+its own (a server that is warm when it says ready answers it as fast as later ones), two more
+warm it, then two bounded phases of streamed requests (--transport: pcm, stream_format audio;
+sse, stream_format sse, the audio of each speech.audio.delta event; wyoming, synthesize events):
   1 client: --requests one after another;  N clients (--clients): --requests each, at once.
 TTFA is from sending the request to the first audio byte; xRT is audio seconds per wall second
 of one request; throughput is audio seconds per wall second over a whole phase; peak RSS is the
@@ -9,13 +12,15 @@ server's VmHWM; worst gap is the most silence a listener playing from the first 
 (audio arriving after what came before had played out), over the phase's requests. Every phase stops issuing requests after --time-limit seconds.
     python bench/bench_serve.py                       # the real model (kcc.speech.engine.load_synthesizer(None))
     python bench/bench_serve.py --fake                # tests' FakeSynth / LetterG2P: the server alone
+    python bench/bench_serve.py --root /work/main     # another checkout's server (before / after)
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
 import http.client
 import json
-import platform
 import socket
 import statistics
 import subprocess
@@ -25,6 +30,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.machine import cpu_label  # noqa: E402
 TEXT = "The quick brown fox jumps over the lazy dog, and then it runs far away into the woods."
 
 SERVER = """
@@ -54,7 +63,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def one_request(port: int, doc: dict) -> dict:
+def one_request(port: int, doc: dict, transport: str = "pcm") -> dict:
+    if transport == "wyoming":
+        return asyncio.run(wyoming_request(port, doc))
+    if transport == "sse":
+        doc = {**doc, "stream_format": "sse"}
     body = json.dumps(doc).encode()
     t0 = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
@@ -64,8 +77,13 @@ def one_request(port: int, doc: dict) -> dict:
         if resp.status != 200:
             return {"error": f"{resp.status}: {resp.read()[:200]!r}"}
         first, n, play_end, stall = None, 0, 0.0, 0.0
+        events = SseAudio() if transport == "sse" else None
         while (data := resp.read1(65536)):
             now = time.perf_counter() - t0
+            if events is not None:            # the audio in the events completed so far
+                data = events.feed(data)
+                if not data:
+                    continue
             if first is None:
                 first = play_end = now
             elif now > play_end:             # a listener playing from the first byte would hear a gap
@@ -81,7 +99,58 @@ def one_request(port: int, doc: dict) -> dict:
         conn.close()
 
 
-def phase(port: int, doc: dict, clients: int, requests: int, time_limit: float) -> dict:
+class SseAudio:
+    """stream_format sse: the PCM bytes of each complete speech.audio.delta event."""
+
+    def __init__(self):
+        self.buf = b""
+
+    def feed(self, data: bytes) -> bytes:
+        self.buf += data
+        *whole, self.buf = self.buf.split(b"\n\n")
+        out = b""
+        for ev in whole:
+            if ev.startswith(b"data: "):
+                doc = json.loads(ev[6:])
+                if doc.get("type") == "speech.audio.delta":
+                    out += base64.b64decode(doc["audio"])
+        return out
+
+
+async def wyoming_request(port: int, doc: dict) -> dict:
+    """One Wyoming `synthesize`: time to the first audio-chunk, audio until audio-stop."""
+    from wyoming.audio import AudioChunk, AudioStop
+    from wyoming.client import AsyncTcpClient
+    from wyoming.error import Error
+    from wyoming.tts import Synthesize, SynthesizeVoice
+    t0 = time.perf_counter()
+    try:
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            voice = SynthesizeVoice(name=doc["voice"]) if doc.get("voice") else None
+            await client.write_event(Synthesize(text=doc["input"], voice=voice).event())
+            first, n, play_end, stall = None, 0, 0.0, 0.0
+            while (event := await client.read_event()) is not None:
+                if Error.is_type(event.type):
+                    return {"error": Error.from_event(event).text}
+                if AudioStop.is_type(event.type):
+                    break
+                if AudioChunk.is_type(event.type):
+                    now = time.perf_counter() - t0
+                    data = AudioChunk.from_event(event).audio
+                    if first is None:
+                        first = play_end = now
+                    elif now > play_end:
+                        stall, play_end = stall + now - play_end, now
+                    play_end += len(data) / 2 / 24000
+                    n += len(data)
+        wall = time.perf_counter() - t0
+        audio_s = n / 2 / 24000
+        return {"ttfa": first, "wall": wall, "audio_s": audio_s, "xrt": audio_s / wall, "stall": stall}
+    except OSError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def phase(port: int, doc: dict, clients: int, requests: int, time_limit: float, transport: str = "pcm") -> dict:
     results, lock = [], threading.Lock()
     t_end = time.perf_counter() + time_limit
 
@@ -89,7 +158,7 @@ def phase(port: int, doc: dict, clients: int, requests: int, time_limit: float) 
         for _ in range(requests):
             if time.perf_counter() > t_end:
                 return
-            r = one_request(port, doc)
+            r = one_request(port, doc, transport)
             with lock:
                 results.append(r)
 
@@ -106,7 +175,7 @@ def phase(port: int, doc: dict, clients: int, requests: int, time_limit: float) 
     def pct(p):
         return ttfa[min(len(ttfa) - 1, round(p / 100 * (len(ttfa) - 1)))] if ttfa else float("nan")
 
-    return {"clients": clients, "requests": len(results), "errors": len(results) - len(ok),
+    return {"clients": clients, "transport": transport, "requests": len(results), "errors": len(results) - len(ok),
             "error_samples": [r["error"] for r in results if "error" in r][:3],
             "ttfa_p50_ms": 1000 * pct(50), "ttfa_p95_ms": 1000 * pct(95),
             "xrt_median": statistics.median(r["xrt"] for r in ok) if ok else float("nan"),
@@ -114,11 +183,23 @@ def phase(port: int, doc: dict, clients: int, requests: int, time_limit: float) 
             "throughput_audio_s_per_s": sum(r["audio_s"] for r in ok) / wall, "wall_s": wall}
 
 
-def peak_rss_mb(pid: int) -> float:
+def peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def http_ready(port: int) -> bool:
+    """GET /ready answers 200 (a server that warms first answers 503 until warm)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/ready")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
 
 
 def main() -> int:
@@ -132,10 +213,14 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=None, help="the server's kernel --threads")
     ap.add_argument("--first-chunk-phonemes", type=int, default=None, help="the server's --first-chunk-phonemes")
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per phase")
+    ap.add_argument("--transport", choices=("pcm", "sse", "wyoming"), default="pcm",
+                    help="HTTP streamed pcm, HTTP stream_format sse, or `kcc wyoming`'s synthesize events")
+    ap.add_argument("--root", default=str(ROOT), help="the kcc tree the server runs (another checkout: 'before')")
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
     port = free_port()
-    argv = [sys.executable, "-c", SERVER, str(ROOT), "fake" if a.fake else "real", "serve", "--port", str(port),
+    command = ["wyoming", "--uri", f"tcp://127.0.0.1:{port}"] if a.transport == "wyoming" else ["serve", "--port", str(port)]
+    argv = [sys.executable, "-c", SERVER, a.root, "fake" if a.fake else "real", *command,
             "--workers", str(a.workers), "--max-queue", str(4 * a.clients)]
     if a.threads:
         argv += ["--threads", str(a.threads)]
@@ -145,9 +230,11 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         while True:
-            try:
+            try:                      # ready: Wyoming listening; HTTP's /ready 200 (503 while warming)
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
+                if a.transport == "wyoming" or http_ready(port):
+                    break
+                time.sleep(0.2)
             except OSError:
                 if proc.poll() is not None:
                     print(proc.stderr.read(), file=sys.stderr)
@@ -158,20 +245,26 @@ def main() -> int:
         threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()   # drain the log
         startup = time.perf_counter() - t0
         doc = {"model": "kokoro", "input": a.text, "response_format": "pcm", **({"voice": a.voice} if a.voice else {})}
-        for _ in range(2):                                   # warm: first-use caches, voice pack, G2P
-            warm = one_request(port, doc)
+        idle_rss = peak_rss_mb(proc.pid, "VmRSS")
+        cold = one_request(port, doc, a.transport)          # the first request once the server says ready
+        if "error" in cold:
+            raise SystemExit(f"first request failed: {cold['error']}")
+        for _ in range(2):                                   # then warm: whatever the server left to first use
+            warm = one_request(port, doc, a.transport)
             if "error" in warm:
                 raise SystemExit(f"warm-up request failed: {warm['error']}")
-        out = {"cpu": platform.processor() or platform.machine(), "fake": a.fake, "text_chars": len(a.text),
-               "startup_s": startup, "workers": a.workers,
-               "phases": [phase(port, doc, 1, a.requests, a.time_limit),
-                          phase(port, doc, a.clients, a.requests, a.time_limit)],
+        out = {"cpu": cpu_label(), "fake": a.fake, "text_chars": len(a.text), "root": a.root,
+               "transport": a.transport, "startup_s": startup, "workers": a.workers,
+               "first_request_ttfa_ms": 1000 * cold["ttfa"], "idle_rss_mb": idle_rss,
+               "phases": [phase(port, doc, 1, a.requests, a.time_limit, a.transport),
+                          phase(port, doc, a.clients, a.requests, a.time_limit, a.transport)],
                "peak_rss_mb": peak_rss_mb(proc.pid)}
     finally:
         proc.terminate()
         proc.wait(60)
-    print(f"server start {out['startup_s']:.1f} s, peak RSS {out['peak_rss_mb']:.0f} MB, text {len(a.text)} chars"
-          f"{' (fake synthesizer)' if a.fake else ''}")
+    print(f"{out['cpu']}; {a.transport} from {a.root}; server ready after {out['startup_s']:.1f} s; first request's "
+          f"first audio {out['first_request_ttfa_ms']:.0f} ms; RSS idle {out['idle_rss_mb']:.0f} MB, peak "
+          f"{out['peak_rss_mb']:.0f} MB; text {len(a.text)} chars{' (fake synthesizer)' if a.fake else ''}")
     print("| clients | requests | errors | TTFA p50 ms | TTFA p95 ms | xRT (median) | audio s / s | worst gap ms |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for p in out["phases"]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install kcc into ./.venv (idempotent).
 #   bash scripts/install.sh         the runtime: numpy, the G2P, onnx, PyAV, the server (no torch)
-#   bash scripts/install.sh --dev   + the oracle (torch 2.13.0 CPU, kokoro 0.9.4) and the test tools
+#   bash scripts/install.sh --lang ja,zh   the runtime + the Japanese / Mandarin G2P extras (kcc[ja,zh])
+#   bash scripts/install.sh --dev   + every language, the oracle (torch 2.13.0 CPU, kokoro 0.9.4) and the test tools
 # kokoro==0.9.4 is installed without its G2P dependency tree (misaki[en] pulls spaCy), since the
 # oracle imports only its model modules.
 set -euo pipefail
@@ -44,6 +45,11 @@ if [ "${1:-}" = "--dev" ]; then
   "${PIP[@]}" -e ".[dev]"
   .venv/bin/python -c "import kcc, torch; print('kcc', kcc.__version__, 'torch', torch.__version__, '(dev)')"
   echo "system tools from scripts/dev_packages.txt installed by scripts/install.sh --dev" > .venv/kcc-dev-tools
+elif [ "${1:-}" = "--lang" ]; then
+  langs=${2:?--lang needs a list, e.g. --lang ja,zh}
+  [[ "$langs" =~ ^(ja|zh)(,(ja|zh))*$ ]] || { echo "install.sh: --lang takes ja and/or zh (the others need no extra)" >&2; exit 2; }
+  "${PIP[@]}" -e ".[$langs]"
+  .venv/bin/python -c "import kcc; print('kcc', kcc.__version__, '(runtime + $langs)')"
 else
   "${PIP[@]}" -e .
   .venv/bin/python -c "import kcc; print('kcc', kcc.__version__, '(runtime)')"

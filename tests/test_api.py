@@ -293,7 +293,7 @@ def test_kpipeline_results_unpack_and_index_like_upstreams(tts, voice):
         assert (gs, ps) == (r.graphemes, r.phonemes) and audio is r.audio and r[2] is r.audio and len(r) == 3
         assert isinstance(audio, np.ndarray) and audio.dtype == np.float32 and _rms(audio) > 0.02
         assert r.pred_dur is not None and int(r.pred_dur.sum()) * 600 == audio.size
-        assert r.tokens and r.tokens[0].word == gs.split()[0]
+        assert r.tokens and r.tokens[0].text == gs.split()[0]
     slower = list(pipeline("One line.", voice=voice, speed=lambda n: 0.8))
     assert slower[0].audio.size > results[0].audio.size
 

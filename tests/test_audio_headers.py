@@ -1,5 +1,5 @@
 """Whole files say how long they are; streams say they do not know. A whole-file server response
-(stream false), `kcc say`'s files and kcc.speech.audio.formats.encode() carry real lengths
+(stream false), `kcc say`'s files and kcc.speech.audio.encoder.encode() carry real lengths
 (WAV RIFF and data sizes, FLAC STREAMINFO total samples), read the same by soundfile,
 mutagen, Python's wave and FFmpeg's probe (PyAV); a streamed response keeps the streaming
 form (WAV sizes 0xFFFFFFFF, FLAC total samples 0 = unknown)."""
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from kcc.speech.audio.formats import encode
+from kcc.speech.audio.encoder import encode
 from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.audio.wav import pcm16
 

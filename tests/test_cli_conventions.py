@@ -650,19 +650,59 @@ def test_the_compilers_commands_name_a_missing_checkpoint_with_exit_2(monkeypatc
     assert "kcc: UsageError: no checkpoint: pass --checkpoint PATH" in capsys.readouterr().err
 
 
-HELP_MODULES = ("import sys\nfrom kcc import cli\ntry:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-                "print(' '.join(sorted(m for m in sys.modules if m.startswith('kcc'))), file=sys.stderr)")
+# -- kcc book: its errors go through the one exit table, as every command's do ------------------------------
+BOOK_REFUSALS = {   # case -> (argv after `book`, the error class named on stderr)
+    "--format with .m4b": (["{t}/book.txt", "-o", "{t}/o.m4b", "--format", "flac"], "BookError"),
+    "a pause out of range": (["{t}/book.txt", "-o", "{t}/out", "--paragraph-pause", "99"], "ValueError"),
+    "a speed out of range": (["{t}/book.txt", "-o", "{t}/out", "--speed", "9"], "SayError"),
+    "workers past the cap": (["{t}/book.txt", "-o", "{t}/out", "--workers", "100000"], "BookError"),
+    "no such book": (["{t}/missing.epub", "-o", "{t}/out"], "NotARegularFile"),
+    "not a book": (["{t}/v.npy", "-o", "{t}/out"], "UnsupportedBook"),
+}
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["say", "--help"], ["batch", "--help"], ["voices", "--help"]])
-def test_help_loads_neither_the_model_loader_nor_the_compilers_build_and_runtime(argv):
-    """By module set, not by time: the argument choice lists come from light modules (the
-    language table, the g2p package's backend names, the precision names, the batch's item
-    limit), so `--help` maps no compiled stage and builds nothing."""
-    p = subprocess.run([sys.executable, "-c", HELP_MODULES, *argv], capture_output=True, text=True, cwd=str(ROOT),
-                       timeout=120)
-    loaded = set(p.stderr.split())
-    assert p.returncode == 0 and "kcc.cli" in loaded and "kcc.speech.cli.commands" in loaded, p.stderr[-500:]
-    heavy = {"kcc.model.loader", "kcc.model.pipeline", "kcc.compiler.runtime", "kcc.compiler.build",
-             "kcc.compiler.driver", "kcc.speech.engine", "kcc.speech.batch.item", "kcc.speech.batch.api"}
-    assert loaded & heavy == set()
+@pytest.mark.parametrize("case", list(BOOK_REFUSALS))
+def test_book_refusals_are_named_by_the_one_exit_table(job, monkeypatch, capsys, case):
+    """Exit 2 and the table's one line ('kcc: ErrorName: ...'), written by the dispatcher
+    (kcc.speech.cli.run), not by kcc book itself; nothing is written."""
+    from kcc.speech.cli import run as run_mod
+    named = []
+    monkeypatch.setattr(run_mod, "message", lambda exc: named.append(exc) or f"kcc: {type(exc).__name__}: {exc}")
+    argv, error = BOOK_REFUSALS[case]
+    before = sorted(p.name for p in job.rglob("*"))
+    rc = cli.main(["book", *[a.replace("{t}", str(job)) for a in argv]])
+    err = capsys.readouterr().err
+    assert rc == Exit.USAGE and [type(e).__name__ for e in named] == [error], err
+    assert err == f"kcc: {error}: {named[0]}\n"
+    assert sorted(p.name for p in job.rglob("*")) == before
+
+
+def test_book_m4b_with_format_names_why(job, capsys):
+    assert cli.main(["book", str(job / "book.txt"), "-o", str(job / "o.m4b"), "--format", "wav"]) == Exit.USAGE
+    assert capsys.readouterr().err == ("kcc: BookError: --format is for a directory of chapter files; "
+                                       "-o NAME.m4b is AAC\n")
+
+
+def test_book_has_no_exit_codes_of_its_own(job, monkeypatch, capsys):
+    """A closed pipe met while the book is read ends as every command's does (141, quietly), not
+    as a usage error: kcc book catches nothing itself."""
+    from kcc.speech.book import job as job_mod
+
+    def gone(*a, **k):
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(job_mod, "BookJob", gone)
+    monkeypatch.setattr("kcc.speech.cli.run.quiet_stdout", lambda: None)     # keep pytest's stdout
+    assert cli.main(["book", str(job / "book.txt"), "-o", str(job / "out")]) == Exit.BROKEN_PIPE
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv", [["serve", "--help"], ["wyoming"], ["say", "--help"]])
+def test_a_bad_server_environment_variable_is_a_usage_error(monkeypatch, capsys, argv):
+    """KCC_PORT is read as the parser is built: exit 2 by the one table (not SystemExit's 1),
+    its name and value on stderr, nothing on stdout."""
+    monkeypatch.setenv("KCC_PORT", "eighty")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    out = capsys.readouterr()
+    assert exc.value.code == Exit.USAGE == 2
+    assert out.err == "kcc: environment KCC_PORT='eighty' is not a valid int\n" and out.out == ""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from kcc.speech.cli.exits import Exit
 from kcc.speech.serve.connection import ConnectionLimits
 from kcc.speech.serve.listener import (FD_HEADROOM, MAX_OPEN_CEILING, ListenerLimits, open_limit,
                                        raise_fd_limit)
@@ -344,5 +345,5 @@ def test_a_port_already_taken_is_said_by_name(tmp_path, command):
         port = taken.getsockname()[1]
         res = subprocess.run([sys.executable, "-c", SERVE_SCRIPT, str(Path(__file__).parent), str(tmp_path / "v"),
                               command, "--port", str(port)], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 3 and f"kcc {command}: cannot listen on " in res.stderr, res.stderr[-2000:]
+    assert res.returncode == Exit.CANNOT_LISTEN and f"kcc {command}: cannot listen on " in res.stderr, res.stderr[-2000:]
     assert "Address already in use" in res.stderr and "Traceback" not in res.stderr

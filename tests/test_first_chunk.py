@@ -225,11 +225,15 @@ def test_urgency_is_when_the_listener_runs_out_of_audio():
     loop = asyncio.new_event_loop()
     try:
         streamed, whole = Job(loop, 1e9, streamed=True), Job(loop, 1e9, streamed=False)
-        assert streamed.urgency() == streamed.arrived               # no audio yet: by arrival
+        assert streamed.urgency() == (0, streamed.arrived)          # no audio yet: first, by arrival
         for job in (streamed, whole):
             job.first_audio, job.audio_s = job.arrived + 0.2, 3.0
-        assert streamed.urgency() == pytest.approx(streamed.arrived + 3.2)   # its buffer runs out then
-        assert whole.urgency() == whole.arrived                     # nobody plays it before the end
+        assert streamed.urgency()[0] == 1 and streamed.urgency()[1] == pytest.approx(streamed.arrived + 3.2)
+        assert whole.urgency() == (1, whole.arrived)                # nobody plays it before the end
+        # a newcomer's first chunk goes before a playing listener's next, however soon it runs out
+        newcomer = Job(loop, 1e9, streamed=True)
+        streamed.audio_s = 0.0
+        assert newcomer.urgency() < streamed.urgency()
     finally:
         loop.close()
 

@@ -41,12 +41,12 @@ def test_thousands_separators(text, spoken):
 
 
 @pytest.mark.parametrize("text, british, spoken", [
-    ("12/25/2024", False, "December twenty-fifth, twenty twenty-four"),
-    ("1/2/2025", False, "January second, twenty twenty-five"),
-    ("1/2/2025", True, "February first, twenty twenty-five"),
-    ("25/12/2024", False, "December twenty-fifth, twenty twenty-four"),     # day > 12: only one reading
-    ("3/4/99", False, "March fourth, ninety-nine"), ("3/4/05", False, "March fourth, oh five"),
-    ("2024-03-05", False, "March fifth, twenty twenty-four"),
+    ("12/25/2024", False, "December twenty fifth, twenty twenty four"),
+    ("1/2/2025", False, "January second, twenty twenty five"),
+    ("1/2/2025", True, "February first, twenty twenty five"),
+    ("25/12/2024", False, "December twenty fifth, twenty twenty four"),     # day > 12: only one reading
+    ("3/4/99", False, "March fourth, ninety nine"), ("3/4/05", False, "March fourth, oh five"),
+    ("2024-03-05", False, "March fifth, twenty twenty four"),
 ])
 def test_dates(text, british, spoken):
     assert normalize(f"on {text}.", british=british) == f"on {spoken}."
@@ -63,7 +63,7 @@ def test_times(text, spoken):
 @pytest.mark.parametrize("text, spoken", [
     ("It is 3.14.", "It is 3 point 1 4."), ("Meet at 3:30 p.m.", "Meet at 3 30 PM."),
     ("Meet at 3:30 p.m. Bring tea.", "Meet at 3 30 PM. Bring tea."), ("Pay $5.", "Pay 5 dollars."),
-    ("On 12/25/2024.", "On December twenty-fifth, twenty twenty-four."),
+    ("On 12/25/2024.", "On December twenty fifth, twenty twenty four."),
     ("Some 1,234.", "Some one thousand two hundred thirty four."),
 ])
 def test_sentence_final_period_is_kept(text, spoken):
@@ -78,7 +78,7 @@ def test_sentence_final_period_is_kept(text, spoken):
     ("apples, pears, etc. are fruit", "apples, pears, et cetera are fruit"),
     ("apples, pears, etc.", "apples, pears, et cetera."),                   # also ends the sentence
     ("apples, etc. Then more", "apples, et cetera. Then more"),
-    ("St. Louis on Jan. 3rd", "Saint Louis on January 3rd"), ("at 5 Main St. in town", "at 5 Main Street in town"),
+    ("St. Louis on Jan. 3rd", "Saint Louis on January third"), ("at 5 Main St. in town", "at 5 Main Street in town"),
     ("Visit St. Paul", "Visit Saint Paul"), ("on Main St.", "on Main Street."),
 ])
 def test_abbreviations(text, spoken):
@@ -94,9 +94,8 @@ def test_rare_diacritics_fold_to_base_letters(text, folded):
 
 
 @pytest.mark.parametrize("text", [
-    "café naïve façade", "Dvořák in Gdańsk", "Zürich, Ōsaka", "version 1.2.3", "13/13/2024", "2024-13-40", "25:99",
-    "12345", "3rd", "50%", "the etcetera",
-    "Drs. Who", "plain words only.", "ip 10.0.0.1", "Mr", "e.g",
+    "café naïve façade", "Dvořák in Gdańsk", "Zürich, Ōsaka", "13/13/2024", "2024-13-40", "25:99",
+    "12345", "the etcetera", "Drs. Who", "plain words only.", "Mr", "e.g", "I went home.", "Class C", "Louis C. Smith",
 ])
 def test_leaves_other_text_alone(text):
     assert normalize(text) == text
@@ -121,7 +120,7 @@ def _fold(ps: str) -> str:
     ("$1,234.56", ["θWznd", "dɑlɹz", "ænd fɪfti sɪks sɛnts"], ["slæʃ", ",", "."]),
     ("1,234,567", ["mɪl", "θWznd fIv hʌndɹd"], [","]),
     ("3.14", ["θɹ pYnt wʌn fɔɹ"], ["."]),
-    ("12/25/2024", ["dsɛmbɹ twɛntfɪfθ, twɛnt twɛntfɔɹ"], ["slæʃ"]),
+    ("12/25/2024", ["dsɛmbɹ twɛnt fɪfθ, twɛnt twɛnt fɔɹ"], ["slæʃ"]),
     ("vs.", ["vɜɹs"], ["vɛs", "."]),
 ])
 def test_spoken_through_both_backends(english, text, heard, not_heard):

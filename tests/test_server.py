@@ -185,7 +185,8 @@ def post(port, doc, **kw):
 def json_error(status, headers, data) -> dict:
     assert headers["content-type"] == "application/json", (status, data[:200])
     err = json.loads(data)["error"]
-    assert err["code"] == status and isinstance(err["message"], str) and err["message"]
+    assert isinstance(err["code"], str) and err["code"] and isinstance(err["message"], str) and err["message"]
+    assert err["type"] == ("invalid_request_error" if status < 500 else "server_error")
     return err
 
 
@@ -361,7 +362,7 @@ def test_voice_must_be_an_offered_name(tmp_path, voice):
         voice = voice.replace("{path}", str(srv.voices_dir))
         status, headers, data = post(srv.port, {"input": "Hi.", "voice": voice})
     err = json_error(status, headers, data)
-    assert status == 422 and err["param"] == "voice"
+    assert status == 400 and err["param"] == "voice"
     assert str(tmp_path) not in err["message"] and "/etc" not in err["message"] and "no such file" not in err["message"]
 
 
@@ -371,34 +372,34 @@ def _deep(n):
 
 
 @pytest.mark.parametrize("body, status, needle", [
-    (b'{"input": "hi", "response_format": ["wav"]}', 422, "'response_format' must be a string"),
-    (b'{"input": "hi", "response_format": "ogg"}', 422, "must be one of mp3, opus, aac, flac, wav, pcm"),
+    (b'{"input": "hi", "response_format": ["wav"]}', 400, "'response_format' must be a string"),
+    (b'{"input": "hi", "response_format": "ogg"}', 400, "must be one of mp3, opus, aac, flac, wav, pcm"),
     (_deep(100_000), 400, "nested too deeply"),
     (b'{"input": "hi", "seed": ' + b"9" * 5000 + b"}", 400, "not valid JSON"),
-    (b'{"input": "hi", "speed": ' + b"9" * 4000 + b"}", 422,
+    (b'{"input": "hi", "speed": ' + b"9" * 4000 + b"}", 400,
      "speed must be between 0.25 and 4.0, got a number of more than 19 digits"),
-    (b'{"input": "hi", "speed": ' + b"9" * 5000 + b".5}", 422, "speed must be between 0.25 and 4.0, got inf"),
+    (b'{"input": "hi", "speed": ' + b"9" * 5000 + b".5}", 400, "speed must be between 0.25 and 4.0, got inf"),
     (b'{"input": "hi", "speed": NaN}', 400, "not valid JSON"),
-    (b'{"input": "hi", "speed": true}', 422, "speed must be a number, got True"),
-    (b'{"input": "hi", "speed": 9}', 422, "speed must be between 0.25 and 4.0, got 9"),
-    (b'{"input": "hi", "seed": 1e3}', 422, "seed must be an integer, got 1000.0"),
-    (b'{"input": "hi", "seed": 2147483648}', 422, "seed must be in [0, 2147483647], got 2147483648"),
-    (b'{"input": "hi", "seed": -1}', 422, "seed must be in [0, 2147483647], got -1"),
-    (b'{"input": "a\\ud800b"}', 422, "lone surrogate (U+D800) at character 1"),
-    (b'{"input": "\\udfff"}', 422, "lone surrogate"),
+    (b'{"input": "hi", "speed": true}', 400, "speed must be a number, got True"),
+    (b'{"input": "hi", "speed": 9}', 400, "speed must be between 0.25 and 4.0, got 9"),
+    (b'{"input": "hi", "seed": 1e3}', 400, "seed must be an integer, got 1000.0"),
+    (b'{"input": "hi", "seed": 2147483648}', 400, "seed must be in [0, 2147483647], got 2147483648"),
+    (b'{"input": "hi", "seed": -1}', 400, "seed must be in [0, 2147483647], got -1"),
+    (b'{"input": "a\\ud800b"}', 400, "lone surrogate (U+D800) at character 1"),
+    (b'{"input": "\\udfff"}', 400, "lone surrogate"),
     (b'{"input": "caf\xe9"}', 400, "not valid UTF-8 (byte 0xe9 at offset 14)"),
-    (b'{"input": "   "}', 422, "'input' is empty"),
-    (b'{"voice": "af_alloy"}', 422, "'input' is required"),
-    (b'{"input": null}', 422, "'input' must be a string"),
-    (b'{"input": 5}', 422, "'input' must be a string"),
-    (b'{"input": "' + b"a" * 4097 + b'"}', 422, "the limit is 4096"),
-    (b'{"input": "hi", "voice": 7}', 422, "'voice' must be a string"),
-    (b'{"input": "hi", "voice": {"name": "x"}}', 422, "needs a string 'id'"),
-    (b'{"input": "hi", "stream": "yes"}', 422, "stream must be true or false, got yes"),
-    (b'{"input": "hi", "stream_format": "ndjson"}', 422, "'stream_format' must be"),
-    (b'{"input": "hi", "instructions": 3}', 422, "'instructions' must be a string"),
-    (b'{"input": "hi", "lang_code": "xx"}', 422, "language 'xx' is not supported"),
-    (b'{"input": "hi", "normalization_options": 1}', 422, "must be an object"),
+    (b'{"input": "   "}', 400, "'input' is empty"),
+    (b'{"voice": "af_alloy"}', 400, "'input' is required"),
+    (b'{"input": null}', 400, "'input' must be a string"),
+    (b'{"input": 5}', 400, "'input' must be a string"),
+    (b'{"input": "' + b"a" * 4097 + b'"}', 400, "the limit is 4096"),
+    (b'{"input": "hi", "voice": 7}', 400, "'voice' must be a string"),
+    (b'{"input": "hi", "voice": {"name": "x"}}', 400, "needs a string 'id'"),
+    (b'{"input": "hi", "stream": "yes"}', 400, "stream must be true or false, got yes"),
+    (b'{"input": "hi", "stream_format": "ndjson"}', 400, "'stream_format' must be"),
+    (b'{"input": "hi", "instructions": 3}', 400, "'instructions' must be a string"),
+    (b'{"input": "hi", "lang_code": "xx"}', 400, "language 'xx' is not supported"),
+    (b'{"input": "hi", "normalization_options": 1}', 400, "must be an object"),
     (b"[1, 2]", 400, "must be a JSON object, got list"),
     (b"{not json", 400, "not valid JSON"),
     (b"", 400, "not valid JSON"),
@@ -452,7 +453,7 @@ def test_body_caps(tmp_path):
         conn.request("POST", "/v1/audio/speech", body=iter([big[:600], big[600:]]),
                      headers={"Content-Type": "application/json"}, encode_chunked=True)
         resp = conn.getresponse()
-        assert resp.status == 413 and json.loads(resp.read())["error"]["code"] == 413
+        assert resp.status == 413 and json.loads(resp.read())["error"]["code"] == "request_too_large"
         conn.close()
 
 
@@ -605,7 +606,7 @@ def test_sse_deadline_ends_with_an_error_event(tmp_path):
     with serving(tmp_path, FakeSynth(delay=0.2), limits=Limits(request_timeout_s=1.0)) as srv:
         status, _, data = post(srv.port, {"input": sentences(30), "stream_format": "sse", "response_format": "pcm"})
     events = [json.loads(x[6:]) for x in data.decode().split("\n\n") if x.startswith("data: ")]
-    assert status == 200 and events[-1]["type"] == "error" and events[-1]["error"]["code"] == 504
+    assert status == 200 and events[-1]["type"] == "error" and events[-1]["error"]["code"] == "timeout"
     assert any(e["type"] == "speech.audio.delta" for e in events)
 
 
@@ -683,16 +684,17 @@ def test_serve_cli_environment_and_sigterm_drains(tmp_path):
     port = free_port()
     env = {"KCC_WORKERS": "3", "KCC_MAX_QUEUE": "1", "KCC_VOICE": "am_echo"}
     with serve_cli(tmp_path, ["serve", "--port", str(port), "--max-chars", "999"], env) as proc:
-        def ready():
+        def ready():                # 503 'warming' until kcc.speech.serve.warmup has run
             try:
-                return request(port, "GET", "/ready", timeout=2)
+                got = request(port, "GET", "/ready", timeout=2)
             except OSError:
                 assert proc.poll() is None, proc.stderr.read().decode()
                 return None
+            return None if got[0] == 503 and json.loads(got[2])["status"] == "warming" else got
         status, _, data = _until_value(ready)
         assert status == 200 and json.loads(data)["workers"] == 3 and json.loads(data)["queue"] == 1
         status, headers, data = post(port, {"input": "x" * 1000})
-        assert status == 422 and "the limit is 999" in json_error(status, headers, data)["message"]
+        assert status == 400 and "the limit is 999" in json_error(status, headers, data)["message"]
         text = sentences(10)
         s = RawStream(port, json.dumps({"input": text, "response_format": "pcm"}).encode())
         pieces = [s.chunk()]

@@ -147,15 +147,20 @@ def test_a_sentence_end_after_a_long_unended_run_speaks_all_of_it(tmp_path):
 
 
 def test_bad_voice_and_failure_are_error_events(tmp_path):
+    """Each ends the synthesis as Home Assistant reads it: `error`, then audio-stop."""
+    stop = ("audio-stop",)
     with wyoming_server(tmp_path) as (port, _):
-        (event,) = asyncio.run(exchange(port, [Synthesize(text="hi", voice=SynthesizeVoice(name="../etc/passwd"))]))
-        err = Error.from_event(event)
-        assert err.code == "422" and "voice name" in err.text and "/" not in err.text.split("voice name")[0]
-        (event,) = asyncio.run(exchange(port, [Synthesize(text="a " * 2049)]))
-        assert Error.from_event(event).code == "413" and "the limit is 4096" in Error.from_event(event).text
+        events = asyncio.run(exchange(port, [Synthesize(text="hi", voice=SynthesizeVoice(name="../etc/passwd"))],
+                                      until=stop))
+        assert [e.type for e in events] == ["error", "audio-stop"]
+        err = Error.from_event(events[0])
+        assert err.code == "unknown-voice" and "voice name" in err.text and "/" not in err.text.split("voice name")[0]
+        events = asyncio.run(exchange(port, [Synthesize(text="a " * 2049)], until=stop))
+        assert [e.type for e in events] == ["error", "audio-stop"]
+        assert Error.from_event(events[0]).code == "text-too-long" and "the limit is 4096" in Error.from_event(events[0]).text
     with wyoming_server(tmp_path, FakeSynth(fail="boom")) as (port, _):
-        events = asyncio.run(exchange(port, [Synthesize(text="hi there")]))
-        assert [e.type for e in events] == ["error"] and "boom" in Error.from_event(events[0]).text
+        events = asyncio.run(exchange(port, [Synthesize(text="hi there")], until=stop))
+        assert [e.type for e in events] == ["error", "audio-stop"] and "boom" in Error.from_event(events[0]).text
 
 
 def test_wyoming_cli_serves_and_stops_on_sigterm(tmp_path):

@@ -122,6 +122,8 @@ def test_a_malformed_field_gets_an_error_event_and_the_connection_goes_on(tmp_pa
         c.event(kind, data)
         got = c.read()
         assert got is not None and got[0] == "error" and needle in got[1]["text"], got
+        if kind == "synthesize":                 # a synthesis asked for ends as Home Assistant reads it
+            assert c.read()[0] == "audio-stop"
         c.event("describe")
         assert c.read()[0] == "info"             # the same connection still answers
         c.close()

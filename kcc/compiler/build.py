@@ -22,6 +22,7 @@ from kcc.compiler import prebuilt
 from kcc.compiler.isa import level_flags, requested
 from kcc.compiler.precision import check as check_precision
 from kcc.compiler.precision import from_env as precision_from_env
+from kcc.compiler.threads import set_wait_policy
 from kcc.files import cache_dir, file_sha256, sweep_temporaries, temp_dir
 
 STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -99,6 +100,15 @@ def compiler_identity(cc: str) -> str:
                          "set CC); an installed wheel's prebuilt libraries cover the default build only")
 
 
+def compiler_available() -> bool:
+    """Whether CC (else cc) runs: without one only prebuilt libraries load."""
+    try:
+        compiler_identity(compiler())
+    except BuildError:
+        return False
+    return True
+
+
 def toolchain_identity() -> str:
     """What makes this process's libraries, for artifact keys: the C compiler's identity ('no C
     compiler' where there is none: prebuilt libraries only) and the prebuilt table's digest."""
@@ -129,6 +139,7 @@ class Built:
 def _loads(lib: Path) -> bool:
     """dlopen succeeds (a library can match its sidecar and still not load: copied from a
     machine with another libc or libgomp, or a cache restored from elsewhere)."""
+    set_wait_policy()                    # before libgomp is loaded with it
     try:
         ctypes.CDLL(str(lib))
         return True

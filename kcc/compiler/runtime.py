@@ -19,6 +19,7 @@ import numpy as np
 from kcc.compiler.abi import ABI_VERSION, WEIGHT_DONE_FN, bind, symbol_prefix
 from kcc.compiler.build import Built
 from kcc.compiler.plan import MemoryPlan
+from kcc.compiler.threads import set_wait_policy
 from kcc.ir import Graph, extent_value
 
 NP_DTYPES = {"f32": np.float32, "i32": np.int32}
@@ -101,6 +102,18 @@ def aligned_empty(nbytes: int, alignment: int = 64, offset: int = 0) -> np.ndarr
     return raw[start:][:nbytes]   # (a zero-length raw[a:a] would drop the offset)
 
 
+def trim_scratch(a: np.ndarray, keep: int) -> int:
+    """Drop the whole pages of scratch array `a` (an arena: anonymous, private, its bytes dead
+    between runs) past its first `keep` bytes from the resident set (madvise MADV_DONTNEED:
+    they read as zeros and fault in again when next used). Returns the bytes dropped (0 where
+    the platform has no madvise: the arena then keeps its pages, as before)."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    keep = max(0, min(int(keep), a.nbytes))
+    if advice is None or is_file_mapped(a) or keep >= a.nbytes:
+        return 0
+    return max(0, _release_range(a.ctypes.data + keep, a.nbytes - keep, advice))
+
+
 @dataclass
 class RunResult:
     outputs: dict[str, np.ndarray]
@@ -138,6 +151,7 @@ class CompiledCircuit:
         if weights_sha256 is not None:
             self.weights_sha256 = weights_sha256
         self.library_path = str(built.library)
+        set_wait_policy()                # before libgomp is loaded with the first stage library
         self.lib = ctypes.CDLL(self.library_path)
         self.prefix = symbol_prefix(graph.name)
         entry = bind(self.lib, self.prefix)

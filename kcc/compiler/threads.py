@@ -13,6 +13,24 @@ import time
 from pathlib import Path
 
 
+# The OpenMP wait policy kcc sets where the user has not set OMP_WAIT_POLICY: threads that reach
+# a barrier sleep at once instead of spinning (libgomp's default spins ~300k rounds first). A
+# spinning waiter holds the core that a thread descheduled by a busy neighbour needs to finish
+# its share, so every one of a synthesis's ~430 barriers waits longer. Warm `kcc say` of one
+# sentence, median of interleaved runs on the 2-core Zen 4 (shared machine, load ~8):
+# bench/results/neighbours.md; passive was the fastest setting with 0, 1 and 2 busy neighbours.
+WAIT_POLICY = "passive"
+
+
+def set_wait_policy(environ=os.environ) -> str:
+    """OMP_WAIT_POLICY=WAIT_POLICY unless the user chose one; libgomp reads it once, as it is
+    loaded, so this runs before a stage library is (build._loads, runtime.CompiledCircuit).
+    Returns the policy in effect."""
+    if "OMP_WAIT_POLICY" not in environ:
+        environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+    return environ["OMP_WAIT_POLICY"]
+
+
 class ThreadsError(ValueError):
     """A thread count outside 1..available cores."""
 

@@ -18,12 +18,13 @@ from pathlib import Path
 from kcc.cache_trust import CacheError
 from kcc.compiler import artifact, prebuilt
 from kcc.compiler.artifact_eviction import ArtifactUse, evict_least_recently_used
-from kcc.compiler.build import BuildOptions
-from kcc.compiler.precision import for_this_cpu
+from kcc.compiler.build import BuildError, BuildOptions, compiler, compiler_available
+from kcc.compiler.precision import DEFAULT as DEFAULT_PRECISION, for_this_cpu
 from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, remove_dir_atomically, sweep_temporaries
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 from kcc.weights import real_model
 from kcc.weights.checkpoint import CheckpointError, load_checkpoint
+from kcc.weights.onnx_file import import_onnx_checkpoint, is_onnx, onnx_model_id
 
 
 def file_identity(path: Path) -> str:
@@ -62,6 +63,8 @@ def _source(checkpoint, log):
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint file does not exist" if not path.exists()
                               else f"{path}: checkpoint path is not a regular file")
+    if is_onnx(path):           # a Kokoro ONNX export (kokoro-onnx's files): imported, keyed by its bytes
+        return onnx_model_id(file_identity(path)), f"ONNX export {path.name}", lambda: import_onnx_checkpoint(path)
     return f"file-{file_identity(path)[:24]}", f"checkpoint {path.name}", lambda: load_checkpoint(path)
 
 
@@ -71,6 +74,7 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
     """The compiled Synthesizer for `checkpoint` (None: the real default model)."""
     stages = stages or FRONT + BACK
     options = for_this_cpu(options, log)       # bf16 without AVX512_BF16 would be emulated: fp32 instead
+    check_buildable(checkpoint, options, max_frames, stages)
     model_id, label, make_checkpoint = _source(checkpoint, log)
     where = artifact.artifact_dir(model_id, options, max_frames, stages)
     found = _load_existing(where, verify, log)
@@ -83,6 +87,48 @@ def load_model(checkpoint: str | Path | None = None, options: BuildOptions = Bui
             return _speaking(*found, max_frames, model_id, label)
         sweep_temporaries(where.parent)      # an interrupted or killed compile's half artifact
         return _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log)
+
+
+class CompilerNeeded(BuildError):
+    """What was asked for needs a C compiler and none runs here; the message names the options
+    this install's prebuilt stage libraries do serve."""
+
+
+def needs_compiler(checkpoint, options: BuildOptions, max_frames: int, stages: list[str]) -> list[str]:
+    """What in this request the prebuilt stage libraries (kcc.compiler.prebuilt) do not cover:
+    they were compiled for the default model at the default build (kcc.model.prebuilt_build), so
+    anything else generates other C. [] where they serve it."""
+    why = []
+    if checkpoint is not None:
+        why.append("a checkpoint file (only the default model is prebuilt)")
+    if options.precision != DEFAULT_PRECISION:
+        why.append(f"--precision {options.precision}")
+    if options.native:
+        why.append("--native")
+    if max_frames != DEFAULT_MAX_FRAMES:
+        why.append(f"--max-frames {max_frames}")
+    if stages != FRONT + BACK:
+        why.append("a partial stage list")
+    if not why and prebuilt.table() is None:
+        why.append("the model")
+    elif not why and not prebuilt.covers(options.flags()):
+        why.append("these build settings (KCC_ISA / KCC_SANITIZE / profiling)")
+    return why
+
+
+def check_buildable(checkpoint, options: BuildOptions, max_frames: int, stages: list[str]) -> None:
+    """Refuse, before any work (no model fetched, imported or lowered), a model that would need a
+    C compiler where none runs. A compiler-less process never finds an artifact that a compiler
+    built (the toolchain is part of the key), so this is exact."""
+    why = needs_compiler(checkpoint, options, max_frames, stages)
+    if not why or compiler_available():
+        return
+    works = ("this install has no prebuilt stage libraries (a source checkout), so every model needs one"
+             if prebuilt.table() is None else
+             "without one kcc speaks with this install's prebuilt stage libraries: the default model at the "
+             f"default options (--precision {DEFAULT_PRECISION}, no --native, the default --max-frames)")
+    raise CompilerNeeded(f"{', '.join(why)}: that needs a C compiler and '{compiler()}' does not run here; {works}. "
+                         "Install gcc (e.g. apt install gcc) or set CC to a C compiler.")
 
 
 def _speaking(circuits, use: ArtifactUse, max_frames, model_id, label) -> Synthesizer:
@@ -143,6 +189,14 @@ def _announce_build(label: str, options: BuildOptions, where: Path, log) -> str:
     return "compiling"
 
 
+def done_line(verb: str, seconds: float) -> str:
+    """The first load's summary, true to what it did: stages taken prebuilt (weights packed,
+    nothing compiled) or compiled."""
+    if verb == "packing":
+        return f"kcc: packed the weights for the prebuilt stage libraries in {seconds:.0f} s (nothing compiled)"
+    return f"kcc: compiled in {seconds:.0f} s"
+
+
 def _compile(where, model_id, label, make_checkpoint, options, max_frames, stages, log) -> Synthesizer:
     t0 = time.perf_counter()
     verb = _announce_build(label, options, where, log)
@@ -158,7 +212,7 @@ def _compile(where, model_id, label, make_checkpoint, options, max_frames, stage
     if found is None:
         raise artifact.ArtifactError(f"{where}: removed while it was being loaded")
     if log is not None:
-        print(f"kcc: compiled in {time.perf_counter() - t0:.0f} s", file=log, flush=True)
+        print(done_line(verb, time.perf_counter() - t0), file=log, flush=True)
     # after the new one is held, so no other process's eviction can take it either
     evict_least_recently_used(model_id, keep=where, log=log)
     return _speaking(*found, max_frames, model_id, label)

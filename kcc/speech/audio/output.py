@@ -2,7 +2,7 @@
 
 Each writer takes float audio with write(), and finishes with close() then commit():
 - a .wav file: kcc.speech.audio.wav.WavWriter (no codec; its header patched at the end);
-- another format's file: the format's encoder (kcc.speech.audio.formats) writing into a
+- another format's file: the format's encoder (kcc.speech.audio.encoder) writing into a
   temporary file beside the target, renamed onto it at commit (a failure leaves nothing);
 - stdout ("-"): the format's streaming form, flushed after every chunk so a pipe
   (`kcc say ... -o - | ffmpeg -i - ...`) starts at the first chunk; WAV then has an open-ended
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.files import AtomicFile
-from kcc.speech.audio.formats import Encoder
+from kcc.speech.audio.encoder import Encoder
 from kcc.speech.audio.wav import WavWriter
 
 STDOUT = "-"

@@ -10,6 +10,8 @@ import importlib
 # One item's text: ~25 min of speech, a few minutes of synthesis. Here, not in item.py, so that
 # the command line shows it as --max-chars' default without importing the batch machinery.
 DEFAULT_MAX_CHARS = 20_000
+# The files batch writes (a subset of kcc.speech.audio.formats.FORMATS), here for the same reason.
+FORMATS = ("wav", "flac", "mp3", "opus")
 
 _WHERE = {"Batch": "api", "BatchError": "api", "synthesize": "api", "Outcome": "item", "SynthSpec": "local_pool",
           "Defaults": "manifest", "Item": "manifest", "ManifestError": "manifest", "Rejected": "manifest"}

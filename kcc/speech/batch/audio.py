@@ -1,6 +1,6 @@
 """Float audio -> the bytes of a wav / flac / mp3 / opus file, the same bytes on every machine.
 
-Every format is the product's one encoder (kcc.speech.audio.formats: PyAV / FFmpeg, muxed
+Every format is the product's one encoder (kcc.speech.audio.encoder: PyAV / FFmpeg, muxed
 bit-exact so no encoder version or random Ogg serial gets into the file; its WAV is byte for
 byte what Python's wave module writes). Their bytes depend on the audio and the FFmpeg build
 PyAV bundles, which the PyAV pin fixes.
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcc.speech.audio.formats import AudioFormatError, encode
-
-FORMATS = ("wav", "flac", "mp3", "opus")         # the files batch writes (a subset of audio_formats.FORMATS)
+from kcc.speech.audio.encoder import encode
+from kcc.speech.audio.formats import AudioFormatError
+from kcc.speech.batch import FORMATS             # the files batch writes
 
 __all__ = ["FORMATS", "AudioFormatError", "encode_audio"]
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from kcc.speech.batch.audio import FORMATS
-from kcc.speech.batch import DEFAULT_MAX_CHARS
+from kcc.speech.batch import DEFAULT_MAX_CHARS, FORMATS
 from kcc.speech.request import FIELDS, add_request_args
 
 

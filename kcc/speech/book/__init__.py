@@ -9,3 +9,8 @@ budget; layout.py cuts its chapters into batch items and records where each sits
 chapter's items with the configured pauses into its file (tagged: tags.py), sidecar and
 captions (captions.py, also the whole book's); m4b.py writes the one-file audiobook; job.py runs the whole thing, cli.py is its command line.
 """
+from __future__ import annotations
+
+# The per-chapter audio formats (-o DIR --format): here, not in assemble.py (numpy, the encoder,
+# the word timestamps' G2P), so that `kcc book --help` lists them without importing those.
+AUDIO_FORMATS = ("wav", "flac", "mp3", "opus", "aac")

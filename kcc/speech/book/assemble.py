@@ -16,15 +16,15 @@ import numpy as np
 
 from kcc import __version__
 from kcc.files import AtomicFile
-from kcc.speech.audio.formats import Encoder
+from kcc.speech.audio.encoder import Encoder
 from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.audio.wav import WavWriter
+from kcc.speech.book import AUDIO_FORMATS    # re-exported: the table lives where --help reads it
 from kcc.speech.book.errors import BookError
 from kcc.speech.book.layout import ChapterPlan
 from kcc.speech.book.tags import ChapterTags, tag_chapter
 
 FADE_S = 0.005
-AUDIO_FORMATS = ("wav", "flac", "mp3", "opus", "aac")
 
 
 class MissingItem(BookError):
@@ -91,7 +91,7 @@ def assemble(plan: ChapterPlan, work: Path, write, at: int = 0) -> Assembled:
 class ChapterFile:
     """One chapter's audio file, written as it comes and renamed into place by commit():
     WAV through kcc.speech.audio.wav.WavWriter, the others through the server's PyAV encoder in its
-    streaming form (kcc.speech.audio.formats: bit-exact muxing, so the same audio gives
+    streaming form (kcc.speech.audio.encoder: bit-exact muxing, so the same audio gives
     the same bytes)."""
 
     def __init__(self, path: Path, fmt: str, tags: ChapterTags | None = None):

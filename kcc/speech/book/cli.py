@@ -3,8 +3,8 @@
 -o NAME.m4b: one AAC .m4b with chapter markers, title, author and cover; -o DIR (with
 --format wav|flac|mp3|opus|aac): one file per chapter. Either way a JSON sidecar per chapter and,
 with --subtitles srt|vtt, captions per chapter. Resumable: run the same command again after a
-crash or kill -9. Exit status: 0 done, 1 some items failed (named on stderr), 2 the book
-cannot be read or the job cannot run.
+crash or kill -9. Exit status (kcc.speech.cli.exits): 0 done, 1 some items failed (named on
+stderr), 2 the book cannot be read or the job cannot run (its error, named by the dispatcher).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 
 def add_parser(subparsers) -> None:
     from kcc.speech.request import add_request_args
-    from kcc.speech.book.assemble import AUDIO_FORMATS
+    from kcc.speech.book import AUDIO_FORMATS
     from kcc.speech.book.captions import FORMATS as CAPTIONS
     from kcc.speech.book.layout import Pauses
     from kcc.speech.cli.args import add_speech_args
@@ -65,10 +65,8 @@ def _pause(name: str, value: float) -> float:
 
 
 def run_cli(args) -> int:
-    from kcc.speech.batch.api import BatchError
-    from kcc.speech.batch.local_pool import SynthSpec, WorkerLoadError
+    from kcc.speech.batch.local_pool import SynthSpec
     from kcc.speech.batch.manifest import Defaults, check_option
-    from kcc.speech.batch.ray_engine import RayUnavailable
     from kcc.speech.book.errors import BookError
     from kcc.speech.book.job import BookJob, BookOptions, ChapterDone
     from kcc.speech.book.layout import Pauses
@@ -81,42 +79,39 @@ def run_cli(args) -> int:
               "default now (--keep-work keeps it)", file=sys.stderr)
     m4b = args.out.lower().endswith(".m4b")
     if m4b and args.format:
-        print("kcc: --format is for a directory of chapter files; -o NAME.m4b is AAC", file=sys.stderr)
-        return 2
+        raise BookError("--format is for a directory of chapter files; -o NAME.m4b is AAC")
+    pauses = Pauses(_pause("paragraph-pause", args.paragraph_pause), _pause("chapter-pause", args.chapter_pause),
+                    _pause("title-pause", args.title_pause))
+    options = BookOptions("m4b" if m4b else args.format or "flac", args.subtitles, not args.no_titles, pauses,
+                          args.voice, None if args.lang == "auto" else args.lang,
+                          check_option("speed", args.speed, Defaults()),
+                          check_option("seed", args.seed, Defaults()),
+                          args.keep_work)
+    spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
+                     precision=args.precision)
+    # The errors of a book that cannot be read or a job that cannot run (BookError, BatchError,
+    # ValueError, OSError, ...) go to the dispatcher's one exit table (kcc.speech.cli.exits): exit 2.
+    job = BookJob(args.input, args.out, options, progress=reading_progress(args.progress), engine=args.engine,
+                  workers=args.workers, threads=args.threads, synth=spec, voices_dirs=args.voices_dir,
+                  g2p=G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p,
+                  address=args.address, processes=args.processes)
+    for note in job.notes:
+        print(f"kcc: warning: {note}", file=sys.stderr)
+    items = sum(len(p.segments) for p in job.plans)
+    print(f"kcc book: {job.book.title!r} ({job.book.format}), {len(job.plans)} chapters, {items} items; "
+          f"language {job.lang}, voice {job.voice}; engine {args.engine}", file=sys.stderr)
+    bar = BookProgress(len(job.plans), items, enabled=True if args.progress else None)
     try:
-        pauses = Pauses(_pause("paragraph-pause", args.paragraph_pause), _pause("chapter-pause", args.chapter_pause),
-                        _pause("title-pause", args.title_pause))
-        options = BookOptions("m4b" if m4b else args.format or "flac", args.subtitles, not args.no_titles, pauses,
-                              args.voice, None if args.lang == "auto" else args.lang,
-                              check_option("speed", args.speed, Defaults()),
-                              check_option("seed", args.seed, Defaults()),
-                              args.keep_work)
-        spec = SynthSpec(checkpoint_of(args), args.max_frames, args.native,
-                         precision=args.precision)
-        job = BookJob(args.input, args.out, options, progress=reading_progress(args.progress), engine=args.engine,
-                      workers=args.workers, threads=args.threads, synth=spec, voices_dirs=args.voices_dir,
-                      g2p=G2PFactory(args.g2p, args.lexicon) if args.lexicon else args.g2p,
-                      address=args.address, processes=args.processes)
-        for note in job.notes:
-            print(f"kcc: warning: {note}", file=sys.stderr)
-        items = sum(len(p.segments) for p in job.plans)
-        print(f"kcc book: {job.book.title!r} ({job.book.format}), {len(job.plans)} chapters, {items} items; "
-              f"language {job.lang}, voice {job.voice}; engine {args.engine}", file=sys.stderr)
-        bar = BookProgress(len(job.plans), items, enabled=True if args.progress else None)
-        try:
-            for event in job:
-                if isinstance(event, ChapterDone):
-                    if event.status != "written" or not m4b:       # a .m4b's chapters count once synthesised
-                        bar.chapter()
-                    continue
-                bar.item(event)
-                if event.status == "error":
-                    print(f"\nkcc book: item {event.id}: {event.reason}", file=sys.stderr)
-        finally:
-            bar.close()
-    except (BookError, BatchError, WorkerLoadError, RayUnavailable, ValueError, OSError) as exc:
-        print(f"kcc: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        for event in job:
+            if isinstance(event, ChapterDone):
+                if event.status != "written" or not m4b:       # a .m4b's chapters count once synthesised
+                    bar.chapter()
+                continue
+            bar.item(event)
+            if event.status == "error":
+                print(f"\nkcc book: item {event.id}: {event.reason}", file=sys.stderr)
+    finally:
+        bar.close()
     if not job.ok:
         print(f"kcc book: {len(job.failures)} item(s) failed; rerun the same command to retry them", file=sys.stderr)
         return 1

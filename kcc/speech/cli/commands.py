@@ -158,6 +158,8 @@ def add_commands(sub) -> None:
     from kcc.speech.batch.cli import add_parser as add_batch
     from kcc.speech.book.cli import add_parser as add_book
     from kcc.speech.serve.cli import add_parsers as add_serve
+    from kcc.speech.voice_design.cli import add_parser as add_voice
     add_serve(sub)                        # serve, wyoming
     add_batch(sub)
     add_book(sub)
+    add_voice(sub)                        # voice design

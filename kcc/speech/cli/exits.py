@@ -14,6 +14,7 @@ class Exit(IntEnum):
     OK = 0
     FAILED = 1            # kcc xray: out of tolerance; batch/book: some items failed; any: a traceback
     USAGE = 2             # a usage or input error, named on stderr
+    CANNOT_LISTEN = 3     # serve, wyoming: the address is taken or not ours
     INTERRUPTED = 130     # 128 + SIGINT
     BROKEN_PIPE = 141     # 128 + SIGPIPE: the reader of stdout went away (as `yes | head -1` gives)
     TERMINATED = 143      # 128 + SIGTERM
@@ -25,6 +26,7 @@ EXIT_CODES = f"""exit codes:
        stderr; rerun to retry them); any command: an internal error (a traceback)
   {Exit.USAGE:<4} a usage or input error, named on stderr before any output is written (bad option, text,
        voice, format, path, checkpoint, a closed stdout; argparse's own usage errors too)
+  {Exit.CANNOT_LISTEN:<4} serve, wyoming: cannot listen on the address (taken, or not this machine's)
   {Exit.INTERRUPTED:<4} interrupted (SIGINT, Ctrl-C), {Exit.TERMINATED} terminated (SIGTERM): partial outputs are removed
        (serve and wyoming drain on SIGTERM and exit {Exit.OK})
   {Exit.BROKEN_PIPE:<4} stdout's reader went away (`kcc voices | head -1`): ended quietly"""

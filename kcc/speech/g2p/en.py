@@ -10,7 +10,6 @@
 """
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.util
 import logging
@@ -21,8 +20,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from kcc.speech.g2p.en_tokenizer import english
-from kcc.speech.g2p.base import PUNCTUATION, G2PError, Word, peel
+from kcc.speech.g2p.base import PUNCTUATION, G2PError, Word, align_groups, peel
 from kcc.speech.g2p.en_cache import LazyEspeakFallback, lexicon
+from kcc.speech.g2p.heteronyms import SenseTable, senses
 from kcc.speech.g2p.tagger import tag
 from kcc.speech.g2p.normalize import num2words
 
@@ -138,7 +138,7 @@ class _TaggedTokenizer:
 
     def __call__(self, text: str) -> list[_Token]:
         pairs = self._tokenize(text)
-        return [_Token(t, w, g) for (t, w), g in zip(pairs, tag(pairs))]
+        return [_Token(t, w, g) for (t, w), g in zip(pairs, senses(pairs, tag(pairs)))]
 
 
 def _token_owners(words: list[str], tokens: list[str]) -> list[int]:
@@ -166,6 +166,7 @@ def make_lexicon(british: bool, fallback):
             self.version, self.british, self.unk = None, british, ""
             self.nlp = _TaggedTokenizer()
             self.lexicon = lexicon(en, british)
+            self.lexicon.golds = SenseTable(self.lexicon.golds)     # "lead" the metal, "row" the quarrel
             self.fallback = fallback
 
         def tokenize(self, text, tokens, features):
@@ -247,54 +248,6 @@ class EspeakEnglish:
 
 # Unstressed function words espeak-ng may join to the word before ("of a" -> 'ʌvə').
 CLITICS = frozenset("a an the of to and or as at in on it is for".split())
-
-
-def _bare(groups: list[str]) -> str:
-    return "".join(c for c in "".join(groups) if c not in "ˈˌː^" and c not in PUNCTUATION)
-
-
-def align_groups(alone: list[list[str]], context: list[str], joins: list[bool] | None = None,
-                 max_merge: int = 3) -> list[list[str]]:
-    """Per token, its share of the paragraph's espeak groups. Dynamic programming over (tokens,
-    groups): token i takes len(alone[i]) groups, or up to max_merge one-group tokens share one
-    group when each after the first may join the word before (joins[i]; the first token gets
-    the group, the others nothing). Cost: phoneme mismatch, stress and punctuation ignored.
-    Where no alignment exists, each token keeps its isolated phonemes."""
-    joins = joins if joins is not None else [True] * len(alone)
-    n, m = len(alone), len(context)
-    inf = float("inf")
-    best = [[inf] * (m + 1) for _ in range(n + 1)]
-    step: list[list[tuple[int, int] | None]] = [[None] * (m + 1) for _ in range(n + 1)]
-    best[0][0] = 0.0
-
-    def cost(a: list[str], c: list[str]) -> float:
-        x, y = _bare(a), _bare(c)
-        return (1.0 - difflib.SequenceMatcher(None, x, y).ratio()) * max(len(x), len(y), 1)
-
-    for i in range(n):
-        for j in range(m + 1):
-            if best[i][j] == inf:
-                continue
-            k = len(alone[i])
-            if j + k <= m:
-                c = best[i][j] + cost(alone[i], context[j:j + k])
-                if c < best[i + 1][j + k]:
-                    best[i + 1][j + k], step[i + 1][j + k] = c, (1, k)
-            for t in range(2, max_merge + 1):
-                if (i + t <= n and j < m and all(len(alone[i + u]) == 1 for u in range(t))
-                        and all(joins[i + u] for u in range(1, t))):
-                    c = best[i][j] + cost([g for u in range(t) for g in alone[i + u]], context[j:j + 1]) + 0.5
-                    if c < best[i + t][j + 1]:
-                        best[i + t][j + 1], step[i + t][j + 1] = c, (t, 1)
-    if best[n][m] == inf:
-        return alone
-    out: list[list[str]] = []
-    i, j = n, m
-    while i > 0:
-        t, k = step[i][j]
-        out = [context[j - k:j]] + [[] for _ in range(t - 1)] + out
-        i, j = i - t, j - k
-    return out
 
 
 def make(british: bool, backend: str):

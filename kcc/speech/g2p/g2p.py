@@ -174,15 +174,14 @@ class G2P:
     def _speak(self, text: str, language: str) -> list[Word]:
         if not text.strip():
             return []
+        with _BACKEND_LOCK:
+            speak = self._get(language)
+        # Normalised first: it says symbols the script filter would drop ("1º" -> "primero", "°C").
+        text = normalize(text, language=language, lexicon=self._backends[language][1] in ("lexicon", "misaki"))
         text, dropped = keep_speakable(text, language)
         if dropped:
             warn_dropped(dropped, language)
             text = re.sub(r"[ \t]{2,}", " ", text).strip()
-        with _BACKEND_LOCK:
-            speak = self._get(language)
-        if language in ("en-us", "en-gb"):
-            text = normalize(text, british=language == "en-gb",
-                             lexicon=self._backends[language][1] in ("lexicon", "misaki"))
         if not text.strip():
             return []
         with _BACKEND_LOCK:

@@ -13,7 +13,8 @@ import re
 import warnings
 
 from kcc.speech.g2p import ja as g2p_ja
-from kcc.speech.g2p.base import G2PError, G2PWarning, Word, words_from_phonemes
+from kcc.speech.g2p.base import (G2PError, G2PWarning, Word, words_by_alignment, words_from_phonemes,
+                                  words_from_tokens)
 
 ESPEAK_LANGUAGES = ("es", "fr-fr", "hi", "it", "pt-br")
 BACKENDS = {"ja": "pyopenjtalk", "zh": "pypinyin", **{lang: "espeak" for lang in ESPEAK_LANGUAGES}}
@@ -23,15 +24,17 @@ ZH_MODULES = (("misaki", "misaki==0.9.4"), ("jieba", "jieba==0.42.1"), ("pypinyi
               ("cn2an", "cn2an==0.5.24"), ("ordered_set", "ordered-set==4.1.0"))
 
 
-def _missing(modules) -> str:
+def _missing(modules, extra: str = "") -> str:
+    """extra: the kcc extra that installs them ('' : the runtime's own)."""
     for mod, pkg in modules:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
+            return (f"{pkg} is not installed: Mandarin needs kcc's {extra} extra (pip install 'kcc[{extra}]')"
+                    if extra and mod != "misaki" else f"{pkg} is not installed (a runtime dependency: reinstall kcc)")
     return ""
 
 
 def available(language: str) -> tuple[bool, str]:
-    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES) if language == "zh"
+    why = (g2p_ja.missing() if language == "ja" else _missing(ZH_MODULES, "zh") if language == "zh"
            else _missing(ESPEAK_MODULES))
     return not why, why
 
@@ -64,7 +67,26 @@ def _zh():
         except ValueError:
             return False
 
-    def speak(text: str) -> str:
+    def tokens(text: str, ps: str) -> list[tuple[str, str]]:
+        """The (word, phonemes) pairs ZHG2P's v1.0 ('legacy') reading made ps from: the text
+        after its number and punctuation mapping, Han runs cut by jieba, each word read alone."""
+        mapped = zh.ZHG2P.map_punctuation(zh.cn2an.transform(text, "an2cn"))
+        out = []
+        for run in re.findall("[\u4E00-\u9FFF]+|[^\u4E00-\u9FFF]+", mapped):
+            if re.match("[\u4E00-\u9FFF]", run):
+                out += [(w, zh.ZHG2P.word2ipa(w).replace(chr(815), "")) for w in jieba.lcut(run, cut_all=False)]
+            else:
+                out += [(t, t) for t in run.split()]
+        return out
+
+    def speak(text: str) -> tuple[str, list[tuple[str, str]]]:
+        ps = read(text)
+        try:
+            return ps, tokens(_LONG_DIGITS.sub(lambda m: " ".join(m[0]), text), ps)
+        except (ValueError, KeyError):
+            return ps, []
+
+    def read(text: str) -> str:
         """misaki's ZHG2P raises ValueError on a character whose pinyin it cannot split ('鿂',
         found by fuzz/fuzz_text.py); such characters are left out, each named in a G2PWarning.
         A number past its reader's range (17+ digits, left as digits: no sound) is read digit by digit."""
@@ -94,5 +116,10 @@ def make(language: str):
         phonemize, description = _espeak(language), f"espeak-ng via misaki's EspeakG2P mapping ({language})"
 
     def words(text: str) -> list[Word]:
-        return words_from_phonemes(text, phonemize(text))
+        """ja, zh: words keep their written text (word timestamps), from the backend's tokens."""
+        got = phonemize(text)
+        if isinstance(got, tuple):
+            ps, tokens = got
+            return words_from_tokens(ps, tokens) or words_from_phonemes(text, ps)
+        return words_by_alignment(text, got, phonemize)           # es, fr-fr, it, pt-br, hi
     return words, BACKENDS[language], description

@@ -9,7 +9,9 @@ are imported by misaki.cutlet (mojimoji for width folding), but no MeCab diction
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import unicodedata
 import warnings
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ DESCRIPTION = "misaki cutlet romaniser over pyopenjtalk-plus readings (ja; no di
 def missing() -> str:
     for mod, pkg in MODULES:
         if importlib.util.find_spec(mod) is None:
-            return f"{pkg} is not installed (a runtime dependency: reinstall kcc)"
+            return (f"{pkg} is not installed (a runtime dependency: reinstall kcc)" if mod == "misaki" else
+                    f"{pkg} is not installed: Japanese needs kcc's ja extra (pip install 'kcc[ja]')")
     return ""
 
 
@@ -57,7 +60,7 @@ class _OpenJTalkTagger:
 
 
 def make():
-    """text -> phoneme string."""
+    """text -> (phoneme string, its word groups as (surface, phonemes))."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)      # misaki's importlib.resources.open_text
         from misaki import cutlet
@@ -67,9 +70,27 @@ def make():
             self.tagger = _OpenJTalkTagger()
             self.table = dict(cutlet.HEPBURN)
             self.exceptions = {}
+            self.seen: list[tuple[str, str]] = []
 
+        def _romaji_word(self, word):
+            """Each word group's romaji, remembered with its surface (for word timestamps)."""
+            roma = super()._romaji_word(word)
+            self.seen.append((word.surface, roma.replace("っ", "").replace("(", "«").replace(")", "»")))
+            return roma
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        # pyopenjtalk-plus prints "ONNX Runtime is not installed. Nani prediction will be
+        # disabled" as it is imported: a reading model kcc does not use (the comparison test
+        # holds kcc to OpenJTalk's own readings), so its import here, at make(), is silent
+        import pyopenjtalk  # noqa: F401
     romaniser = PyOpenJTalkCutlet()
-    return lambda text: romaniser(ascii_digits(text))[0]
+
+    def phonemize(text: str) -> tuple[str, list[tuple[str, str]]]:
+        """(phoneme string, [(surface, romaji)] of the word groups it was made from)."""
+        romaniser.seen = []
+        ps = romaniser(ascii_digits(text))[0]
+        return ps, romaniser.seen
+    return phonemize
 
 
 def ascii_digits(text: str) -> str:

@@ -8,7 +8,8 @@ straight from the match (never written back as link text), so a word may hold th
 link syntax uses and its phonemes are checked once, when the file is read.
 
 Lexicon files: JSON (an object {"word": "phonemes"}) or text (one `word<TAB>phonemes` per line,
-`#` comments). Words match whole and case-sensitively; the longest entry wins.
+`#` comments). Words match whole and case-sensitively; the longest entry wins. In scripts written
+without spaces (Japanese, Chinese) an entry matches wherever it is written.
 """
 from __future__ import annotations
 
@@ -79,6 +80,18 @@ def split_overrides(text: str, vocab: dict[str, int], lexicon: UserLexicon | Non
     return [q for p in parts for q in (lexicon.split(p) if isinstance(p, str) else (p,))]
 
 
+def _unspaced(c: str) -> bool:
+    """A character of a script written without spaces (Han, kana, Thai...): a word there has no
+    word boundary to match, so a lexicon entry matches wherever it is written."""
+    return "\u3040" <= c <= "\u30ff" or "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" or "\u0e00" <= c <= "\u0e7f"
+
+
+def _whole(word: str) -> str:
+    """The pattern for one lexicon word: whole-word in spaced scripts, anywhere in unspaced ones."""
+    return (("" if _unspaced(word[0]) else r"(?<!\w)") + re.escape(word)
+            + ("" if _unspaced(word[-1]) else r"(?!\w)"))
+
+
 class UserLexicon:
     """Whole-word replacements: plain text -> plain runs and Overrides."""
 
@@ -97,7 +110,7 @@ class UserLexicon:
             check_phonemes(word, phonemes, vocab, source)
         self.entries = dict(entries)
         words = sorted(self.entries, key=len, reverse=True)
-        self._pattern = re.compile(r"(?<!\w)(?:%s)(?!\w)" % "|".join(map(re.escape, words))) if words else None
+        self._pattern = re.compile("|".join(map(_whole, words))) if words else None
 
     def split(self, text: str) -> list[str | Override]:
         """Plain text -> plain runs and an Override for every lexicon word (checked when loaded)."""

@@ -1,8 +1,10 @@
 """The HTTP routes (Starlette): OpenAI's speech API, voices, models, health, the web page.
 
 POST /v1/audio/speech takes OpenAI's body (kcc/speech/serve/request.py). `instructions` is accepted
-and ignored (Kokoro has no instruction-following); `model` may be any name (tts-1, kokoro, ...):
-there is one model. The response is the requested format's bytes, chunked as each text chunk
+and ignored (Kokoro has no instruction-following); `model` is one of MODELS (kcc's names and
+OpenAI's speech models, all the one Kokoro model; absent: kokoro), any other refused as OpenAI
+refuses a model it does not have (404 model_not_found). The response is the requested format's
+bytes, chunked as each text chunk
 is synthesised (`"stream": false` for one whole file with complete headers), or with
 `"stream_format": "sse"` the events of kcc/speech/serve/sse.py. Errors before the first audio byte are
 JSON {"error": {message, type, param, code}}; an audio stream that fails later is cut (no final
@@ -24,7 +26,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kcc.speech.serve import sse
+from kcc.speech.serve import fastapi_compat, sse
 from kcc.speech.audio.formats import STREAMABLE
 from kcc.speech.serve.middleware import Gate, StreamAborted, error_response
 from kcc.speech.serve.limits import HttpLimits  # noqa: F401  (re-exported: kcc.speech.serve.app.HttpLimits)
@@ -35,7 +37,14 @@ from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 STATIC = Path(__file__).with_name("static")
 SEND_SLICE = 16 * 1024               # a stream's bytes are sent in slices of at most this (paced)
-MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+MODELS = ("kokoro", "kcc", "kokoro-82m", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+
+
+def check_model(model: str) -> None:
+    """OpenAI's answer for a model it does not serve: 404, code model_not_found, param model."""
+    if model not in MODELS:
+        raise ApiError(404, f"The model `{model}` does not exist or you do not have access to it. This server "
+                            f"speaks with: {', '.join(MODELS)}", "model", code="model_not_found")
 
 
 async def read_body(request: Request, limits: HttpLimits) -> bytes:
@@ -71,10 +80,14 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
     """access: key, CORS origins and Host allow-list (kcc.speech.serve.security); None: none of them
     (tests; `kcc serve` always passes one)."""
     limits = limits or HttpLimits()
+    downloads = fastapi_compat.Downloads()
 
     async def speech(request: Request):
         try:
-            req = parse_speech(await read_body(request, limits), limits.max_input_chars)
+            body = await read_body(request, limits)
+            req = parse_speech(body, limits.max_input_chars)
+            check_model(req.model)
+            link = None if req.sse else fastapi_compat.Downloads.name_for(body, req.response_format)
             job = service.submit(req, asyncio.get_running_loop())
         except ApiError as err:
             return error_response(err)
@@ -101,11 +114,16 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
                 if item[0] == "end" or (streamed and item[1]):
                     break
             headers = {"X-Kcc-Chunks": str(len(chunks))}
+            if link:                      # Kokoro-FastAPI's return_download_link (kcc/speech/serve/fastapi_compat.py)
+                headers["X-Download-Path"] = f"/download/{link}"
             media_type = STREAMABLE[req.response_format].media_type
             if not streamed:
-                return Response(b"".join(i[1] for i in head if i[0] == "bytes"), media_type=media_type,
-                                headers=headers)
-            body = sse_body(job, head, sum(len(c.ids) for c in chunks), stop) if req.sse else audio_body(job, head, stop)
+                whole = b"".join(i[1] for i in head if i[0] == "bytes")
+                if link:
+                    downloads.put(link, whole)
+                return Response(whole, media_type=media_type, headers=headers)
+            body = sse_body(job, head, sum(len(c.ids) for c in chunks), stop) if req.sse else audio_body(
+                job, head, stop, (lambda data: downloads.put(link, data)) if link else None)
             handed_over = True            # the body generator stops the job when it ends
             if req.sse:
                 return StreamingResponse(body, media_type="text/event-stream",
@@ -141,7 +159,10 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
     def seconds(item) -> float:
         return item[2].audio.size / SAMPLE_RATE if item[2] is not None else 0.0
 
-    async def audio_body(job, head, stop):
+    async def audio_body(job, head, stop, keep=None):
+        """keep: given the whole response's bytes once they are all sent (a download link's file)."""
+        sent = [] if keep else None
+
         async def parts():
             async for item in items(job, head):
                 if item[0] == "bytes" and item[1]:
@@ -150,7 +171,11 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
                     raise StreamAborted(item[1].message)
         try:
             async for part in paced(parts()):
+                if sent is not None:
+                    sent.append(part)
                 yield part
+            if keep:
+                keep(b"".join(sent))
         finally:
             stop()
 
@@ -175,6 +200,8 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
             stop()
 
     async def voices(request: Request):
+        if request.query_params.get("legacy", "").lower() in ("true", "1"):      # Kokoro-FastAPI's old shape
+            return JSONResponse(fastapi_compat.legacy_voices(service))
         return JSONResponse({"voices": service.voices.listing(), "default": service.voices.default,
                              "aliases": service.voices.aliases})
 
@@ -185,9 +212,10 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
         return JSONResponse({"status": "ok", "sample_rate": SAMPLE_RATE})
 
     async def ready(request: Request):
-        doc = {"status": "draining" if service.draining else "ready", "workers": service.limits.workers,
+        state = service.ready_state()   # 'warming' until kcc.speech.serve.warmup has run: ready means warm
+        doc = {"status": state, "workers": service.limits.workers,
                "running": service.running, "waiting": service.waiting, "queue": service.limits.max_queue}
-        return JSONResponse(doc, 503 if service.draining else 200)
+        return JSONResponse(doc, 200 if state == "ready" else 503)
 
     async def index(request: Request):
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
@@ -215,5 +243,6 @@ def create_app(service: SpeechService, limits: HttpLimits | None = None, access:
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/audio/voices", voices, methods=["GET"]),
         Route("/v1/audio/speech", speech, methods=["POST"]),
+        *fastapi_compat.routes(service, limits, check_model, read_body, downloads),   # Kokoro-FastAPI's clients
     ], exception_handlers={HTTPException: http_error, Exception: server_error}, lifespan=lifespan)
     return Gate(guarded(app, access or Access()), limits.max_connections, limits.response_timeout_s)

@@ -23,6 +23,7 @@ LIMITS, HTTP = Limits(), HttpLimits()          # the defaults, written once (doc
 # --workers: one cap and one memory budget for every door that runs workers (kcc.speech.worker_budget).
 from kcc.speech.worker_budget import (MAX_WORKERS, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES,  # noqa: E402,F401
                                      MemoryBudgetError, check_memory)
+from kcc.speech.cli.exits import Exit  # noqa: E402
 
 
 def _env(name: str, default, kind=str):
@@ -32,7 +33,9 @@ def _env(name: str, default, kind=str):
     try:
         return kind(value)
     except ValueError:
-        raise SystemExit(f"kcc: environment {ENV + name}={value!r} is not a valid {kind.__name__}") from None
+        # read while the parser is built, before kcc.speech.cli.run: exit as the table says for usage
+        print(f"kcc: environment {ENV + name}={value!r} is not a valid {kind.__name__}", file=sys.stderr)
+        raise SystemExit(Exit.USAGE) from None
 
 
 def _common(p: argparse.ArgumentParser, port: int) -> None:
@@ -61,6 +64,9 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
                    help="the most silence before a stream's first phoneme (the model puts ~300 ms there); "
                         "-1 (default): the model's. Shorter comes sooner but costs the first word's onset "
                         "(Whisper WER 3.8%% -> 16.2%% at 100 ms) ($KCC_FIRST_LEAD_MS)")
+    p.add_argument("--languages", default=_env("LANGUAGES", None), metavar="L,...",
+                   help="languages whose G2P is loaded and warmed before the server says ready (besides "
+                        "--lang); default: every language of the offered voices ($KCC_LANGUAGES)")
     p.add_argument("--max-open", type=int, default=_env("MAX_OPEN", 0, int),
                    help="open connections, idle ones included (past it the oldest idle one is closed); 0 (default): "
                         "sized below the process's file limit, at most 2048 ($KCC_MAX_OPEN)")
@@ -138,6 +144,7 @@ def build_service(args):
     from kcc.speech.g2p.g2p import G2PFactory
     from kcc.speech.serve.service import Limits, SpeechService
     from kcc.speech.serve.voice_set import VoiceSet, parse_aliases
+    from kcc.speech.serve.warmup import Warmup, advertised_languages
     check_settings(args)
     args.lang = language_code(args.lang)  # every spelling the README lists; RequestError names the others
     dirs = [Path(d) for d in args.voices_dir] or [Path(d) for d in filter(None, [_env("VOICES_DIR", None)])]
@@ -161,7 +168,25 @@ def build_service(args):
                     chunk_phonemes=args.chunk_phonemes, first_chunk_phonemes=args.first_chunk_phonemes,
                     first_lead_frames=lead_frames(args.first_lead_ms),
                     cores=0 if args.threads else available_cores())
-    return SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
+    service = SpeechService(synth, g2p_for, voices, limits, default_language=args.lang)
+    voice_languages = [v["language"] for v in voices.listing()]
+    named = named_languages(args.languages)
+    service.warmup = Warmup(service, advertised_languages(args.lang, voice_languages, named),
+                            required=[args.lang, *(named or [])])
+    return service
+
+
+def named_languages(text: str | None) -> list[str] | None:
+    """--languages 'en-us,ja' -> the languages (kcc.speech.languages codes); a name kcc does not
+    know is a ValueError naming it and the known ones."""
+    from kcc.speech.languages import LANGUAGES
+    if not text:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LANGUAGES]
+    if unknown:
+        raise ValueError(f"--languages {','.join(unknown)}: not a language kcc speaks (one of {', '.join(LANGUAGES)})")
+    return names
 
 
 def _setup_logging() -> None:
@@ -198,6 +223,7 @@ def run_serve(args) -> int:
     access = access_from_args(args)
     tls = check_tls(args.tls_cert, args.tls_key)
     service = build_service(args)
+    service.warmup.start()              # listening meanwhile: /ready says 'warming' until it ends
     app = create_app(service, HttpLimits(max_body_bytes=args.max_body, max_input_chars=args.max_chars,
                                          max_connections=args.max_connections), access)
     listener = listener_limits(args)
@@ -224,6 +250,13 @@ def run_wyoming(args) -> int:
     service = build_service(args)
     uri = args.uri or f"tcp://{args.host}:{args.port}"
     listener = listener_limits(args)
+    # Home Assistant asks for info as it connects and then sends text at once: listen only once
+    # warm, so its first request is as fast as any later one (it retries a refused connection)
+    print(f"kcc wyoming: warming up before listening on {uri}", file=sys.stderr)
+    service.warmup.run()
+    if service.warmup.error is not None:
+        service.close()
+        raise service.warmup.error
     print(f"kcc wyoming: {uri} ({listener.max_open} connections at most)", file=sys.stderr)
     if (warning := wyoming_bind_warning(uri)):
         print(warning, file=sys.stderr)
@@ -233,7 +266,7 @@ def run_wyoming(args) -> int:
         pass
     except OSError as exc:               # the address is taken or not ours (serve binds before anything else)
         print(f"kcc wyoming: cannot listen on {uri}: {exc.strerror or exc}", file=sys.stderr)
-        return 3
+        return Exit.CANNOT_LISTEN
     finally:
         service.close()
     return 0

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from kcc.speech.cli.exits import Exit
 from kcc.speech.serve.listener import Listener, ListenerLimits, Slot, bind, listening
 
 
@@ -108,7 +109,7 @@ class GuardedServer(uvicorn.Server):
         except OSError as exc:
             print(f"kcc serve: cannot listen on {config.host}:{config.port}: {exc.strerror or exc}", file=sys.stderr)
             await self.lifespan.shutdown()
-            sys.exit(3)
+            sys.exit(Exit.CANNOT_LISTEN)
         protocol_class = guarded_protocol(self.connection)
         context: ssl.SSLContext | None = config.ssl
 

@@ -2,11 +2,11 @@
 
 A request's thread plans its text and encodes its audio; each chunk's synthesis is handed here
 and runs on one of `workers` synthesis threads (so only those fault in the synthesizer's
-per-thread arenas and hold its OpenMP thread counts). Waiting chunks are taken earliest key
-first: a request with no audio yet keys by its arrival, a streamed one that has audio by the
-time its listener runs out of it (first audio + seconds sent). So a new request's first chunk
-goes before the later chunks of requests whose listeners still have audio to play, and no
-request waits behind another's whole text.
+per-thread arenas and hold its OpenMP thread counts). Waiting chunks are taken smallest key
+first (kcc.speech.serve.service.Job.urgency): every request's first chunk, by arrival, before
+any request's next one; those by the time their listener runs out of audio (first audio +
+seconds sent). So every listener's first chunk goes before anyone's second, and no request
+waits behind another's whole text.
 
 Kernel threads are shared out as syntheses start and end (kcc.model.pipeline.THREADS, read
 before each stage): one synthesis alone gets every core, n at once get cores // n each.
@@ -20,6 +20,11 @@ from concurrent.futures import Future
 from typing import Callable
 
 from kcc.model.pipeline import CANCEL, THREADS, SynthesisCancelled
+
+
+# The key of on_each's work: before every request's chunk (kcc.speech.serve.service.Job.urgency
+# keys are (0 | 1, seconds)).
+FIRST = (-1, 0.0)
 
 
 class SchedulerClosed(SynthesisCancelled):
@@ -36,6 +41,7 @@ class ChunkScheduler:
         self._seq = itertools.count()
         self._cv = threading.Condition()
         self._closed = False
+        self._barriers: list[threading.Barrier] = []
         self._threads = [threading.Thread(target=self._loop, name=f"kcc-synth-{i}", daemon=True)
                          for i in range(workers)]
         for t in self._threads:
@@ -55,6 +61,35 @@ class ChunkScheduler:
             self._cv.notify()
         return fut.result()
 
+    def on_each(self, fn: Callable) -> None:
+        """fn() once on every synthesis thread (warming each one's arena and OpenMP pool), ahead
+        of every waiting chunk; returns when all have run, raising the first failure. A barrier
+        after fn keeps a thread from taking a second copy while another has not taken its own."""
+        barrier = threading.Barrier(len(self._threads))
+
+        def once():
+            try:
+                return fn()
+            finally:
+                try:
+                    barrier.wait()
+                except threading.BrokenBarrierError:    # close() while another thread's copy waited
+                    pass
+        with self._cv:
+            if self._closed:
+                raise SchedulerClosed("the server is shutting down")
+            self._barriers.append(barrier)
+            futs = [Future() for _ in self._threads]
+            for fut in futs:
+                heapq.heappush(self._heap, (FIRST, next(self._seq), once, fut, None))
+            self._cv.notify_all()
+        try:
+            for fut in futs:
+                fut.result()
+        finally:
+            with self._cv:
+                self._barriers.remove(barrier)
+
     def waiting(self) -> int:
         with self._cv:
             return len(self._heap)
@@ -67,6 +102,8 @@ class ChunkScheduler:
             self._cv.notify_all()
         for *_, fut, _cancel in waiting:
             fut.set_exception(SchedulerClosed("the server is shutting down"))
+        for barrier in self._barriers:
+            barrier.abort()
         for t in self._threads:
             t.join()
 

@@ -33,7 +33,7 @@ from kcc.model.pipeline import DEFAULT_MAX_FRAMES, SynthesisCancelled
 from kcc.speech.engine import SayError, plan, synthesize_chunks
 from kcc.speech.request import chunking
 from kcc.speech.text import MAX_PHONEMES, pieces
-from kcc.speech.audio.formats import Encoder
+from kcc.speech.audio.encoder import Encoder
 from kcc.speech.serve.limits import Limits  # noqa: F401  (re-exported: kcc.speech.serve.service.Limits)
 from kcc.speech.serve.request import ApiError, SpeechRequest
 from kcc.speech.serve.scheduler import ChunkScheduler
@@ -94,12 +94,15 @@ class Job:
         self.first_audio: float | None = None
         self.audio_s = 0.0               # audio handed to the client so far
 
-    def urgency(self) -> float:
-        """The scheduler's key: when this job's listener runs out of audio (its arrival while
-        it has none, or when nothing plays it before the end)."""
-        if self.first_audio is None or not self.streamed:
-            return self.arrived
-        return self.first_audio + self.audio_s
+    def urgency(self) -> tuple[int, float]:
+        """The scheduler's key: every listener's first chunk before anyone's next one (0, by
+        arrival), then by when the listener runs out of audio (1: first audio + audio sent; a
+        job nobody plays before its end, by arrival). A listener with audio has at least its
+        first chunk (~0.3 s of leading silence and a few words) to play while a newcomer's first
+        chunk is made; a newcomer has nothing."""
+        if self.first_audio is None:
+            return (0, self.arrived)
+        return (1, self.first_audio + self.audio_s if self.streamed else self.arrived)
 
     def emit(self, *item) -> None:
         try:
@@ -122,6 +125,13 @@ class SpeechService:
         self.jobs: set[Job] = set()
         self.seconds_per_phoneme = 0.0  # measured; 0 until the first chunk
         self.draining = False
+        self.warmup = None               # kcc.speech.serve.warmup.Warmup once started; None: nothing to wait for
+
+    def ready_state(self) -> str:
+        """'ready', 'warming' (Warmup running), 'failed' (it raised) or 'draining'."""
+        if self.draining:
+            return "draining"
+        return "ready" if self.warmup is None else self.warmup.state()
 
     # -- admission ------------------------------------------------------------------------------
     def retry_after(self) -> int:
@@ -131,7 +141,7 @@ class SpeechService:
         try:
             language, parts = self.decide(req)
         except VoiceRequestError as exc:
-            raise ApiError(422, str(exc), "voice") from None
+            raise ApiError(400, str(exc), "voice") from None
         with self._lock:
             if self.draining:
                 raise shutting_down()
@@ -219,7 +229,7 @@ class SpeechService:
             try:
                 g2p = self.g2p_for(lang)
             except (G2PError, ValueError) as exc:
-                raise ApiError(422, f"language {lang!r}: {exc}", "lang_code") from None
+                raise ApiError(400, f"language {lang!r}: {exc}", "lang_code") from None
             pack = self.voices.pack(parts)
             # the whole text is planned first: a G2P error anywhere is a JSON error, not a cut
             # stream; chunk sizes also fit the synthesizer's frame plan at this speed
@@ -247,7 +257,7 @@ class SpeechService:
         except G2PInterrupted as exc:
             job.emit("error", exc.error or self._cancelled())
         except (SayError, G2PError) as exc:
-            job.emit("error", ApiError(422, str(exc), "input"))
+            job.emit("error", ApiError(400, str(exc), "input"))
         except VoiceError as exc:         # the message names files: for the log, not the client
             log.error("voice %s: %s", parts, exc)
             job.emit("error", ApiError(500, "the voice could not be loaded; see the server log"))

@@ -91,6 +91,7 @@ class VoiceSet:
         self.aliases = {a: t for a, t in aliases.items() if a not in self.voices}
         self._loader = loader
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._loaded: dict[str, np.ndarray] = {}      # preload(): every offered voice, kept
         self._cache_size = cache_packs
         self._lock = threading.Lock()
 
@@ -133,8 +134,18 @@ class VoiceSet:
         """The heaviest voice's language (the first named among equals); '' when its name does not say."""
         return self.voices[max(parts, key=lambda p: p[1])[0]].language
 
+    def preload(self) -> None:
+        """Load every offered voice's pack now (a server's warm-up): each is kept for the
+        server's life beside the LRU of blends, so a voice's first request reads no file."""
+        for name in sorted(self.voices):
+            pack = self._load(name)
+            with self._lock:
+                self._loaded[name] = pack
+
     def pack(self, parts) -> np.ndarray:
         key = ",".join(f"{n}:{w:.6g}" for n, w in parts)
+        if len(parts) == 1 and parts[0][0] in self._loaded:
+            return self._loaded[parts[0][0]]
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)

@@ -7,7 +7,9 @@ sentence is spoken as soon as its end has arrived (its own audio-start/chunk/sto
 synthesize-stop, then synthesize-stopped (text that runs past 4096 characters without a sentence
 end is spoken at its last space, so the buffer stays bounded). The plain `synthesize` Home Assistant also sends
 during a streamed request (for servers without streaming) is ignored then. A request that
-cannot be spoken gets a Wyoming `error` event.
+cannot be spoken (or fails midway) gets a Wyoming `error` event and then `audio-stop`, which ends
+the synthesis as Home Assistant reads it: its reader waits for audio-stop and skips other events
+(kcc.speech.serve.wyoming_errors words the error for Home Assistant's users).
 
 Untrusted clients: events are read bounded (kcc.speech.serve.wyoming_events); an event the
 server refuses, or a field of the wrong type, gets an `error` event (code "bad-event") and the
@@ -38,6 +40,7 @@ from kcc.speech.sentences import sentence_ends
 from kcc.speech.serve.listener import DetachedSlot, ListenerLimits, Slot, bind, serve_until_stopped
 from kcc.speech.serve.request import MAX_INPUT_CHARS, ApiError, SpeechRequest
 from kcc.speech.serve.service import SpeechService
+from kcc.speech.serve.wyoming_errors import wyoming_error
 from kcc.speech.serve.wyoming_events import BadEvent, WyomingLimits, read_event, text_field, voice_field
 from kcc.speech.audio.timestamps import SAMPLE_RATE
 
@@ -53,7 +56,10 @@ def info(service: SpeechService) -> Info:
                                    f"{', ' + v['gender'] if v['gender'] else ''})",
                        languages=[LANGUAGES[v["language"]].tag if v["language"] in LANGUAGES else v["language"]])
               for v in service.voices.listing()]
-    return Info(tts=[TtsProgram(name="kcc", attribution=ATTRIBUTION, installed=True, version=None,
+    # installed: warm (kcc.speech.serve.warmup); `kcc wyoming` listens only then, so it is always
+    # true there, but a service still warming says so
+    return Info(tts=[TtsProgram(name="kcc", attribution=ATTRIBUTION, installed=service.ready_state() == "ready",
+                                version=None,
                                 description="Kokoro-82M compiled to C (kcc)", voices=voices,
                                 supports_synthesize_streaming=True)])
 
@@ -117,18 +123,26 @@ class SpeechHandler(AsyncEventHandler):
                     if not await self.handle_event(event):
                         break
                 except BadEvent as exc:
-                    await self.write_event(Error(text=f"{event.type}: {exc}", code="bad-event").event())
+                    await self.end_with(Error(text=f"{event.type}: {exc}", code="bad-event"), event)
                 except ClientGone:
                     raise
                 except Exception as exc:         # a bug of ours: said, logged, and the connection goes on
                     logging.getLogger("kcc.speech.serve").exception("wyoming event %s failed", event.type)
-                    await self.write_event(Error(text=f"internal error: {type(exc).__name__}", code="500").event())
+                    await self.end_with(Error(text=f"internal error: {type(exc).__name__}", code="internal-error"),
+                                        event)
         except ClientGone:
             pass
         finally:
             reader.cancel()
             await self.disconnect()
             self.writer.close()
+
+    async def end_with(self, error: Error, event: Event | None = None) -> None:
+        """`error`, then audio-stop where a synthesis was asked for (a `synthesize`, or a sentence
+        being spoken: event None), so a reader waiting for audio-stop is not left waiting."""
+        await self.write_event(error.event())
+        if event is None or Synthesize.is_type(event.type) and not self.streaming:
+            await self.write_event(AudioStop().event())
 
     async def _next_event(self, events: asyncio.Queue):
         """The next event read; while none is queued the connection is idle, and the Listener
@@ -208,18 +222,18 @@ class SpeechHandler(AsyncEventHandler):
         if not text.strip():
             return
         if len(text) > MAX_INPUT_CHARS:
-            await self.write_event(Error(text=f"text has {len(text)} characters; the limit is {MAX_INPUT_CHARS}",
-                                         code="413").event())
+            await self.end_with(wyoming_error(ApiError(413, f"text has {len(text)} characters; the limit is "
+                                                            f"{MAX_INPUT_CHARS}")))
             return
         service = self.service
         try:
             job = service.submit(SpeechRequest.build(text, voice=voice, format="pcm", stream=True),
                                  asyncio.get_running_loop())
         except RequestError as err:
-            await self.write_event(Error(text=err.message, code="422").event())
+            await self.write_event(Error(text=err.message, code="400").event())
             return
         except ApiError as err:
-            await self.write_event(Error(text=err.message, code=str(err.status)).event())
+            await self.end_with(wyoming_error(err))
             return
         fmt = {"rate": SAMPLE_RATE, "width": 2, "channels": 1}
         started = False
@@ -227,7 +241,7 @@ class SpeechHandler(AsyncEventHandler):
             while True:
                 item = await self._next_item(job)
                 if item[0] == "error":
-                    await self.write_event(Error(text=item[1].message, code=str(item[1].status)).event())
+                    await self.write_event(wyoming_error(item[1]).event())
                     break
                 if item[0] == "end":
                     break
@@ -239,8 +253,7 @@ class SpeechHandler(AsyncEventHandler):
                 data, step = item[1], 2 * SAMPLES_PER_EVENT
                 for i in range(0, len(data), step):
                     await self.write_event(AudioChunk(audio=data[i:i + step], **fmt).event())
-            if started:
-                await self.write_event(AudioStop().event())
+            await self.write_event(AudioStop().event())    # after audio, or after the error that ended it
         finally:
             job.cancel.set()              # a dropped connection stops the synthesis at its next chunk
 

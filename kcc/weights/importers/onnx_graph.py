@@ -42,12 +42,21 @@ class GraphIndex:
         except (ValueError, TypeError, MemoryError) as exc:      # raw data that does not fit its dims...
             raise OnnxImportError(f"{path}: an initializer cannot be read: {type(exc).__name__}: {exc}") from None
         idx = cls(nodes=list(g.node), init=init)
+        idx.fold_half_casts()
         for n in idx.nodes:
             for o in n.output:
                 idx.producer[o] = n
             for i in n.input:
                 idx.consumers.setdefault(i, []).append(n)
         return idx
+
+    def fold_half_casts(self) -> None:
+        """An fp16 export (kokoro-onnx's kokoro-v1.0.fp16.onnx) may feed a float16 weight through
+        Cast(to=float) into the op that uses it: the cast's output is that weight as float32."""
+        for n in self.nodes:
+            if n.op_type == "Cast" and len(n.input) == 1 and self.init.get(n.input[0]) is not None \
+                    and self.init[n.input[0]].dtype == np.float16:
+                self.init[n.output[0]] = self.init[n.input[0]].astype(np.float32)
 
     def const(self, node, slot: int, what: str) -> np.ndarray:
         """Initialiser feeding input `slot` of `node`; a missing optional zero point reads as 0."""
@@ -223,6 +232,35 @@ def dequant_lstm(g: GraphIndex, node) -> dict[str, np.ndarray]:
     for d in range(w.shape[0]):
         out[_lstm_leaf(d, "weight_ih")] = _regate(((w[d] - wz[d]) * ws[d]).T, hidden)
         out[_lstm_leaf(d, "weight_hh")] = _regate(((r[d] - rz[d]) * rs[d]).T, hidden)
+        out[_lstm_leaf(d, "bias_ih")] = _regate(b[d, :4 * hidden], hidden)
+        out[_lstm_leaf(d, "bias_hh")] = _regate(b[d, 4 * hidden:], hidden)
+    return {k: v.astype(np.float32) for k, v in out.items()}
+
+
+def float_lstm(g: GraphIndex, node) -> dict[str, np.ndarray]:
+    """A float ONNX LSTM (the fp32 / fp16 export) -> PyTorch nn.LSTM parameters.
+
+    Inputs: X, W [D, 4H, in], R [D, 4H, H], B [D, 8H] (optional: zeros), gates (i, o, f, c);
+    the same checks as the quantised node (no input_forget, no peepholes, zero initial states)."""
+    hidden = int(g.attr(node, "hidden_size"))
+    if g.attr(node, "input_forget", 0):
+        raise OnnxImportError(f"node {node.name}: input_forget=1 has no PyTorch nn.LSTM equivalent")
+    if len(node.input) > 7 and node.input[7]:
+        raise OnnxImportError(f"node {node.name}: peephole weights P have no PyTorch nn.LSTM equivalent")
+    for slot, what in ((5, "initial_h"), (6, "initial_c")):
+        name = node.input[slot] if len(node.input) > slot else ""
+        if name in g.init and np.any(g.init[name] != 0):
+            raise OnnxImportError(f"node {node.name}: non-zero {what}; nn.LSTM starts from zeros")
+    w, r = (g.const(node, s, n).astype(np.float64) for s, n in ((1, "W"), (2, "R")))
+    dirs = w.shape[0]
+    has_b = len(node.input) > 3 and node.input[3]
+    b = g.const(node, 3, "B").astype(np.float64) if has_b else np.zeros((dirs, 8 * hidden))
+    if w.shape[1] != 4 * hidden or r.shape[1:] != (4 * hidden, hidden) or b.shape != (dirs, 8 * hidden):
+        raise OnnxImportError(f"node {node.name}: W {w.shape}, R {r.shape}, B {b.shape} do not fit hidden={hidden}")
+    out = {}
+    for d in range(dirs):
+        out[_lstm_leaf(d, "weight_ih")] = _regate(w[d], hidden)
+        out[_lstm_leaf(d, "weight_hh")] = _regate(r[d], hidden)
         out[_lstm_leaf(d, "bias_ih")] = _regate(b[d, :4 * hidden], hidden)
         out[_lstm_leaf(d, "bias_hh")] = _regate(b[d, 4 * hidden:], hidden)
     return {k: v.astype(np.float32) for k, v in out.items()}

@@ -1,9 +1,11 @@
-"""Import Kokoro-82M v1.0 weights from the int8 ONNX export into the kokoro-v1_0.pth layout.
+"""Import Kokoro-82M v1.0 weights from an ONNX export into the kokoro-v1_0.pth layout: the int8
+export (kcc's default model), and the float graphs of kokoro-onnx's release (fp32; fp16, whose
+half weights are widened to fp32), whose LSTMs are plain ONNX LSTM nodes.
 
 Usage: kcc import-onnx kokoro-v1.0.int8.onnx -o kokoro.pth [--report report.json]
 
 Every weight-bearing node (MatMulInteger, ConvInteger, DynamicQuantizeLSTM, quantised Gather,
-float Conv/ConvTranspose/MatMul) is dequantised to FP32 and placed by its node scope path
+float Conv/ConvTranspose/MatMul/LSTM) is dequantised to FP32 and placed by its node scope path
 (`/decoder/decoder/generator/ups.0/ConvTranspose` -> `decoder.generator.ups.0`); every float
 initialiser that still carries its parameter name (biases, norms, Snake alphas) is placed by
 that name. Weight-normed layers arrive folded and are split back into weight_g / weight_v.
@@ -32,6 +34,7 @@ from kcc.weights.importers.onnx_graph import (
     dequant_gather,
     dequant_lstm,
     dequant_matmul_integer,
+    float_lstm,
     quantised_gather,
     quantised_lstm,
     quantised_matmul_integer,
@@ -218,7 +221,7 @@ def _map_nodes(g: GraphIndex, b: _Builder) -> set[str]:
     for node in g.nodes:
         op = node.op_type
         weight_slot = {"MatMulInteger": 1, "ConvInteger": 1, "Conv": 1, "ConvTranspose": 1,
-                       "MatMul": 1, "Gather": 0, "DynamicQuantizeLSTM": 1}.get(op)
+                       "MatMul": 1, "Gather": 0, "DynamicQuantizeLSTM": 1, "LSTM": 1}.get(op)
         if weight_slot is None or len(node.input) <= weight_slot or node.input[weight_slot] not in g.init:
             continue
         wname = node.input[weight_slot]
@@ -244,6 +247,11 @@ def _map_nodes(g: GraphIndex, b: _Builder) -> set[str]:
             b.put_weight(module, g.init[wname].astype(np.float32).T, src)
         elif op == "Gather":
             b.put_weight(module, dequant_gather(g, node), src, quantised_gather(g, node))
+        elif op == "LSTM":  # the fp32 / fp16 export's; its bias is a node input too
+            for leaf, v in float_lstm(g, node).items():
+                b.put(f"{module}.{leaf}", v, src)
+            if len(node.input) > 3 and node.input[3]:
+                used.add(node.input[3])
         else:  # DynamicQuantizeLSTM; its bias is a node input, not parameter-named
             quant = quantised_lstm(g, node)
             for leaf, v in dequant_lstm(g, node).items():
@@ -256,7 +264,7 @@ def _map_nodes(g: GraphIndex, b: _Builder) -> set[str]:
 def _map_named(g: GraphIndex, b: _Builder, used: set[str]) -> None:
     """Place every float initialiser that still carries its parameter name."""
     for name, arr in g.init.items():
-        if name in used or _QUANT_SUFFIX.search(name) or arr.dtype != np.float32:
+        if name in used or _QUANT_SUFFIX.search(name) or arr.dtype not in (np.float32, np.float16):
             continue
         key = name_key(name)
         if key is None:

@@ -1,0 +1,113 @@
+"""Voice design measured on targets the search never saw, on held-out sentences.
+
+Usage: python bench/voice_design.py [--minutes 8] [--targets held_out_bf_emma,blend] [--out bench/results/voice_design.json]
+
+Each target is kcc speaking TARGET_TEXT (sentences used neither for scoring nor for measuring)
+with a voice the search is not given:
+  held_out_bf_emma   bf_emma (British) with only the American voices (af_*, am_*) to start from
+  blend              af_sky:0.5 + am_puck:0.5, with those two voices removed from the pool
+The design speaks the target's language (British English for bf_emma: the American voices
+read British phonemes, as `kcc voice design --language en-gb --pool af_...,am_...` does).
+The search scores on search.SENTENCES; start and end similarity are measured on
+search.HELD_OUT (kcc speaking the designed voice, against the target recording's embedding).
+--minutes is the search's budget after the start (scoring the pool, once per model: cached,
+then a few blends), whose time is reported apart. CPU minutes are the process's own (all
+threads): on a shared machine the wall time is an upper bound. The ceiling: the target voice's own held-out speech against its target recording (what a
+perfect copy would score). Prints a Markdown table; --out keeps the numbers as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import cpu_label as machine  # noqa: E402
+from kcc.model import load  # noqa: E402
+from kcc.speech.g2p.g2p import G2P  # noqa: E402
+from kcc.speech.voice_design.encoder import SpeakerEncoder  # noqa: E402
+from kcc.files import cache_subdir  # noqa: E402
+from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, sentences_for  # noqa: E402
+from kcc.speech.voice_design.target import embed_target  # noqa: E402
+from kcc.speech.voices import load_voice, voice_catalog  # noqa: E402
+from kcc.speech.languages import voice_language  # noqa: E402
+
+TARGET_TEXT = ("In the spring the river rose higher than anyone in the town could remember. "
+               "The children built a raft from old doors and floated it past the church. "
+               "By evening the water had gone down and the fields shone like glass.")
+TARGETS = {
+    "held_out_bf_emma": ("bf_emma", "en-gb", lambda n: voice_language(n) == "en-us"),
+    "blend": ("af_sky:0.5,am_puck:0.5", "en-us", lambda n: voice_language(n) == "en-us" and n not in ("af_sky", "am_puck")),
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=8.0)
+    ap.add_argument("--targets", default=",".join(TARGETS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    synth = load(None)
+    encoder = SpeakerEncoder()
+    rows = []
+    for name in args.targets.split(","):
+        voice, lang, in_pool = TARGETS[name]
+        target_pack = load_voice(voice)
+        target_scorer = Scorer.speaking(synth, G2P(lang), (TARGET_TEXT,), encoder)
+        target_audio = target_scorer.audio(target_pack)
+        target = embed_target([(target_audio, 24_000, name)], encoder)
+        g2p = G2P(lang)                  # the target's language: the design speaks it too
+        held = Scorer.speaking(synth, g2p, HELD_OUT["en"], encoder)
+        held_self = held
+        ceiling = float(held_self.embed(held_self.audio(target_pack)) @ target.embedding)
+        pool = sorted(n for n in voice_catalog() if in_pool(n))
+        packs = {n: load_voice(n) for n in pool}
+        scorer = Scorer.speaking(synth, g2p, sentences_for(lang), encoder)
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = PoolCache(cache_subdir("voice_design") / "pool.json", synth.model_id)
+            cached = sum(cache.get(scorer, p) is not None for p in packs.values())
+            t0, c0 = time.monotonic(), time.process_time()
+            search = Search(scorer, packs, target.embedding, lang, args.seed, Path(tmp) / "state.json",
+                            progress=lambda s: print(f"  {name}: {s}", file=sys.stderr, flush=True), pool_cache=cache)
+            state = search.start()
+            start_minutes = (time.monotonic() - t0) / 60
+            start_held = float(held.embed(held.audio(search.pack())) @ target.embedding)
+            t1, c1 = time.monotonic(), time.process_time()
+            state = search.run(minutes=args.minutes)
+            minutes, cpu = (time.monotonic() - t1) / 60, (time.process_time() - c1) / 60
+            end_held = float(held.embed(held.audio(search.pack())) @ target.embedding)
+        best_official = max(state.pool_scores.values())
+        rows.append({"target": name, "voice": voice, "kind": "official voice held out of the pool" if name != "blend"
+                     else "blend of two voices held out of the pool", "target_seconds": round(target.voiced_s, 1),
+                     "pool": len(pool), "best_single_scoring": round(best_official, 3),
+                     "start_scoring": round(state.start_score, 3), "end_scoring": round(state.score, 3),
+                     "start_held_out": round(start_held, 3), "end_held_out": round(end_held, 3),
+                     "ceiling_held_out": round(ceiling, 3), "steps": state.step, "kept": state.accepted,
+                     "guarded": state.refused, "start_minutes": round(start_minutes, 1), "pool_cached": cached,
+                     "minutes": round(minutes, 1), "cpu_minutes": round(cpu, 1), "blend": state.top,
+                     "weights": [round(float(w), 3) for w in np.exp(state.logits) / np.exp(state.logits).sum()]})
+        print(json.dumps(rows[-1]), flush=True)
+    print(f"\nCPU: {machine()}; shared machine (~8 engineers on 2 cores): times are upper bounds\n")
+    print("| target | kind | target audio (s) | pool | held-out similarity start -> end | ceiling | scoring sentences "
+          "start -> end | steps (kept / guarded) | start min (pool cached) | search min wall / CPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['target']} ({r['voice']}) | {r['kind']} | {r['target_seconds']} | {r['pool']} | "
+              f"{r['start_held_out']} -> {r['end_held_out']} | {r['ceiling_held_out']} | "
+              f"{r['start_scoring']} -> {r['end_scoring']} | {r['steps']} ({r['kept']} / {r['guarded']}) | "
+              f"{r['start_minutes']} ({r['pool_cached']}/{r['pool']}) | {r['minutes']} / {r['cpu_minutes']} |")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,402 @@
+"""The search: a voice pack whose speech the speaker encoder hears as the target's.
+
+A candidate is a blend of official packs of the target's language plus one 256-float offset
+added to every row: pack = sum_i softmax(logits)_i * P_i + offset. Blending keeps each row's
+phoneme-count dependence, and one offset for all rows carries what a change learned on the
+scoring sentences over to sentences of other lengths (a per-row walk would tune only the rows
+those sentences use). Its score is the cosine between the target's embedding and the embedding
+of kcc speaking SENTENCES with it.
+
+1. Start: every pool voice is scored (once per model: PoolCache); the best of the best voice
+   alone and a few blends of the top voices (the top 2 / 3 equally, the top TOP_K weighted by
+   similarity) is the start.
+   One more start blend comes from the embeddings alone: the simplex weights whose blend of the
+   pool's embeddings points closest to the target's (fit_blend).
+2. Improve: a (1+1) evolution strategy on (logits of the top TOP_K, offset), seeded numpy RNG,
+   step size adapted by the 1/5 success rule; a candidate replaces the best only if it scores
+   higher and passes the guard. Every other step the offset moves along the direction a ridge
+   regression of embedding-from-style (fitted on the pool and the last HEARD_RECENT candidates)
+   says raises the similarity, instead of a random one.
+3. Guard: no clipping (peak < CLIP), loudness (RMS) and length of the scoring sentences inside
+   the range the pool voices span (with a margin), and a plausible pack (kcc.speech.voices).
+
+The state (step, RNG, step size, best parameters and score) is written atomically after every
+step: the same command rerun continues where Ctrl-C stopped it, and the same seed and step count
+give the same pack.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kcc.files import AtomicFile
+from kcc.speech.engine import plan
+from kcc.speech.voice_design.encoder import SpeakerEncoder, unit
+from kcc.speech.voice_design.target import resample
+from kcc.speech.voices import ImplausibleVoiceError, check_plausible, style_for
+
+SAMPLE_RATE = 24_000
+STATE_VERSION = 1
+TOP_K = 6
+HEARD_RECENT = 48                 # candidates the surrogate remembers beside the pool
+CLIP = 0.99
+RMS_MARGIN = 1.25                 # x / / the pool's loudest / quietest RMS
+LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total length
+SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
+# Scored during the search, and held out (never scored) for measuring the result.
+SENTENCES = {
+    "en": ("The old lighthouse keeper watched the storm roll in across the bay.",
+           "Could you pass me the salt and the pepper, please?",
+           "Seven bright kites danced above the quiet village green."),
+    "es": ("El viejo farero miraba cómo llegaba la tormenta sobre la bahía.",
+           "¿Me pasas la sal y la pimienta, por favor?",
+           "Siete cometas brillantes bailaban sobre la plaza tranquila."),
+    "fr": ("Le vieux gardien du phare regardait la tempête arriver sur la baie.",
+           "Pourriez-vous me passer le sel et le poivre, s'il vous plaît ?",
+           "Sept cerfs-volants dansaient au-dessus du village tranquille."),
+    "it": ("Il vecchio guardiano del faro guardava la tempesta arrivare sulla baia.",
+           "Mi passi il sale e il pepe, per favore?",
+           "Sette aquiloni luminosi danzavano sopra il villaggio tranquillo."),
+    "pt": ("O velho faroleiro observava a tempestade chegar pela baía.",
+           "Você pode me passar o sal e a pimenta, por favor?",
+           "Sete pipas brilhantes dançavam sobre a praça tranquila."),
+}
+HELD_OUT = {
+    "en": ("My grandmother kept every letter she ever received in a wooden box.",
+           "The train to the coast leaves at a quarter past nine tomorrow morning.",
+           "Nobody expected the small bakery to win the national prize."),
+}
+
+
+class DesignError(ValueError):
+    """The design cannot run as asked; the message says why."""
+
+
+class StateMismatchError(DesignError):
+    """A state file from another design (target, language, pool or seed) is in the way."""
+
+
+def sentences_for(language: str, held_out: bool = False) -> tuple[str, ...]:
+    table = HELD_OUT if held_out else SENTENCES
+    key = language.split("-")[0]
+    if key not in table:
+        raise DesignError(f"voice design speaks {'/'.join(sorted(table))} sentences; no "
+                          f"{'held-out ' if held_out else ''}sentences for language '{language}' yet")
+    return table[key]
+
+
+@dataclass
+class Guard:
+    rms: tuple[float, float]
+    seconds: tuple[float, float]
+
+    @classmethod
+    def from_pool(cls, rms: list[float], seconds: list[float]) -> "Guard":
+        return cls((min(rms) / RMS_MARGIN, max(rms) * RMS_MARGIN),
+                   (min(seconds) / LENGTH_MARGIN, max(seconds) * LENGTH_MARGIN))
+
+    def problem(self, audio: np.ndarray, pack: np.ndarray) -> str | None:
+        """Why a candidate is refused, or None."""
+        if not np.isfinite(audio).all():
+            return "audio not finite"
+        peak = float(np.abs(audio).max()) if audio.size else 0.0
+        if peak >= CLIP:
+            return f"clipping (peak {peak:.3f})"
+        rms = float(np.sqrt(np.mean(audio.astype(np.float64) ** 2)))
+        if not self.rms[0] <= rms <= self.rms[1]:
+            return f"loudness {rms:.4f} outside the official voices' {self.rms[0]:.4f}..{self.rms[1]:.4f}"
+        secs = audio.size / SAMPLE_RATE
+        if not self.seconds[0] <= secs <= self.seconds[1]:
+            return f"length {secs:.2f} s outside the official voices' {self.seconds[0]:.2f}..{self.seconds[1]:.2f} s"
+        try:
+            check_plausible(pack, "candidate")
+        except ImplausibleVoiceError as exc:
+            return str(exc)
+        return None
+
+
+class Scorer:
+    """kcc speaking fixed sentences with a pack, heard by the speaker encoder."""
+
+    def __init__(self, synth, chunks: list, encoder: SpeakerEncoder):
+        self.synth, self.chunks, self.encoder = synth, chunks, encoder      # chunks: engine.plan's Encoded
+
+    @classmethod
+    def speaking(cls, synth, g2p, sentences: tuple[str, ...], encoder: SpeakerEncoder) -> "Scorer":
+        return cls(synth, [c for text in sentences for c in plan(text, g2p)], encoder)
+
+    def audio(self, pack: np.ndarray) -> np.ndarray:
+        parts = [np.asarray(self.synth.synthesize(c.ids, style_for(pack, len(c.phonemes)), speed=1.0, seed=0).audio,
+                            np.float32).reshape(-1) for c in self.chunks]
+        return np.concatenate(parts)
+
+    def embed(self, audio: np.ndarray) -> np.ndarray:
+        return self.encoder.embed(resample(audio, SAMPLE_RATE))
+
+    def similarity(self, pack: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(cosine to target, the audio, its embedding)."""
+        audio = self.audio(pack)
+        emb = self.embed(audio)
+        return float(emb @ target), audio, emb
+
+
+def make_pack(packs: np.ndarray, logits: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    w = np.exp(logits - logits.max())
+    w /= w.sum()
+    return (np.tensordot(w, packs.astype(np.float64), axes=1) + offset.reshape(1, 1, -1)).astype(np.float32)
+
+
+@dataclass
+class State:
+    key: str                                  # target, language, pool and seed: what must match to resume
+    pool: list[str]
+    top: list[str]
+    logits: list[float]
+    offset: list[float]
+    score: float
+    start_score: float
+    step: int = 0
+    sigma: float = SIGMA_START                # the random steps' size
+    sigma_guided: float = SIGMA_START         # the surrogate-guided steps' size
+    accepted: int = 0
+    refused: int = 0                          # candidates the guard refused
+    seconds: float = 0.0                      # search time spent, over every run
+    rng: dict = field(default_factory=dict)
+    guard: dict = field(default_factory=dict)
+    pool_scores: dict = field(default_factory=dict)
+    heard: list = field(default_factory=list)     # [(style z, embedding)] of the pool and recent candidates
+    version: int = STATE_VERSION
+
+    def save(self, path: Path) -> None:
+        with AtomicFile(path) as out:
+            out.fh.write(json.dumps(self.__dict__, indent=1).encode())
+            out.commit()
+
+    @classmethod
+    def load(cls, path: Path) -> "State":
+        try:
+            data = json.loads(path.read_text())
+            if data.get("version") != STATE_VERSION:
+                raise StateMismatchError(f"{path}: a state file of another version; pass --restart to replace it")
+            return cls(**data)
+        except (ValueError, TypeError, AttributeError) as exc:      # JSONDecodeError is a ValueError
+            if isinstance(exc, StateMismatchError):
+                raise
+            raise StateMismatchError(f"{path}: not a voice design state ({type(exc).__name__}); pass --restart "
+                                     "to replace it") from None
+
+
+def fit_blend(embeddings: np.ndarray, target: np.ndarray, iters: int = 400) -> np.ndarray:
+    """Weights on the simplex whose blend of `embeddings` [n, 256] points closest to `target`
+    (projected gradient ascent on the cosine): where a blend of the voices' packs should start,
+    as blending packs moves the embedding roughly as blending embeddings would."""
+    n = len(embeddings)
+    w = np.full(n, 1.0 / n)
+    for _ in range(iters):
+        mix = w @ embeddings
+        norm = np.linalg.norm(mix)
+        grad = embeddings @ (target / norm - (mix @ target) * mix / norm ** 3)
+        w = _project_simplex(w + 0.5 * grad)
+    return w
+
+
+def _project_simplex(v: np.ndarray) -> np.ndarray:
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1
+    k = np.nonzero(u - css / np.arange(1, len(v) + 1) > 0)[0][-1]
+    return np.maximum(v - css[k] / (k + 1), 0)
+
+
+def surrogate_direction(z: np.ndarray, e: np.ndarray, target: np.ndarray, ridge: float = 1.0) -> np.ndarray:
+    """A unit direction in standardised style space along which a ridge-regressed linear model of
+    embedding-from-style (fitted on every (style, embedding) pair heard so far) raises the
+    similarity to `target`: W t, with W = Zc^T (Zc Zc^T + ridge I)^-1 Ec in its dual form."""
+    zc, ec = z - z.mean(axis=0), e - e.mean(axis=0)
+    w = zc.T @ np.linalg.solve(zc @ zc.T + ridge * np.eye(len(z)), ec)
+    g = w @ target
+    return g / max(float(np.linalg.norm(g)), 1e-12)
+
+
+class PoolCache:
+    """What each official voice sounds like to the encoder on the scoring sentences (embedding,
+    loudness, length), kept on disk: a pool is scored once per model, not once per design. An
+    entry's key digests the model's identity, the sentences' phoneme ids and the pack's bytes."""
+
+    def __init__(self, path: Path, model: str):
+        self.path, self.model = Path(path), model
+        try:
+            self.entries = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        except ValueError:                    # a damaged cache is rebuilt, never trusted
+            self.entries = {}
+        if not isinstance(self.entries, dict):
+            self.entries = {}
+
+    def _key(self, scorer: Scorer, pack: np.ndarray) -> str:
+        h = hashlib.sha256(self.model.encode())
+        h.update(json.dumps([list(map(int, c.ids)) for c in scorer.chunks]).encode())
+        h.update(np.ascontiguousarray(pack, np.float32).tobytes())
+        return h.hexdigest()
+
+    def get(self, scorer: Scorer, pack: np.ndarray) -> dict | None:
+        return self.entries.get(self._key(scorer, pack))
+
+    def put(self, scorer: Scorer, pack: np.ndarray, heard: dict) -> None:
+        self.entries[self._key(scorer, pack)] = heard
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with AtomicFile(self.path) as out:
+            out.fh.write(json.dumps(self.entries).encode())
+            out.commit()
+
+
+def design_key(target: np.ndarray, language: str, pool: list[str], seed: int) -> str:
+    h = hashlib.sha256(np.asarray(target, np.float32).round(5).tobytes())
+    h.update(json.dumps([language, sorted(pool), seed]).encode())
+    return h.hexdigest()[:32]
+
+
+class Search:
+    """One design: `start()` (or a loaded state), then `run()` steps until the budget is spent."""
+
+    def __init__(self, scorer: Scorer, packs: dict[str, np.ndarray], target: np.ndarray, language: str,
+                 seed: int, state_path: Path, progress=None, pool_cache: PoolCache | None = None):
+        self.scorer, self.packs, self.target = scorer, packs, unit(target)
+        self.seed, self.state_path, self.progress = seed, Path(state_path), progress
+        self.pool_cache = pool_cache
+        self.key = design_key(self.target, language, list(packs), seed)
+        self.state: State | None = None
+
+    # -- start ---------------------------------------------------------------------------------
+    def resume_or_start(self, restart: bool = False) -> State:
+        if self.state_path.is_file() and not restart:
+            state = State.load(self.state_path)
+            if state.key != self.key:
+                raise StateMismatchError(f"{self.state_path}: the state of a design for another target, language, "
+                                         "pool or seed; pass --restart to replace it, or another -o")
+            self.state = state
+            self._say(f"resuming at step {state.step}, similarity {state.score:.3f}")
+            return state
+        return self.start()
+
+    def start(self) -> State:
+        t0 = time.monotonic()
+        scores, rms, secs, embeddings = {}, [], [], {}
+        for i, (name, pack) in enumerate(self.packs.items()):
+            heard = self.pool_cache.get(self.scorer, pack) if self.pool_cache else None
+            if heard is None:
+                audio = self.scorer.audio(pack)
+                heard = {"embedding": [float(x) for x in self.scorer.embed(audio)], "seconds": audio.size / SAMPLE_RATE,
+                         "rms": float(np.sqrt(np.mean(audio.astype(np.float64) ** 2)))}
+                if self.pool_cache:
+                    self.pool_cache.put(self.scorer, pack, heard)
+            scores[name] = float(np.asarray(heard["embedding"], np.float32) @ self.target)
+            embeddings[name] = np.asarray(heard["embedding"], np.float64)
+            rms.append(heard["rms"])
+            secs.append(heard["seconds"])
+            self._say(f"scoring the official voices: {i + 1}/{len(self.packs)} ({name} {scores[name]:.3f})")
+        guard = Guard.from_pool(rms, secs)
+        near = sorted(scores, key=scores.get, reverse=True)[:2 * TOP_K]
+        fitted = fit_blend(np.stack([embeddings[n] for n in near]), self.target.astype(np.float64))
+        # the blend's basis: the voices the fit weighs most, then the most similar ones
+        top = [near[i] for i in np.argsort(-fitted, kind="stable") if fitted[i] > 0][:TOP_K]
+        top += [n for n in near if n not in top][:TOP_K - len(top)]
+        top.sort(key=scores.get, reverse=True)
+        stack = self._stack(top)
+        sims = np.array([scores[n] for n in top])
+        fit_w = np.array([fitted[near.index(n)] for n in top])
+        # The best voice alone is already scored (and, an official voice, inside the guard's range).
+        best = (scores[top[0]], np.where(np.arange(len(top)) < 1, 0.0, -30.0))
+        candidates = [np.where(np.arange(len(top)) < k, 0.0, -30.0) for k in (2, 3) if k <= len(top)]
+        candidates.append((sims - sims.max()) * 20.0)                # similarity-weighted blend of the top
+        candidates.append(np.log(fit_w + 1e-4))                       # the embedding fit's blend
+        mu, scale = self._style_frame()
+        heard_pairs = [(list(map(float, (self._mean_row(self.packs[n]) - mu) / scale)), list(map(float, embeddings[n])))
+                       for n in self.packs]
+        for logits in candidates:
+            pack = make_pack(stack, logits, np.zeros(stack.shape[-1]))
+            score, audio, emb = self.scorer.similarity(pack, self.target)
+            heard_pairs.append((list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb))))
+            if guard.problem(audio, pack) is None and score > best[0]:
+                best = (score, logits)
+        rng = np.random.default_rng(self.seed)
+        self.state = State(self.key, list(self.packs), top, [float(x) for x in best[1]],
+                           [0.0] * stack.shape[-1], best[0], best[0], rng=rng.bit_generator.state,
+                           guard={"rms": guard.rms, "seconds": guard.seconds}, pool_scores=scores,
+                           heard=heard_pairs, seconds=time.monotonic() - t0)
+        self.state.save(self.state_path)
+        return self.state
+
+    # -- improve -------------------------------------------------------------------------------
+    def run(self, minutes: float | None = None, steps: int | None = None) -> State:
+        """Steps until `steps` (total, across runs) or `minutes` (this run) are spent."""
+        s = self.state
+        stack = self._stack(s.top)
+        mu, scale = self._style_frame()
+        guard = Guard(tuple(s.guard["rms"]), tuple(s.guard["seconds"]))
+        rng = np.random.default_rng()
+        rng.bit_generator.state = s.rng
+        began = time.monotonic()
+        deadline = began + 60 * minutes if minutes is not None else math.inf
+        while (steps is None or s.step < steps) and time.monotonic() < deadline:
+            t0 = time.monotonic()
+            guided = s.step % 2 == 0
+            sigma = s.sigma_guided if guided else s.sigma
+            logits = np.asarray(s.logits) + sigma * rng.standard_normal(len(s.logits))
+            noise = rng.standard_normal(stack.shape[-1])
+            if guided:
+                # every other step: along the surrogate's uphill direction, with a little noise
+                z, e = (np.array([p[i] for p in s.heard]) for i in (0, 1))
+                along = surrogate_direction(z, e, self.target.astype(np.float64)) * np.sqrt(noise.size)
+                noise = along * abs(1.0 + 0.5 * rng.standard_normal()) + 0.3 * noise
+            offset = np.asarray(s.offset) + sigma * 0.5 * scale * noise
+            pack = make_pack(stack, logits, offset)
+            score, audio, emb = self.scorer.similarity(pack, self.target)
+            s.heard = s.heard[:len(self.packs)] + (s.heard[len(self.packs):] + [
+                (list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb)))])[-HEARD_RECENT:]
+            problem = guard.problem(audio, pack)
+            kept = problem is None and score > s.score
+            if kept:
+                s.logits, s.offset, s.score = [float(x) for x in logits], [float(x) for x in offset], score
+                s.accepted += 1
+            s.refused += problem is not None
+            # each kind of step keeps its own step size, by the 1/5 success rule
+            sigma = min(SIGMA_MAX, sigma * math.exp(0.8)) if kept else max(SIGMA_MIN, sigma * math.exp(-0.2))
+            if guided:
+                s.sigma_guided = sigma
+            else:
+                s.sigma = sigma
+            s.step += 1
+            s.seconds += time.monotonic() - t0
+            s.rng = rng.bit_generator.state
+            s.save(self.state_path)
+            done = (s.step / steps if steps else 0.0) if minutes is None else \
+                (time.monotonic() - began) / (60 * minutes)
+            bar = "#" * int(20 * min(1.0, done))
+            self._say(f"[{bar:<20}] step {s.step}: similarity {s.score:.3f} (start {s.start_score:.3f}), "
+                      f"{s.accepted} kept, {s.refused} guarded, step sizes {s.sigma:.2f} / {s.sigma_guided:.2f}, "
+                      f"{s.seconds / 60:.1f} min")
+        return s
+
+    def pack(self) -> np.ndarray:
+        return make_pack(self._stack(self.state.top), np.asarray(self.state.logits), np.asarray(self.state.offset))
+
+    def _style_frame(self) -> tuple[np.ndarray, np.ndarray]:
+        """The pool's mean style row and its spread per style dim (the units the walk steps in)."""
+        rows = np.stack([self._mean_row(p) for p in self.packs.values()])
+        return rows.mean(axis=0), np.maximum(rows.std(axis=0), 1e-3)
+
+    @staticmethod
+    def _mean_row(pack: np.ndarray) -> np.ndarray:
+        return pack.reshape(-1, pack.shape[-1]).astype(np.float64).mean(axis=0)
+
+    def _stack(self, names: list[str]) -> np.ndarray:
+        return np.stack([self.packs[n] for n in names])
+
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)

@@ -1,0 +1,52 @@
+"""A synthesis thread's arena keeps the pages of the chunk it made, not of the longest it ever made
+(kcc.compiler.runtime.trim_scratch, kcc.model.pipeline.Synthesizer.trim_arena)."""
+from __future__ import annotations
+
+import mmap
+import threading
+
+import numpy as np
+
+from kcc.compiler.runtime import aligned_empty, trim_scratch
+from kcc.model.pipeline import ARENA_SLACK_BYTES, Synthesizer
+
+PAGE = mmap.PAGESIZE
+
+
+def resident_pages(a: np.ndarray) -> int:
+    """Pages of `a` in this process's resident set (mincore)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    start = a.ctypes.data // PAGE * PAGE
+    n = -(-(a.ctypes.data + a.nbytes - start) // PAGE)
+    vec = (ctypes.c_ubyte * n)()
+    assert libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(n * PAGE), vec) == 0
+    return sum(v & 1 for v in vec)
+
+
+def test_trim_scratch_drops_the_pages_past_keep_and_they_read_as_zeros():
+    a = aligned_empty(64 * PAGE, PAGE)
+    a[:] = 7
+    assert resident_pages(a) == 64
+    dropped = trim_scratch(a, 16 * PAGE)
+    assert dropped == 48 * PAGE and resident_pages(a) == 16
+    assert (a[:16 * PAGE] == 7).all() and (a[16 * PAGE:] == 0).all()     # dead scratch, zero-filled
+
+
+def test_trim_scratch_keeping_everything_drops_nothing():
+    a = aligned_empty(8 * PAGE, PAGE)
+    a[:] = 1
+    assert trim_scratch(a, 8 * PAGE) == 0 and trim_scratch(a, 10 ** 9) == 0 and resident_pages(a) == 8
+
+
+def test_synthesizer_keeps_an_arena_in_proportion_to_the_frames_made():
+    s = Synthesizer.__new__(Synthesizer)
+    s._arenas, s.max_frames = threading.local(), 2048
+    assert s.trim_arena(100) == 0                              # no arena on this thread yet
+    size = 2 * ARENA_SLACK_BYTES + 64 * PAGE
+    s._arenas.arena = a = aligned_empty(size, PAGE)
+    a[:] = 1
+    keep = -(-size * 1024 // 2048) + ARENA_SLACK_BYTES
+    dropped = s.trim_arena(1024)                               # half the frames: half the arena + slack
+    assert resident_pages(a) * PAGE == keep and dropped == size - keep
+    assert s.trim_arena(2048) == 0                             # a full-length chunk keeps it all
