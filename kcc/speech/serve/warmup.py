@@ -3,7 +3,7 @@
 A freshly started server's first request paid for everything done lazily: the G2P of its
 language (spaCy's English model, OpenJTalk's dictionary: seconds), the voice pack from disk,
 the synthesizer's weight pages and each synthesis thread's arena (faulted in by the first
-chunk), and the first-chunk cost model, which only knows a guess until chunks are measured.
+chunk), and the measured rate the deadline check and Retry-After use.
 On the 2-core Zen 4 dev machine that first request took 8.1 s against 0.4 s warm. So before
 /ready (HTTP) answers 200 and before Wyoming listens, Warmup:
 
@@ -12,8 +12,8 @@ On the 2-core Zen 4 dev machine that first request took 8.1 s against 0.4 s warm
 2. makes the G2P of every language the server advertises (its voices' languages and its
    default, or those --languages names) and runs it once on a short text of that language;
 3. synthesises one short sentence on every synthesis thread, all stages, twice at two
-   lengths: the first cold (not measured), then warm ones measured into the cost model, so the
-   first request's first chunk is sized as a later request's would be.
+   lengths: the first cold (not measured), then warm ones measured into the service's rate, so
+   the first request's deadline check uses a real figure (chunk sizes come from the request only).
 
 State, not time: `done` is set when all of that has finished (or `error` says why it could
 not); the app reads it for /ready.
@@ -43,8 +43,7 @@ SAMPLE_TEXT = {
     "hi": "नमस्ते, यह एक परीक्षण है।", "it": "Ciao, questa è una prova.", "pt-br": "Olá, isto é um teste.",
     "zh": "你好，这是一个测试。",
 }
-# The syntheses each thread runs: a short and a typical first chunk's sentence, so the cost
-# model (kcc.speech.serve.first_chunk.CostModel) sees two sizes and fits both of its terms.
+# The syntheses each thread runs: a short and a typical first chunk's sentence.
 WARM_SENTENCES = ("Hello there.", "The quick brown fox jumps over the lazy dog near the river bank.")
 
 
@@ -117,7 +116,7 @@ class Warmup:
                         t0 = time.monotonic()
                         list(synthesize_chunks([enc], svc.synth, pack))
                         if measured:
-                            svc.cost.observe(len(enc.ids), time.monotonic() - t0)
+                            svc._measure(time.monotonic() - t0, len(enc.ids))   # deadlines and Retry-After (chunk sizes never)
         svc.scheduler.on_each(warm)
 
 
