@@ -57,7 +57,7 @@ def test_ready_is_warming_until_the_warmup_has_run(tmp_path):
     gate = threading.Event()
     g2ps = GatedG2PS("ja", gate)
     synth = ThreadSynth()
-    with serving(tmp_path, synth=synth, g2ps=g2ps, limits=Limits(workers=2, first_chunk_seconds=0)) as srv:
+    with serving(tmp_path, synth=synth, g2ps=g2ps, limits=Limits(workers=2)) as srv:
         warm = srv.service.warmup = Warmup(srv.service, ["en-us", "ja"])
         thread = warm.start()
         status, _, data = request(srv.port, "GET", "/ready")
@@ -73,9 +73,8 @@ def test_ready_is_warming_until_the_warmup_has_run(tmp_path):
         assert sorted(srv.service.voices._loaded) == sorted(VOICE_SEEDS)
         assert g2ps.called[:2] == ["en-us", "ja"]
         assert set(synth.threads) == {"kcc-synth-0", "kcc-synth-1"}
-        # cold pass unmeasured, warm pass measured: two sentences (one chunk each) per thread
-        assert len(srv.service.cost.points) == 2 * 2
-        assert len({n for n, _ in srv.service.cost.points}) == 2
+        # the warm pass measured (the cold one not): what the deadline check and Retry-After read
+        assert srv.service.seconds_per_phoneme > 0                 # the deadline check has a real rate
         assert set(warm.seconds) == {"voices", "g2p en-us", "g2p ja", "encoders", "synthesis"}
 
 
