@@ -42,7 +42,7 @@ def wyoming_server(tmp_path, synth=None):
         catalog[name] = VoiceInfo(name, lang, "female", str(root / f"{name}.npy"), str(root))
     g2ps = G2PS(languages=("en-us", "fr-fr", "ja"))
     service = SpeechService(synth or FakeSynth(), g2ps, VoiceSet(catalog, None, "af_alloy", loader=load_voice),
-                            Limits(first_chunk_seconds=0))
+                            Limits())
     port = free_port()
     loop = asyncio.new_event_loop()
     task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}"))
