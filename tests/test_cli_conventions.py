@@ -654,7 +654,7 @@ def test_the_compilers_commands_name_a_missing_checkpoint_with_exit_2(monkeypatc
 BOOK_REFUSALS = {   # case -> (argv after `book`, the error class named on stderr)
     "--format with .m4b": (["{t}/book.txt", "-o", "{t}/o.m4b", "--format", "flac"], "BookError"),
     "a pause out of range": (["{t}/book.txt", "-o", "{t}/out", "--paragraph-pause", "99"], "ValueError"),
-    "a speed out of range": (["{t}/book.txt", "-o", "{t}/out", "--speed", "9"], "SayError"),
+    "a speed out of range": (["{t}/book.txt", "-o", "{t}/out", "--speed", "9"], "RequestError"),
     "workers past the cap": (["{t}/book.txt", "-o", "{t}/out", "--workers", "100000"], "BookError"),
     "no such book": (["{t}/missing.epub", "-o", "{t}/out"], "NotARegularFile"),
     "not a book": (["{t}/v.npy", "-o", "{t}/out"], "UnsupportedBook"),
