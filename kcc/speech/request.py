@@ -36,9 +36,10 @@ class RequestError(SayError):
     """A field of a speech request is out of its declared range; `.field` names it. The message
     shows the value as text ('got 9'), so the command line's '9' and JSON's 9 read the same."""
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str, kind: str = "value"):
+        """kind: 'value' (out of range, not one of the choices) or 'type' (not a number, a string...)."""
         super().__init__(message)
-        self.field, self.message = field, message
+        self.field, self.message, self.kind = field, message, kind
 
 
 class EmptyText(RequestError, NothingToSay):
@@ -66,13 +67,13 @@ def _shown(value) -> str:
 
 def _speed(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise RequestError("speed", f"speed must be a number, got {_shown(value)}")
+        raise RequestError("speed", f"speed must be a number, got {_shown(value)}", "type")
     try:
         s = float(value)
     except OverflowError:                # an integer too large for a float: a number, out of range
         s = math.inf
     except (TypeError, ValueError):
-        raise RequestError("speed", f"speed must be a number, got {_shown(value)}") from None
+        raise RequestError("speed", f"speed must be a number, got {_shown(value)}", "type") from None
     if not (math.isfinite(s) and MIN_SPEED <= s <= MAX_SPEED):
         raise RequestError("speed", f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {_shown(value)}")
     return s
@@ -82,11 +83,11 @@ def _seed(value) -> int:
     """A whole number in [0, 2**31 - 1], the C RNG's range; anything else is refused, never
     wrapped or rounded (a float, even 1.0 or JSON's 1e3; a bool; '1.5')."""
     if isinstance(value, (bool, float)):
-        raise RequestError("seed", f"seed must be an integer, got {_shown(value)}")
+        raise RequestError("seed", f"seed must be an integer, got {_shown(value)}", "type")
     try:
         s = int(value)
     except (TypeError, ValueError, OverflowError):
-        raise RequestError("seed", f"seed must be an integer, got {_shown(value)}") from None
+        raise RequestError("seed", f"seed must be an integer, got {_shown(value)}", "type") from None
     if not 0 <= s <= MAX_SEED:
         raise RequestError("seed", f"seed must be in [0, {MAX_SEED}], got {_shown(value)}")
     return s
@@ -129,7 +130,7 @@ def _format(value):
 
 def _stream(value) -> bool:
     if not isinstance(value, bool):
-        raise RequestError("stream", f"stream must be true or false, got {_shown(value)}")
+        raise RequestError("stream", f"stream must be true or false, got {_shown(value)}", "type")
     return value
 
 

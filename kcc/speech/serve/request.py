@@ -167,7 +167,8 @@ def parse_speech(body: bytes, max_input_chars: int = MAX_INPUT_CHARS) -> SpeechR
             model=_string(doc, "model", "kokoro"), sse=stream_format == "sse",
             volume=_number(doc, "volume_multiplier", 1.0, 0.0, 10.0))
     except RequestError as exc:       # the declarations' own message, naming the body's key
-        raise ApiError(400, exc.message, FIELDS[exc.field].key) from None
+        raise ApiError(400, exc.message, FIELDS[exc.field].key,
+                       code="invalid_type" if exc.kind == "type" else None) from None
 
 
 def _json_number(doc: dict, key: str):

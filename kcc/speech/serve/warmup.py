@@ -104,7 +104,7 @@ class Warmup:
     def _synthesize(self) -> None:
         """Each synthesis thread: the sentences once cold, then once more measured."""
         svc = self.service
-        lang = svc.default_language
+        lang = self.languages[0] if self.languages else svc.default_language    # 'auto' is no language to warm
         g2p = svc.g2p_for(lang)
         pack = svc.voices.pack(svc.voices.resolve(None, lang))
         chunks = [plan(text, g2p, first_limit=None) for text in WARM_SENTENCES]
