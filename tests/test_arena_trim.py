@@ -50,3 +50,33 @@ def test_synthesizer_keeps_an_arena_in_proportion_to_the_frames_made():
     dropped = s.trim_arena(1024)                               # half the frames: half the arena + slack
     assert resident_pages(a) * PAGE == keep and dropped == size - keep
     assert s.trim_arena(2048) == 0                             # a full-length chunk keeps it all
+
+
+def test_an_idle_synthesis_thread_drops_its_arena():
+    """The server's scheduler runs on_idle on a synthesis thread that finds nothing waiting after
+    it worked; the service passes Synthesizer.trim_arena(0): that thread keeps only the slack."""
+    from kcc.speech.serve.scheduler import ChunkScheduler
+    s = Synthesizer.__new__(Synthesizer)
+    s._arenas, s.max_frames = threading.local(), 2048
+    size = 2 * ARENA_SLACK_BYTES + 64 * PAGE
+    idle = threading.Event()
+    seen: dict = {}
+
+    def on_idle():
+        seen["thread"] = threading.current_thread().name
+        seen["dropped"] = s.trim_arena(0)
+        seen["resident"] = resident_pages(s._arenas.arena) * PAGE
+        idle.set()
+
+    def chunk():                              # a synthesis: this thread's arena, every page touched
+        s._arenas.arena = a = aligned_empty(size, PAGE)
+        a[:] = 1
+        return resident_pages(a) * PAGE
+    sched = ChunkScheduler(1, on_idle=on_idle)
+    try:
+        assert not idle.is_set()                            # not before any work
+        assert sched.run((0, 0.0), chunk) == size
+        assert idle.wait(timeout=60)
+    finally:
+        sched.close()
+    assert seen == {"thread": "kcc-synth-0", "dropped": size - ARENA_SLACK_BYTES, "resident": ARENA_SLACK_BYTES}

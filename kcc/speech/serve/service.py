@@ -142,7 +142,11 @@ class SpeechService:
         self.default_language = default_language
         self.limits = limits or Limits()
         self.pool = ThreadPoolExecutor(self.limits.workers + self.limits.max_queue, thread_name_prefix="kcc-job")
-        self.scheduler = ChunkScheduler(self.limits.workers, self.limits.cores)
+        # an idle synthesis thread keeps none of its arena (faulted in again by the next chunk, a few
+        # ms); a synthesizer without an arena (the tests' fakes) has nothing to drop
+        trim = getattr(synth, "trim_arena", None)
+        self.scheduler = ChunkScheduler(self.limits.workers, self.limits.cores,
+                                        on_idle=None if trim is None else lambda: trim(0))
         self.cost = CostModel()
         self._lock = threading.Lock()
         self.running = self.waiting = 0
