@@ -54,7 +54,7 @@ def test_a_changed_compiler_binary_is_asked_again(fake_cc):
 
 
 @pytest.mark.parametrize("tamper", [
-    lambda r: {**r, "identity": "planted 9.9\n"},            # the identity edited, signature kept
+    lambda r: {**r, "value": "planted 9.9\n"},               # the identity edited, signature kept
     lambda r: {**r, "sig": "0" * 64},                         # a signature not made with the user's key
     lambda r: {k: v for k, v in r.items() if k != "sig"},     # unsigned
 ])

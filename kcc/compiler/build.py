@@ -12,20 +12,20 @@ import ctypes
 import fcntl
 import functools
 import hashlib
-import json
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kcc.cache_trust import CacheError, sign, verify
+from kcc.cache_trust import sign, verify
 from kcc.compiler import prebuilt
 from kcc.compiler.isa import level_flags, requested
 from kcc.compiler.precision import check as check_precision
 from kcc.compiler.precision import from_env as precision_from_env
+from kcc.compiler.stamp_memo import remembered
 from kcc.compiler.threads import set_wait_policy
-from kcc.files import cache_dir, cache_subdir, file_sha256, sweep_temporaries, temp_dir, write_atomic
+from kcc.files import cache_dir, file_sha256, sweep_temporaries, temp_dir
 
 STRICT_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
 
@@ -139,26 +139,7 @@ def known_compiler_identity(cc: str) -> str:
     stamp = compiler_stamp(cc)
     if stamp is None:
         return compiler_identity(cc)            # not on PATH: the BuildError naming it
-    text = json.dumps(stamp, sort_keys=True)
-    try:                                        # one memo per compiler name, rewritten when its stamp changes
-        memo = cache_subdir("compiler-identity") / (hashlib.sha256(f"{cc}\0{stamp['found']}".encode())
-                                                    .hexdigest()[:32] + ".json")
-    except (OSError, CacheError):
-        return compiler_identity(cc)
-    try:
-        known = json.loads(memo.read_text(encoding="utf-8"))
-        if (isinstance(known, dict) and known.get("stamp") == stamp and isinstance(known.get("identity"), str)
-                and verify(f"{text}\0{known['identity']}".encode(), "compiler-identity", str(known.get("sig")))):
-            return known["identity"]
-    except (OSError, ValueError):
-        pass
-    identity = compiler_identity(cc)
-    record = {"stamp": stamp, "identity": identity, "sig": sign(f"{text}\0{identity}".encode(), "compiler-identity")}
-    try:                                        # only a shortcut for the next load
-        write_atomic(memo, json.dumps(record).encode(), durable=False)
-    except OSError:
-        pass
-    return identity
+    return remembered("compiler-identity", f"{cc}\0{stamp['found']}", stamp, lambda: compiler_identity(cc))
 
 
 def toolchain_identity() -> str:
