@@ -36,6 +36,7 @@ from kcc.speech.engine import SayError, plan, synthesize_chunks
 from kcc.speech.text import pieces
 from kcc.speech.audio.encoder import Encoder
 from kcc.speech.serve.request import ApiError, SpeechRequest
+from kcc.speech.serve.idle_memory import release_idle_memory
 from kcc.speech.serve.scheduler import ChunkScheduler
 from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.serve.voice_set import VoiceRequestError, VoiceSet
@@ -142,11 +143,8 @@ class SpeechService:
         self.default_language = default_language
         self.limits = limits or Limits()
         self.pool = ThreadPoolExecutor(self.limits.workers + self.limits.max_queue, thread_name_prefix="kcc-job")
-        # an idle synthesis thread keeps none of its arena (faulted in again by the next chunk, a few
-        # ms); a synthesizer without an arena (the tests' fakes) has nothing to drop
-        trim = getattr(synth, "trim_arena", None)
         self.scheduler = ChunkScheduler(self.limits.workers, self.limits.cores,
-                                        on_idle=None if trim is None else lambda: trim(0))
+                                        on_idle=lambda: release_idle_memory(synth))
         self.cost = CostModel()
         self._lock = threading.Lock()
         self.running = self.waiting = 0
