@@ -75,3 +75,17 @@ def test_a_compiler_not_on_path_is_the_named_error(tmp_path, monkeypatch):
     with pytest.raises(BuildError, match="no usable C compiler 'kcc-no-such-cc'"):
         known_compiler_identity("kcc-no-such-cc")
     assert not os.path.exists(tmp_path / "cache" / "compiler-identity")
+
+
+def test_a_cache_kcc_refuses_only_costs_the_memo(fake_cc, tmp_path, monkeypatch):
+    """A cache directory others can write (CacheError) holds no memo: the identity is asked each
+    time, and the refusal is left to the artifact load that names it."""
+    cc, calls = fake_cc
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("KCC_CACHE_DIR", str(shared))
+    assert known_compiler_identity(str(cc)) == "fakecc 1.0\n"
+    _fresh_process()
+    assert known_compiler_identity(str(cc)) == "fakecc 1.0\n"
+    assert _calls(calls) == 2 and list(shared.iterdir()) == []

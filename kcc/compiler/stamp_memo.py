@@ -37,12 +37,12 @@ def remembered(kind: str, name: str, stamp, compute: Callable[[], str]) -> str:
         if (isinstance(known, dict) and known.get("stamp") == text and isinstance(known.get("value"), str)
                 and verify(f"{text}\0{known['value']}".encode(), kind, str(known.get("sig")))):
             return known["value"]
-    except (OSError, ValueError):
+    except (OSError, ValueError, CacheError):
         pass
     value = compute()
-    record = {"stamp": text, "value": value, "sig": sign(f"{text}\0{value}".encode(), kind)}
     try:
+        record = {"stamp": text, "value": value, "sig": sign(f"{text}\0{value}".encode(), kind)}
         write_atomic(memo, json.dumps(record).encode(), durable=False)
-    except OSError:
+    except (OSError, CacheError):
         pass
     return value
