@@ -15,7 +15,6 @@ synthesis, make one Kokoro per core you want busy (each maps the same compiled a
 """
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import re
 import threading
@@ -199,6 +198,7 @@ class Kokoro:
                       lang: str = "auto", seed: int = 0, *, is_phonemes: bool = False) -> AsyncIterator[SpeechChunk]:
         """stream() as an async generator: each step runs on this Kokoro's worker thread, the
         event loop waits for it without blocking."""
+        import asyncio                  # only astream's callers run an event loop (lazy table: why)
         loop = asyncio.get_running_loop()
         self._check_open()
         req = SpeechRequest.build(text, voice=voice, lang=onnx_language(lang), speed=speed, seed=seed, stream=True)

@@ -72,6 +72,9 @@ LAZY_EDGES: dict[tuple[str, str], str] = {
     ("kcc/speech/serve/cli.py", "asyncio"): "50 ms: only `kcc wyoming` (the HTTP server's uvicorn brings its own)",
     ("kcc/speech/g2p/normalize_rules/__init__.py", "kcc.speech.g2p.normalize_rules.intl"):
         "1.4 ms of every English G2P start-up: the es/fr/it/pt-br/hi tables are read only for those languages",
+    ("kcc/model/model_store.py", "kcc.weights.onnx_file"):
+        "11 ms of every model load (the ONNX graph readers): only a checkpoint path given by the user is read",
+    ("kcc/api.py", "asyncio"): "28 ms of `import kcc; kcc.Kokoro()`: only astream (an event loop's caller) uses it",
     ("kcc/model/__init__.py", "kcc.model"):
         "any kcc.model submodule runs the package first; kcc.model.load pulls the compiler (0.17 s, 34 MB)",
 }

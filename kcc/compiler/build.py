@@ -13,6 +13,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from kcc.compiler import prebuilt
 from kcc.compiler.isa import level_flags, requested
 from kcc.compiler.precision import check as check_precision
 from kcc.compiler.precision import from_env as precision_from_env
+from kcc.compiler.stamp_memo import remembered
 from kcc.compiler.threads import set_wait_policy
 from kcc.files import cache_dir, file_sha256, sweep_temporaries, temp_dir
 
@@ -103,17 +105,48 @@ def compiler_identity(cc: str) -> str:
 def compiler_available() -> bool:
     """Whether CC (else cc) runs: without one only prebuilt libraries load."""
     try:
-        compiler_identity(compiler())
+        known_compiler_identity(compiler())
     except BuildError:
         return False
     return True
+
+
+def compiler_stamp(cc: str) -> dict | None:
+    """What names the compiler binary without running it: where `cc` resolves on PATH (links
+    followed, so switching /etc/alternatives changes it) and that file's inode, size, mtime and
+    ctime (an upgrade replaces or rewrites it). None where `cc` is not found."""
+    found = shutil.which(cc)
+    if found is None:
+        return None
+    real = os.path.realpath(found)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    return {"cc": cc, "found": found, "real": real, "dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+
+
+def known_compiler_identity(cc: str) -> str:
+    """compiler_identity(cc), remembered in the cache by compiler_stamp so that a warm load (an
+    artifact key, check_buildable) spawns no `cc --version` (a fork + exec of the driver, 2-40 ms
+    on a loaded 2-core machine). Safe: the identity only picks which artifact directory to look
+    in; what is loaded from it must still carry a manifest signed with the user's key and
+    libraries matching its digests (kcc.compiler.artifact.load). The memo is signed as well, so
+    a cache writer cannot steer keys with it. A compiler changed behind an unchanged binary (a
+    wrapper such as ccache in front of an upgraded gcc) keeps the old key: the artifact it built
+    keeps loading, as it would have with the wrapper's own --version."""
+    stamp = compiler_stamp(cc)
+    if stamp is None:
+        return compiler_identity(cc)            # not on PATH: the BuildError naming it
+    return remembered("compiler-identity", f"{cc}\0{stamp['found']}", stamp, lambda: compiler_identity(cc))
 
 
 def toolchain_identity() -> str:
     """What makes this process's libraries, for artifact keys: the C compiler's identity ('no C
     compiler' where there is none: prebuilt libraries only) and the prebuilt table's digest."""
     try:
-        cc = compiler_identity(compiler())
+        cc = known_compiler_identity(compiler())
     except BuildError:
         cc = "no C compiler"
     return f"{cc}\0prebuilt {prebuilt.identity()}"

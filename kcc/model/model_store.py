@@ -24,7 +24,6 @@ from kcc.files import AtomicFile, cache_subdir, exclusive_lock, file_sha256, rem
 from kcc.model.pipeline import BACK, DEFAULT_MAX_FRAMES, FRONT, Synthesizer
 from kcc.weights import real_model
 from kcc.weights.checkpoint import CheckpointError, load_checkpoint
-from kcc.weights.onnx_file import import_onnx_checkpoint, is_onnx, onnx_model_id
 
 
 def file_identity(path: Path) -> str:
@@ -63,8 +62,10 @@ def _source(checkpoint, log):
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint file does not exist" if not path.exists()
                               else f"{path}: checkpoint path is not a regular file")
-    if is_onnx(path):           # a Kokoro ONNX export (kokoro-onnx's files): imported, keyed by its bytes
-        return onnx_model_id(file_identity(path)), f"ONNX export {path.name}", lambda: import_onnx_checkpoint(path)
+    import kcc.weights.onnx_file as onnx_file      # only for a checkpoint path (lazy table: why)
+    if onnx_file.is_onnx(path):           # a Kokoro ONNX export (kokoro-onnx's files): imported, keyed by its bytes
+        return (onnx_file.onnx_model_id(file_identity(path)), f"ONNX export {path.name}",
+                lambda: onnx_file.import_onnx_checkpoint(path))
     return f"file-{file_identity(path)[:24]}", f"checkpoint {path.name}", lambda: load_checkpoint(path)
 
 

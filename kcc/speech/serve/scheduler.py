@@ -32,10 +32,11 @@ class SchedulerClosed(SynthesisCancelled):
 
 
 class ChunkScheduler:
-    def __init__(self, workers: int, cores: int = 0):
+    def __init__(self, workers: int, cores: int = 0, on_idle: Callable | None = None):
         """cores: share this many kernel threads among running syntheses; 0: leave the
-        synthesizer's own count alone."""
-        self.cores = cores
+        synthesizer's own count alone. on_idle: run on a synthesis thread that finds nothing
+        waiting after it worked (the service drops that thread's arena pages there)."""
+        self.cores, self.on_idle = cores, on_idle
         self.busy = 0
         self._heap: list = []
         self._seq = itertools.count()
@@ -110,7 +111,13 @@ class ChunkScheduler:
     def _loop(self) -> None:
         if self.cores:
             THREADS.set(self.threads_now)
+        worked = False
         while True:
+            with self._cv:
+                idle = worked and not self._heap and not self._closed
+            if idle and self.on_idle is not None:
+                worked = False
+                self.on_idle()
             with self._cv:
                 while not self._heap and not self._closed:
                     self._cv.wait()
@@ -121,6 +128,7 @@ class ChunkScheduler:
                     fut.set_exception(SynthesisCancelled("cancelled while waiting for a synthesis thread"))
                     continue
                 self.busy += 1
+            worked = True
             token = CANCEL.set(cancel)
             try:
                 fut.set_result(fn())

@@ -36,6 +36,7 @@ from kcc.speech.text import MAX_PHONEMES, pieces
 from kcc.speech.audio.encoder import Encoder
 from kcc.speech.serve.limits import Limits  # noqa: F401  (re-exported: kcc.speech.serve.service.Limits)
 from kcc.speech.serve.request import ApiError, SpeechRequest
+from kcc.speech.serve.idle_memory import release_idle_memory
 from kcc.speech.serve.scheduler import ChunkScheduler
 from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.serve.voice_set import VoiceRequestError, VoiceSet
@@ -119,7 +120,8 @@ class SpeechService:
         self.default_language = default_language
         self.limits = limits or Limits()
         self.pool = ThreadPoolExecutor(self.limits.workers + self.limits.max_queue, thread_name_prefix="kcc-job")
-        self.scheduler = ChunkScheduler(self.limits.workers, self.limits.cores)
+        self.scheduler = ChunkScheduler(self.limits.workers, self.limits.cores,
+                                        on_idle=lambda: release_idle_memory(synth))
         self._lock = threading.Lock()
         self.running = self.waiting = 0
         self.jobs: set[Job] = set()
