@@ -34,7 +34,7 @@ from kcc.model import load  # noqa: E402
 from kcc.speech.g2p.g2p import G2P  # noqa: E402
 from kcc.speech.voice_design.encoder import SpeakerEncoder  # noqa: E402
 from kcc.files import cache_subdir  # noqa: E402
-from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, sentences_for  # noqa: E402
+from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, rotating_for, sentences_for  # noqa: E402
 from kcc.speech.voice_design.target import embed_target  # noqa: E402
 from kcc.speech.voices import load_voice, voice_catalog  # noqa: E402
 from kcc.speech.languages import voice_language  # noqa: E402
@@ -54,6 +54,7 @@ def main() -> int:
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--fixed", action="store_true", help="score every step on the 3 fixed sentences (no rotation)")
     args = ap.parse_args()
     synth = load(None)
     encoder = SpeakerEncoder()
@@ -71,12 +72,14 @@ def main() -> int:
         pool = sorted(n for n in voice_catalog() if in_pool(n))
         packs = {n: load_voice(n) for n in pool}
         scorer = Scorer.speaking(synth, g2p, sentences_for(lang), encoder)
+        rotation = None if args.fixed else Scorer.speaking(synth, g2p, rotating_for(lang), encoder)
         with tempfile.TemporaryDirectory() as tmp:
             cache = PoolCache(cache_subdir("voice_design") / "pool.json", synth.model_id)
             cached = sum(cache.get(scorer, p) is not None for p in packs.values())
             t0, c0 = time.monotonic(), time.process_time()
             search = Search(scorer, packs, target.embedding, lang, args.seed, Path(tmp) / "state.json",
-                            progress=lambda s: print(f"  {name}: {s}", file=sys.stderr, flush=True), pool_cache=cache)
+                            progress=lambda s: print(f"  {name}: {s}", file=sys.stderr, flush=True), pool_cache=cache,
+                            rotation=rotation)
             state = search.start()
             start_minutes = (time.monotonic() - t0) / 60
             start_held = float(held.embed(held.audio(search.pack())) @ target.embedding)
@@ -92,7 +95,7 @@ def main() -> int:
                      "start_held_out": round(start_held, 3), "end_held_out": round(end_held, 3),
                      "ceiling_held_out": round(ceiling, 3), "steps": state.step, "kept": state.accepted,
                      "guarded": state.refused, "start_minutes": round(start_minutes, 1), "pool_cached": cached,
-                     "minutes": round(minutes, 1), "cpu_minutes": round(cpu, 1), "blend": state.top,
+                     "minutes": round(minutes, 1), "scoring": "fixed" if args.fixed else "rotating", "cpu_minutes": round(cpu, 1), "blend": state.top,
                      "weights": [round(float(w), 3) for w in np.exp(state.logits) / np.exp(state.logits).sum()]})
         print(json.dumps(rows[-1]), flush=True)
     print(f"\nCPU: {machine()}; shared machine (~8 engineers on 2 cores): times are upper bounds\n")

@@ -17,7 +17,7 @@ from kcc.speech.engine import load_synthesizer
 from kcc.speech.g2p.g2p import G2P
 from kcc.speech.languages import ALIASES, LANGUAGES, voice_language
 from kcc.speech.voice_design.encoder import SpeakerEncoder
-from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, sentences_for
+from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, rotating_for, sentences_for
 from kcc.speech.voice_design.target import decode, embed_target
 from kcc.speech.voices import load_pack, voice_catalog
 from kcc.weights.torch_zip import save_torch_zip
@@ -105,10 +105,13 @@ def run_design(req: DesignRequest, progress=None, synth=None, encoder: SpeakerEn
     target = embed_target(recordings, encoder)
     synth = synth or load_synthesizer(req.checkpoint, log=sys.stderr if progress else None)
     packs = {name: load_pack(name) for name in pool}
-    scorer = Scorer.speaking(synth, G2P(code), sentences_for(code), encoder)
+    g2p = G2P(code)
+    scorer = Scorer.speaking(synth, g2p, sentences_for(code), encoder)
+    rotating = rotating_for(code)
+    rotation = Scorer.speaking(synth, g2p, rotating, encoder) if rotating else None
     model = str(getattr(synth, "model_id", None) or req.checkpoint or "default")
     search = Search(scorer, packs, target.embedding, code, req.seed, Path(f"{req.out}.design.json"), progress,
-                    PoolCache(cache_subdir("voice_design") / "pool.json", model))
+                    PoolCache(cache_subdir("voice_design") / "pool.json", model), rotation)
     state = search.resume_or_start(req.restart)
     try:
         state = search.run(minutes=req.minutes, steps=req.steps)

@@ -17,8 +17,17 @@ of kcc speaking SENTENCES with it.
    higher and passes the guard. Every other step the offset moves along the direction a ridge
    regression of embedding-from-style (fitted on the pool and the last HEARD_RECENT candidates)
    says raises the similarity, instead of a random one.
+   Rotating scoring (when the search is given a rotation Scorer, as `kcc voice design` does for
+   the languages with a ROTATING pool): each step draws a fresh ROTATE_K of that pool's sentences
+   and scores the candidate and the incumbent on the same ones, each as the mean of its
+   per-sentence embeddings, so a change is kept only if it wins on sentences drawn after it was
+   proposed (a fit to three fixed sentences' content does not carry to other sentences). The
+   incumbent's embedding per sentence is remembered until it is replaced (the start is heard on
+   every pool sentence once), so most steps synthesise only the candidate; the similarity shown
+   is the incumbent's mean over the sentences it has spoken.
 3. Guard: no clipping (peak < CLIP), loudness (RMS) and length of the scoring sentences inside
-   the range the pool voices span (with a margin), and a plausible pack (kcc.speech.voices).
+   the range the pool voices span (with a margin; for rotating sentences the length range is
+   scaled by their phoneme count), and a plausible pack (kcc.speech.voices).
 
 The state (step, RNG, step size, best parameters and score) is written atomically after every
 step: the same command rerun continues where Ctrl-C stopped it, and the same seed and step count
@@ -67,6 +76,25 @@ SENTENCES = {
            "Você pode me passar o sal e a pimenta, por favor?",
            "Sete pipas brilhantes dançavam sobre a praça tranquila."),
 }
+# The larger pool the search draws a fresh ROTATE_K of each step (when it is given one): a change
+# is kept only if it wins on sentences it was not tuned on, so what it learns is the voice, not
+# three sentences' content. Disjoint from HELD_OUT (and from bench/voice_design.py's target text).
+ROTATING = {
+    "en": SENTENCES["en"] + (
+        "She folded the map twice and slipped it into her coat pocket.",
+        "How many apples did you say were left in the basket?",
+        "The committee will announce its decision early next week.",
+        "A cold wind whistled through the broken window of the barn.",
+        "Please remember to water the tomatoes before you leave.",
+        "He laughed so hard that he nearly dropped his coffee.",
+        "Thousands of birds gathered on the frozen lake at dawn.",
+        "Why would anyone paint a bicycle bright purple?",
+        "The museum opens at ten and closes at half past five.",
+        "Our neighbours are moving to a farm in the mountains.",
+        "Turn left at the fountain, then walk straight for two blocks.",
+        "The violinist tuned her instrument while the audience waited."),
+}
+ROTATE_K = 3                      # sentences drawn per step from ROTATING
 HELD_OUT = {
     "en": ("My grandmother kept every letter she ever received in a wooden box.",
            "The train to the coast leaves at a quarter past nine tomorrow morning.",
@@ -91,6 +119,11 @@ def sentences_for(language: str, held_out: bool = False) -> tuple[str, ...]:
     return table[key]
 
 
+def rotating_for(language: str) -> tuple[str, ...] | None:
+    """The rotating scoring pool of the language, or None (the search then scores SENTENCES only)."""
+    return ROTATING.get(language.split("-")[0])
+
+
 @dataclass
 class Guard:
     rms: tuple[float, float]
@@ -101,8 +134,9 @@ class Guard:
         return cls((min(rms) / RMS_MARGIN, max(rms) * RMS_MARGIN),
                    (min(seconds) / LENGTH_MARGIN, max(seconds) * LENGTH_MARGIN))
 
-    def problem(self, audio: np.ndarray, pack: np.ndarray) -> str | None:
-        """Why a candidate is refused, or None."""
+    def problem(self, audio: np.ndarray, pack: np.ndarray, length_scale: float = 1.0) -> str | None:
+        """Why a candidate is refused, or None. `length_scale`: how much longer (in phonemes) the
+        sentences spoken are than the ones the length range was measured on."""
         if not np.isfinite(audio).all():
             return "audio not finite"
         peak = float(np.abs(audio).max()) if audio.size else 0.0
@@ -112,8 +146,9 @@ class Guard:
         if not self.rms[0] <= rms <= self.rms[1]:
             return f"loudness {rms:.4f} outside the official voices' {self.rms[0]:.4f}..{self.rms[1]:.4f}"
         secs = audio.size / SAMPLE_RATE
-        if not self.seconds[0] <= secs <= self.seconds[1]:
-            return f"length {secs:.2f} s outside the official voices' {self.seconds[0]:.2f}..{self.seconds[1]:.2f} s"
+        lo, hi = self.seconds[0] * length_scale, self.seconds[1] * length_scale
+        if not lo <= secs <= hi:
+            return f"length {secs:.2f} s outside the official voices' {lo:.2f}..{hi:.2f} s"
         try:
             check_plausible(pack, "candidate")
         except ImplausibleVoiceError as exc:
@@ -124,17 +159,28 @@ class Guard:
 class Scorer:
     """kcc speaking fixed sentences with a pack, heard by the speaker encoder."""
 
-    def __init__(self, synth, chunks: list, encoder: SpeakerEncoder):
+    def __init__(self, synth, chunks: list, encoder: SpeakerEncoder, groups: list[list] | None = None):
         self.synth, self.chunks, self.encoder = synth, chunks, encoder      # chunks: engine.plan's Encoded
+        self.groups = groups if groups is not None else [list(chunks)]      # the chunks of each sentence
 
     @classmethod
     def speaking(cls, synth, g2p, sentences: tuple[str, ...], encoder: SpeakerEncoder) -> "Scorer":
-        return cls(synth, [c for text in sentences for c in plan(text, g2p)], encoder)
+        groups = [list(plan(text, g2p)) for text in sentences]
+        return cls(synth, [c for g in groups for c in g], encoder, groups)
 
-    def audio(self, pack: np.ndarray) -> np.ndarray:
+    def phonemes(self, sentences=None) -> int:
+        groups = self.groups if sentences is None else [self.groups[i] for i in sentences]
+        return sum(len(c.phonemes) for g in groups for c in g)
+
+    def audio(self, pack: np.ndarray, chunks: list | None = None) -> np.ndarray:
         parts = [np.asarray(self.synth.synthesize(c.ids, style_for(pack, len(c.phonemes)), speed=1.0, seed=0).audio,
-                            np.float32).reshape(-1) for c in self.chunks]
+                            np.float32).reshape(-1) for c in (self.chunks if chunks is None else chunks)]
         return np.concatenate(parts)
+
+    def sentence(self, pack: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(audio, embedding) of sentence i alone: the unit a rotating score averages."""
+        audio = self.audio(pack, self.groups[i])
+        return audio, self.embed(audio)
 
     def embed(self, audio: np.ndarray) -> np.ndarray:
         return self.encoder.embed(resample(audio, SAMPLE_RATE))
@@ -171,6 +217,7 @@ class State:
     guard: dict = field(default_factory=dict)
     pool_scores: dict = field(default_factory=dict)
     heard: list = field(default_factory=list)     # [(style z, embedding)] of the pool and recent candidates
+    incumbent: dict = field(default_factory=dict)  # rotating scoring: the best pack's embedding per sentence
     version: int = STATE_VERSION
 
     def save(self, path: Path) -> None:
@@ -190,6 +237,12 @@ class State:
                 raise
             raise StateMismatchError(f"{path}: not a voice design state ({type(exc).__name__}); pass --restart "
                                      "to replace it") from None
+
+
+def mean_similarity(embeddings: list[np.ndarray], target: np.ndarray) -> float:
+    """Cosine between the target and the mean of per-sentence embeddings (what resemblyzer does
+    with the partials of one utterance, one level up): the same voice scores the same on any set."""
+    return float(unit(np.mean(np.asarray(embeddings, np.float64), axis=0)) @ target)
 
 
 def fit_blend(embeddings: np.ndarray, target: np.ndarray, iters: int = 400) -> np.ndarray:
@@ -264,8 +317,10 @@ class Search:
     """One design: `start()` (or a loaded state), then `run()` steps until the budget is spent."""
 
     def __init__(self, scorer: Scorer, packs: dict[str, np.ndarray], target: np.ndarray, language: str,
-                 seed: int, state_path: Path, progress=None, pool_cache: PoolCache | None = None):
+                 seed: int, state_path: Path, progress=None, pool_cache: PoolCache | None = None,
+                 rotation: Scorer | None = None):
         self.scorer, self.packs, self.target = scorer, packs, unit(target)
+        self.rotation = rotation          # when given: each step scores a fresh ROTATE_K of its sentences
         self.seed, self.state_path, self.progress = seed, Path(state_path), progress
         self.pool_cache = pool_cache
         self.key = design_key(self.target, language, list(packs), seed)
@@ -323,11 +378,20 @@ class Search:
             heard_pairs.append((list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb))))
             if guard.problem(audio, pack) is None and score > best[0]:
                 best = (score, logits)
+        incumbent = {}
+        if self.rotation is not None:
+            # the start heard on every rotating sentence: the incumbent's side of the first steps'
+            # comparisons, and a start similarity on the same footing as the steps' (their mean)
+            pack = make_pack(stack, best[1], np.zeros(stack.shape[-1]))
+            incumbent = {str(i): [float(x) for x in self.rotation.sentence(pack, i)[1]]
+                         for i in range(len(self.rotation.groups))}
+            self._say(f"the start on {len(incumbent)} rotating sentences")
+            best = (mean_similarity(list(incumbent.values()), self.target), best[1])
         rng = np.random.default_rng(self.seed)
         self.state = State(self.key, list(self.packs), top, [float(x) for x in best[1]],
                            [0.0] * stack.shape[-1], best[0], best[0], rng=rng.bit_generator.state,
                            guard={"rms": guard.rms, "seconds": guard.seconds}, pool_scores=scores,
-                           heard=heard_pairs, seconds=time.monotonic() - t0)
+                           heard=heard_pairs, incumbent=incumbent, seconds=time.monotonic() - t0)
         self.state.save(self.state_path)
         return self.state
 
@@ -355,14 +419,23 @@ class Search:
                 noise = along * abs(1.0 + 0.5 * rng.standard_normal()) + 0.3 * noise
             offset = np.asarray(s.offset) + sigma * 0.5 * scale * noise
             pack = make_pack(stack, logits, offset)
-            score, audio, emb = self.scorer.similarity(pack, self.target)
+            if self.rotation is None:
+                score, audio, emb = self.scorer.similarity(pack, self.target)
+                incumbent, length_scale, fresh = s.score, 1.0, None
+            else:
+                score, audio, emb, incumbent, length_scale, fresh = self._rotating(rng, pack)
             s.heard = s.heard[:len(self.packs)] + (s.heard[len(self.packs):] + [
                 (list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb)))])[-HEARD_RECENT:]
-            problem = guard.problem(audio, pack)
-            kept = problem is None and score > s.score
+            problem = guard.problem(audio, pack, length_scale)
+            kept = problem is None and score > incumbent
             if kept:
                 s.logits, s.offset, s.score = [float(x) for x in logits], [float(x) for x in offset], score
                 s.accepted += 1
+                if fresh is not None:
+                    s.incumbent = fresh
+            if fresh is not None:
+                # the incumbent's similarity over every sentence it has spoken so far
+                s.score = mean_similarity(list(s.incumbent.values()), self.target)
             s.refused += problem is not None
             # each kind of step keeps its own step size, by the 1/5 success rule
             sigma = min(SIGMA_MAX, sigma * math.exp(0.8)) if kept else max(SIGMA_MIN, sigma * math.exp(-0.2))
@@ -381,6 +454,27 @@ class Search:
                       f"{s.accepted} kept, {s.refused} guarded, step sizes {s.sigma:.2f} / {s.sigma_guided:.2f}, "
                       f"{s.seconds / 60:.1f} min")
         return s
+
+    def _rotating(self, rng, pack: np.ndarray):
+        """The candidate and the incumbent scored on the same fresh ROTATE_K sentences (a fair,
+        paired comparison), each as the mean of its per-sentence embeddings; the incumbent's
+        embedding per sentence is kept until it is replaced, so most steps synthesise the
+        candidate only. Returns (candidate score, its audio, its embedding, the incumbent's score,
+        the guard's length scale, the candidate's embeddings by sentence)."""
+        s, rot = self.state, self.rotation
+        idx = sorted(int(i) for i in rng.choice(len(rot.groups), min(ROTATE_K, len(rot.groups)), replace=False))
+        best = None
+        for i in idx:
+            if str(i) not in s.incumbent:
+                best = self.pack() if best is None else best
+                s.incumbent[str(i)] = [float(x) for x in rot.sentence(best, i)[1]]
+        heard = [rot.sentence(pack, i) for i in idx]
+        embs = [e for _, e in heard]
+        return (mean_similarity(embs, self.target), np.concatenate([a for a, _ in heard]),
+                unit(np.mean(np.asarray(embs, np.float64), axis=0)),
+                mean_similarity([s.incumbent[str(i)] for i in idx], self.target),
+                rot.phonemes(idx) / max(1, self.scorer.phonemes()),
+                {str(i): [float(x) for x in e] for i, e in zip(idx, embs)})
 
     def pack(self) -> np.ndarray:
         return make_pack(self._stack(self.state.top), np.asarray(self.state.logits), np.asarray(self.state.offset))

@@ -1,0 +1,106 @@
+"""Rotating scoring: each step scores the candidate and the incumbent on the same fresh sentences."""
+from __future__ import annotations
+
+import json
+import shutil
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kcc.speech.voice_design.encoder import SpeakerEncoder
+from kcc.speech.voice_design.search import (HELD_OUT, ROTATE_K, SENTENCES, Guard, PoolCache, Scorer, Search,
+                                            mean_similarity, rotating_for)
+from test_voice_design_search import PitchSynth, pack_at
+
+# four one-chunk "sentences" of different phoneme counts (PitchSynth speaks the same utterance for each)
+GROUPS = [[SimpleNamespace(ids=[5] * n, phonemes="a" * n)] for n in (3, 4, 5, 6)]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return SpeakerEncoder()
+
+
+@pytest.fixture(scope="module")
+def world(encoder, tmp_path_factory):
+    synth = PitchSynth()
+    scorer = Scorer(synth, [c for g in GROUPS[:2] for c in g], encoder, GROUPS[:2])
+    rotation = Scorer(synth, [c for g in GROUPS for c in g], encoder, GROUPS)
+    packs = {"low": pack_at(-0.4), "mid": pack_at(0.0), "high": pack_at(0.45)}
+    target = scorer.embed(scorer.audio(pack_at(0.2)))
+    root = tmp_path_factory.mktemp("rot")
+    first = Search(scorer, packs, target, "en-us", 0, root / "state.json",
+                   pool_cache=PoolCache(root / "pool.json", "stand-in"), rotation=rotation)
+    first.start()
+    return synth, scorer, rotation, packs, target, root
+
+
+def search(world, path):
+    synth, scorer, rotation, packs, target, root = world
+    shutil.copy(root / "state.json", path)
+    s = Search(scorer, packs, target, "en-us", 0, path, rotation=rotation)
+    s.resume_or_start()
+    return s
+
+
+def test_the_start_is_heard_on_every_rotating_sentence(world):
+    state = json.loads((world[5] / "state.json").read_text())
+    assert sorted(state["incumbent"]) == ["0", "1", "2", "3"]
+    assert state["start_score"] == state["score"] == pytest.approx(
+        mean_similarity(list(state["incumbent"].values()), world[4] / np.linalg.norm(world[4])))
+
+
+def test_the_incumbent_is_synthesised_once_per_sentence_then_remembered(world, tmp_path):
+    synth = world[0]
+    s = search(world, tmp_path / "s.json")
+    for _ in range(4):
+        calls, kept, known = synth.calls, s.state.accepted, set(s.state.incumbent)
+        s.run(steps=s.state.step + 1)
+        fresh = set(s.state.incumbent) - known
+        if s.state.accepted == kept:          # not replaced: only the sentences it had not spoken yet
+            assert synth.calls - calls == ROTATE_K + len(fresh)
+        assert len(s.state.incumbent) >= ROTATE_K
+        assert s.state.score == pytest.approx(mean_similarity(list(s.state.incumbent.values()), s.target))
+
+
+def test_rotating_steps_are_reproducible_and_resume(world, tmp_path):
+    straight = search(world, tmp_path / "a.json")
+    end = straight.run(steps=3)
+    interrupted = search(world, tmp_path / "b.json")
+    interrupted.run(steps=1)                                     # Ctrl-C after one step
+    synth, scorer, rotation, packs, target, _ = world
+    again = Search(scorer, packs, target, "en-us", 0, tmp_path / "b.json", rotation=rotation)
+    assert again.resume_or_start().step == 1
+    again.run(steps=3)
+    assert again.state.logits == end.logits and again.state.offset == end.offset
+    assert again.state.incumbent == end.incumbent and again.state.score == end.score
+    assert json.loads((tmp_path / "b.json").read_text())["incumbent"] == end.incumbent
+
+
+def test_mean_similarity_averages_the_sentences_embeddings():
+    e1, e2 = np.eye(256)[0], np.eye(256)[1]
+    assert mean_similarity([e1, e2], (e1 + e2) / np.sqrt(2)) == pytest.approx(1.0)
+    assert mean_similarity([e1, e2], e1) == pytest.approx(1 / np.sqrt(2))
+    assert mean_similarity([e1, e1], e1) == pytest.approx(1.0)
+
+
+def test_scorer_counts_phonemes_per_sentence(world):
+    rotation = world[2]
+    assert rotation.phonemes() == 18 and rotation.phonemes([0, 3]) == 9
+
+
+def test_guard_length_range_scales_with_the_sentences_spoken():
+    guard = Guard.from_pool([0.05, 0.1], [2.0, 3.0])
+    pack = pack_at(0.0)
+    five_s = 0.1 * np.sin(np.arange(24_000 * 5) / 10.0).astype(np.float32)
+    assert "length" in guard.problem(five_s, pack)
+    assert guard.problem(five_s, pack, length_scale=2.0) is None
+    assert "length 5.00 s outside the official voices' 0.91..1.65 s" in guard.problem(five_s, pack, length_scale=0.5)
+
+
+def test_the_rotating_pool_holds_the_scoring_sentences_and_none_held_out():
+    pool = rotating_for("en-gb")
+    assert pool == rotating_for("en-us") and len(pool) == len(set(pool)) == 15
+    assert set(SENTENCES["en"]) <= set(pool) and not set(HELD_OUT["en"]) & set(pool)
+    assert rotating_for("es") is None
