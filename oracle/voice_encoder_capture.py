@@ -1,7 +1,8 @@
 """Pin resemblyzer 0.1.4's own torch forward on one utterance, for kcc's numpy speaker encoder.
 
-Usage: python -m oracle.voice_encoder_capture   (needs the dev extra: torch, and resemblyzer==0.1.4
-with librosa and webrtcvad, and kcc's real model in the cache)
+Usage: pip install resemblyzer==0.1.4 librosa webrtcvad (in a scratch venv beside the dev extra's
+torch: resemblyzer's `typing` requirement shadows the standard library, so the dev extra leaves it
+out), then python -m oracle.voice_encoder_capture (kcc's real model in the cache)
 
 The input is kcc speaking one English sentence as af_heart, resampled to 16 kHz by
 kcc.speech.voice_design.target.resample and stored as int16 (so the capture stands alone). Saved
