@@ -126,8 +126,9 @@ def test_the_aarch64_prebuilt_library_computes_what_the_x86_one_does_under_qemu(
 
 
 def test_other_build_options_without_a_compiler_name_the_missing_compiler(venv, tmp_path):
-    """bf16 / --native are not prebuilt: they compile, and without a compiler that is a BuildError
-    naming it (exit code of a known error, no traceback)."""
+    """bf16 / --native are not prebuilt: they compile, and without a compiler that is refused before
+    any work (CompilerNeeded), naming the option, the compiler and the prebuilt options that work
+    (the usage exit code, no traceback)."""
     cache = tmp_path / "cache"
     cache.mkdir()
     wc.seed_cache(cache, wc.warm_real_weights())
@@ -135,6 +136,8 @@ def test_other_build_options_without_a_compiler_name_the_missing_compiler(venv, 
     import subprocess
     proc = subprocess.run([str(venv / "bin" / "kcc"), "say", "Hi.", "--native", "-o", str(tmp_path / "n.wav")],
                           capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "not these options" in proc.stderr and "no usable C compiler 'cc'" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "CompilerNeeded: --native: that needs a C compiler and 'cc' does not run here" in proc.stderr, proc.stderr
+    assert "prebuilt stage libraries: the default model at the default options (--precision fp32" in proc.stderr
+    assert "compiling" not in proc.stderr
     assert not (tmp_path / "n.wav").exists()
