@@ -394,7 +394,7 @@ def test_the_exit_table_is_the_help_of_every_command_that_shows_one(capsys):
         with pytest.raises(SystemExit):
             cli.main(argv)
         assert EXIT_CODES in capsys.readouterr().out
-    assert [int(c) for c in Exit] == [0, 1, 2, 130, 141, 143]
+    assert [int(c) for c in Exit] == [0, 1, 2, 3, 130, 141, 143]
     for code in Exit:
         assert re.search(rf"^\s+{int(code)}\s", EXIT_CODES, re.M) or f" {int(code)} " in EXIT_CODES, code
 
