@@ -90,7 +90,7 @@ def test_page_streams_plays_and_highlights(tmp_path, browser):
     lit = [i for i in seen if i >= 0]
     assert len(set(lit)) >= 5 and lit == sorted(lit)                    # the highlight moved forward
     assert words[:4] == ["Sentence", "number", "0", "has"] and status.startswith("done")
-    assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text))   # the download is the same speech
+    assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text, stream=False))   # the download: the same request as a whole file
     assert _csp_violations(browser) == []
 
 
@@ -181,7 +181,7 @@ def test_page_asks_for_the_api_key_and_keeps_it_in_the_tab(tmp_path, browser):
         browser.find_element(By.ID, "download").click()
         saved = _until(lambda: [p for p in (tmp_path / "downloads").glob("speech.flac")])
         assert heard[0][:3] == ["Sentence", "number", "0"] and heard[1] == pytest.approx(len(expected(text)) / 24000, abs=0.01)
-        assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text))
+        assert s16(saved[0].read_bytes(), "flac") == pcm16(expected(text, stream=False))
 
         # A reload in the same tab reuses the key without asking.
         browser.refresh()

@@ -200,7 +200,7 @@ def test_cli_voice_and_speed_errors_are_named(small_ckpt_path, tmp_path, capsys)
     assert f"kcc: UnknownVoiceError: voice file '{tmp_path / 'nosuch.pt'}' does not exist" in capsys.readouterr().err
     assert main(["synth", "--ids", "50,83", "-o", str(tmp_path / "x.wav"), "--speed", "9",
                  "--checkpoint", str(small_ckpt_path)]) == 2
-    assert "kcc: SayError: speed must be between 0.25 and 4.0, got 9.0" in capsys.readouterr().err
+    assert "kcc: RequestError: speed must be between 0.25 and 4.0, got 9" in capsys.readouterr().err
     assert not (tmp_path / "x.wav").exists()
 
 

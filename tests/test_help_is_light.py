@@ -30,6 +30,7 @@ LIGHT_TABLES = {
     "kcc.model": "the package itself: it loads kcc.model.loader on first use of kcc.model.load only",
     "kcc.model.kokoro": "the model's numbers (sample rate, seed and speed ranges) for the options' help",
     "kcc.speech.g2p": "the package itself: the English backends' names (--g2p choices)",
+    "kcc.speech.g2p.errors": "G2PError alone: the request's language field names it (no vocabulary, no backend)",
     "kcc.speech.g2p.scripts": "the Unicode script table kcc.speech.languages (--lang) detects 'auto' with",
 }
 # kcc modules outside those packages that do a command's work.

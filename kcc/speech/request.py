@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields as dataclass_fields, replace
 from typing import Callable
 
 from kcc.model.kokoro import MAX_SEED, MAX_SPEED, MIN_SPEED
-from kcc.speech.g2p.base import G2PError
+from kcc.speech.g2p.errors import G2PError
 from kcc.speech.audio.formats import FORMATS
 from kcc.speech.languages import ALIASES, LANGUAGES, from_tag
 

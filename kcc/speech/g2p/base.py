@@ -3,6 +3,8 @@ backend returns, the errors, the Kokoro vocab, and splitting a phoneme string in
 backends import this module, never kcc.speech.g2p.g2p, which dispatches down to them."""
 from __future__ import annotations
 
+from kcc.speech.g2p.errors import G2PError  # noqa: F401  (re-exported: the backends name it from here)
+
 import difflib
 from dataclasses import dataclass, field
 
@@ -10,10 +12,6 @@ from kcc.model.vocab import load_vocab  # noqa: F401  (re-exported: the vocabula
 
 # Punctuation Kokoro has ids for; peeled off espeak words into their own tokens, as misaki does.
 PUNCTUATION = frozenset(';:,.!?—…"“”()')
-
-
-class G2PError(ValueError):
-    """Text cannot be turned into phonemes; the message says what and where."""
 
 
 class G2PWarning(UserWarning):
