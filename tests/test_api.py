@@ -156,7 +156,7 @@ def test_one_kokoro_shared_by_threads_speaks_as_it_does_alone(tts, voice):
         np.testing.assert_array_equal(together[i], a)
 
 
-@pytest.mark.parametrize("speed", [0, -1, 0.2, 4.5, float("nan"), float("inf"), "fast", True])
+@pytest.mark.parametrize("speed", [0, -1, 0.2, 4.5, float("nan"), float("inf"), "fast", True, 10 ** 400])
 def test_bad_speed_is_a_say_error(tts, speed):
     with pytest.raises(kcc.SayError, match="speed"):
         tts.create("Hello.", speed=speed)
@@ -173,6 +173,20 @@ def test_nothing_to_say_is_named(tts, text):
 def test_bad_voice_is_a_voice_error(tts, voice):
     with pytest.raises(kcc.VoiceError):
         tts.create("Hello.", voice=voice)
+
+
+@pytest.mark.parametrize("pack, why", [
+    (np.zeros((510, 1, 256), np.float32), "nearly\\) constant"),
+    (np.full((510, 1, 256), 0.5, np.float32), "nearly\\) constant"),
+    (np.full((510, 1, 256), 7.0, np.float32), "up to 7"),
+])
+def test_an_array_voice_is_held_to_a_voice_files_envelope(tts, voice, pack, why):
+    """An array given as the voice passes the same plausibility check as a pack read from a file:
+    an all-zero or constant pack spoke at 4-8x full scale before."""
+    with pytest.raises(kcc.VoiceError, match=why):
+        tts.create("Hello.", voice=pack)
+    samples, _ = tts.create("Hello.", voice=tts.get_voice_style(voice))   # a real pack still speaks
+    assert 0 < np.abs(samples).max() <= 1.0
 
 
 @pytest.mark.parametrize("lang", ["xx", "klingon", "en_US_x", "", 5])

@@ -27,7 +27,7 @@ from kcc.speech.request import FIELDS, NothingToSay, SayError, SpeechRequest, ch
 from kcc.speech.sentences import ends_sentence as _ends_sentence
 from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces, word_level
 from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
-from kcc.speech.voices import PACK_ROWS, STYLE_DIM, default_voice_for, load_voice, speaking, style_for, validate_pack
+from kcc.speech.voices import PACK_ROWS, STYLE_DIM, check_plausible, default_voice_for, load_voice, speaking, style_for, validate_pack
 
 
 @dataclass
@@ -66,8 +66,8 @@ def resolve_voice(voice, search: list[Path] | None = None, language: str = "") -
     or None: the default voice of `language` (kcc.speech.voices.default_voice_for)."""
     if voice is None:
         return load_voice(default_voice_for(language), search)
-    if isinstance(voice, np.ndarray):
-        return validate_pack(voice, "array")
+    if isinstance(voice, np.ndarray):      # held to the envelope a file's pack is (an all-zero or
+        return check_plausible(validate_pack(voice, "array"), "array")   # constant one speaks at 4-8x full scale)
     return load_voice(str(voice), search)
 
 
