@@ -151,15 +151,21 @@ def sweep_temporaries(directory: str | Path, max_age_s: float = TEMP_MAX_AGE_S) 
         pid = int(m.group(1))
         if pid == os.getpid() or (_pid_alive(pid) and now - st.st_mtime < max_age_s):
             continue
-        try:
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(e.path)
-            else:
-                os.unlink(e.path)
+        if _remove_entry(e.path, st):
             removed.append(Path(e.path))
-        except OSError:
-            pass
     return removed
+
+
+def _remove_entry(path: str, st: os.stat_result) -> bool:
+    """Remove one swept entry (a directory tree or a file, as lstat saw it); False if it could not be."""
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except OSError:
+        return False
+    return True
 
 
 def sweep_locked(directory: str | Path, prefix: str) -> list[Path]:
@@ -175,15 +181,10 @@ def sweep_locked(directory: str | Path, prefix: str) -> list[Path]:
     for e in entries:
         try:
             st = e.stat(follow_symlinks=False)
-            if st.st_uid != os.geteuid():
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(e.path)
-            else:
-                os.unlink(e.path)
-            removed.append(Path(e.path))
         except OSError:
-            pass
+            continue
+        if st.st_uid == os.geteuid() and _remove_entry(e.path, st):
+            removed.append(Path(e.path))
     return removed
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import threading
 
 import numpy as np
 import pytest
@@ -18,10 +16,10 @@ import pytest
 from kcc.speech.engine import random_voice
 from kcc.speech.serve.service import Limits, SpeechService
 from kcc.speech.serve.voice_set import VoiceSet
-from kcc.speech.serve.wyoming_server import serve
 from kcc.speech.voices import VoiceInfo, load_voice
 from test_say import FakeSynth
-from test_server import G2PS, free_port
+from test_server import G2PS
+from test_wyoming import serving_wyoming
 
 wyoming = pytest.importorskip("wyoming")
 from wyoming.audio import AudioChunk, AudioStop  # noqa: E402
@@ -43,26 +41,8 @@ def wyoming_server(tmp_path, synth=None):
     g2ps = G2PS(languages=("en-us", "fr-fr", "ja"))
     service = SpeechService(synth or FakeSynth(), g2ps, VoiceSet(catalog, None, "af_alloy", loader=load_voice),
                             Limits())
-    port = free_port()
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}"))
-
-    def run():
-        with contextlib.suppress(asyncio.CancelledError):
-            loop.run_until_complete(task)
-        loop.close()
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            break
-        threading.Event().wait(0.02)
-    try:
+    with serving_wyoming(service) as port:
         yield port, g2ps
-    finally:
-        loop.call_soon_threadsafe(task.cancel)
-        thread.join(10)
-        service.close()
 
 
 async def home_assistant_tts(port, text, voice_name=None, language=None):

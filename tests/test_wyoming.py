@@ -31,6 +31,14 @@ from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, Synthesiz
 def wyoming_server(tmp_path, synth=None, g2ps=None, limits: Limits | None = None, wyoming_limits=None, listener=None):
     voices = VoiceSet(make_catalog(tmp_path / "voices"), None, "af_alloy", loader=load_voice)
     service = SpeechService(synth or FakeSynth(), g2ps or G2PS(), voices, limits or Limits())
+    with serving_wyoming(service, wyoming_limits, listener) as port:
+        yield port, service
+
+
+@contextlib.contextmanager
+def serving_wyoming(service: SpeechService, wyoming_limits=None, listener=None):
+    """`service` behind kcc's Wyoming server on a free loopback port, on its own loop and thread;
+    yields the port once it accepts, closes the service after."""
     port = free_port()
     loop = asyncio.new_event_loop()
     task = loop.create_task(serve(service, f"tcp://127.0.0.1:{port}", wyoming_limits, listener))
@@ -47,7 +55,7 @@ def wyoming_server(tmp_path, synth=None, g2ps=None, limits: Limits | None = None
             break
         threading.Event().wait(0.02)
     try:
-        yield port, service
+        yield port
     finally:
         loop.call_soon_threadsafe(task.cancel)
         thread.join(10)

@@ -183,9 +183,9 @@ def _regate(m: np.ndarray, hidden: int) -> np.ndarray:
     return np.concatenate([blocks[k] for k in _TORCH_FROM_ONNX_GATES], axis=0)
 
 
-def _lstm_parts(g: GraphIndex, node) -> tuple:
-    """(hidden, W, R, B, W scale, W zero point, R scale, R zero point) of a DynamicQuantizeLSTM,
-    checked: no input_forget, no peepholes, zero initial states, one scale per direction."""
+def _lstm_hidden(g: GraphIndex, node) -> int:
+    """hidden_size of an ONNX LSTM node (float or DynamicQuantizeLSTM), checked to be what nn.LSTM
+    computes: no input_forget, no peepholes, zero initial states (constants or ConstantOfShape)."""
     hidden = int(g.attr(node, "hidden_size"))
     if g.attr(node, "input_forget", 0):
         raise OnnxImportError(f"node {node.name}: input_forget=1 has no PyTorch nn.LSTM equivalent")
@@ -204,6 +204,13 @@ def _lstm_parts(g: GraphIndex, node) -> tuple:
             v = g.const(node, slot, what)
             if np.any(v != 0):
                 raise OnnxImportError(f"node {node.name}: non-zero {what}; nn.LSTM starts from zeros")
+    return hidden
+
+
+def _lstm_parts(g: GraphIndex, node) -> tuple:
+    """(hidden, W, R, B, W scale, W zero point, R scale, R zero point) of a DynamicQuantizeLSTM,
+    checked: no input_forget, no peepholes, zero initial states, one scale per direction."""
+    hidden = _lstm_hidden(g, node)
     w, r, b = (g.const(node, s, n) for s, n in ((1, "W"), (2, "R"), (3, "B")))
     ws, wz, rs, rz = (g.const(node, s, n).reshape(-1) for s, n in
                       ((8, "W scale"), (9, "W zero point"), (10, "R scale"), (11, "R zero point")))
@@ -241,16 +248,8 @@ def float_lstm(g: GraphIndex, node) -> dict[str, np.ndarray]:
     """A float ONNX LSTM (the fp32 / fp16 export) -> PyTorch nn.LSTM parameters.
 
     Inputs: X, W [D, 4H, in], R [D, 4H, H], B [D, 8H] (optional: zeros), gates (i, o, f, c);
-    the same checks as the quantised node (no input_forget, no peepholes, zero initial states)."""
-    hidden = int(g.attr(node, "hidden_size"))
-    if g.attr(node, "input_forget", 0):
-        raise OnnxImportError(f"node {node.name}: input_forget=1 has no PyTorch nn.LSTM equivalent")
-    if len(node.input) > 7 and node.input[7]:
-        raise OnnxImportError(f"node {node.name}: peephole weights P have no PyTorch nn.LSTM equivalent")
-    for slot, what in ((5, "initial_h"), (6, "initial_c")):
-        name = node.input[slot] if len(node.input) > slot else ""
-        if name in g.init and np.any(g.init[name] != 0):
-            raise OnnxImportError(f"node {node.name}: non-zero {what}; nn.LSTM starts from zeros")
+    the same checks as the quantised node (_lstm_hidden)."""
+    hidden = _lstm_hidden(g, node)
     w, r = (g.const(node, s, n).astype(np.float64) for s, n in ((1, "W"), (2, "R")))
     dirs = w.shape[0]
     has_b = len(node.input) > 3 and node.input[3]
