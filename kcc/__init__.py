@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.2.0"
+from kcc.version import __version__
 
 # name -> the module that defines it
 _EXPORTS = {

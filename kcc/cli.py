@@ -1,6 +1,6 @@
 """The kcc command line, the top-level dispatcher: the compiler's commands (compile, xray,
 report, import-onnx) here, the product's (say, synth, export, voices, serve, wyoming, batch,
-book) from kcc.speech.cli.commands; every command runs under kcc.speech.cli.run.run_command (the
+book) from kcc.speech.cli.commands and the rooms' own cli modules; every command runs under kcc.speech.cli.run.run_command (the
 one exit table, quiet broken pipes, Ctrl-C)."""
 from __future__ import annotations
 
@@ -121,7 +121,17 @@ def _main(argv) -> int:
     p.add_argument("-o", "--out", required=True, help="output .pth")
     p.add_argument("--report", help="also write the mapping report as JSON")
     p.set_defaults(fn=cmd_import_onnx)
-    add_commands(sub)                     # say, synth, export, voices, serve, wyoming, batch, book
+    add_commands(sub)                     # say, synth, export, voices
+    # The other rooms' commands are registered here, above them all, so that kcc.speech.cli (the
+    # plumbing they share: arguments, exits, progress) imports none of them.
+    from kcc.speech.batch.cli import add_parser as add_batch
+    from kcc.speech.book.cli import add_parser as add_book
+    from kcc.speech.serve.cli import add_parsers as add_serve
+    from kcc.speech.voice_design.cli import add_parser as add_voice
+    add_serve(sub)                        # serve, wyoming
+    add_batch(sub)
+    add_book(sub)
+    add_voice(sub)                        # voice design
     args = ap.parse_args(argv)
     # Ray's driver wants the main thread (its signal handling, its shutdown on the way out).
     return run_command(args.fn, args, server=args.cmd in SERVERS, in_main_thread=getattr(args, "engine", None) == "ray")

@@ -17,6 +17,7 @@ from kcc.speech.audio.timestamps import SAMPLES_PER_FRAME
 from kcc.speech.serve.scheduler import ChunkScheduler, SchedulerClosed
 from kcc.speech.serve.request import SpeechRequest
 from kcc.speech.serve.service import Limits
+from kcc.speech.sentences import starts_phrase
 from kcc.speech.text import iter_chunks, phoneme_string, word_level
 
 from test_say import FakeSynth, LetterG2P, sentences
@@ -49,6 +50,13 @@ def test_chunk_ramp_refuses_bad_settings(first, limit, growth, why):
 
 
 # -- boundaries --------------------------------------------------------------------------------------
+def ends_where_the_text_allows(chunk, following, limit) -> bool:
+    """A stream's short chunk ends at a mark, before a phrase's first word, or (no such place
+    within 3 x its limit) at a word boundary past that."""
+    return (word_level(chunk[-1]) is not None or word_level(chunk[-2]) is not None
+            or starts_phrase(following[0].text) or len(phoneme_string(chunk + following[:1])) > 3 * limit)
+
+
 @pytest.mark.parametrize("ramp", [[9], [9, 27], [10, 30, 90], [12, 36]])
 def test_ramped_chunks_keep_every_word_whole_and_in_order(ramp):
     words = words_of(sentences(8))
@@ -57,7 +65,8 @@ def test_ramped_chunks_keep_every_word_whole_and_in_order(ramp):
     assert [id(w) for c in chunks for w in c] == [id(w) for w in words]  # the very Word objects
     for k, c in enumerate(chunks[:-1]):
         assert len(phoneme_string(c)) <= 200
-        assert word_level(c[-1]) is not None or word_level(c[-2]) is not None   # a short chunk ends where the text does
+        if k < len(ramp):
+            assert ends_where_the_text_allows(c, chunks[k + 1], ramp[k]), [w.text for w in c]
     assert max(len(phoneme_string(c)) for c in chunks) > ramp[-1]       # later chunks are longer
 
 
@@ -66,14 +75,28 @@ def test_first_chunk_ends_at_a_phrase_mark_when_one_fits():
     assert [w.text for w in chunks[0]] == ["Sentence", "number", "one", ","]
 
 
-def test_first_chunk_grows_to_the_next_mark_rather_than_cut_inside_a_phrase():
+def test_first_chunk_without_a_mark_ends_before_a_phrase_rather_than_inside_one():
     chunks = list(iter_chunks(words_of(TEXT), 200, [9]))
-    assert [w.text for w in chunks[0]][-3:] == ["lazy", "dog", ","]     # not "The quick": the text's first comma
+    assert [w.text for w in chunks[0]] == ["The", "quick", "brown", "fox", "jumps"]   # | over the lazy dog
+    assert [w.text for w in chunks[1]][:4] == ["over", "the", "lazy", "dog"]
+
+
+def test_a_phrase_start_needs_two_words_before_it():
+    chunks = list(iter_chunks(words_of("Go with us to the sea, now."), 200, [4]))
+    assert [w.text for w in chunks[0]] == ["Go", "with", "us"]            # not "Go | with us": one word is no phrase
+
+
+def test_no_phrase_in_sight_cuts_at_a_word_past_three_times_the_limit():
+    text = "Seventeen elephants gracefully trampled unexpectedly purple geraniums yesterday."
+    chunks = list(iter_chunks(words_of(text), 200, [10]))
+    first = phoneme_string(chunks[0])
+    assert 10 < len(first) <= 30 and len(phoneme_string(chunks[0] + chunks[1][:1])) > 30
+    assert flat(chunks) == [(w.text, w.phonemes) for w in words_of(text)]
 
 
 def test_a_word_longer_than_the_first_limit_stays_whole():
     chunks = list(iter_chunks(words_of("Incomprehensibilities abound here, truly and really."), 100, [5]))
-    assert [w.text for w in chunks[0]] == ["Incomprehensibilities", "abound", "here", ","]   # up to the mark
+    assert [w.text for w in chunks[0]] == ["Incomprehensibilities"]      # past 3 x 5 phonemes: the word alone, whole
 
 
 @pytest.mark.parametrize("text", ["Hello there.", "Yes.", "Hi, all of you."])

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc import __version__
+from kcc.version import __version__
 from kcc.cache_trust import check_private_dir, sign
 from kcc.cache_trust import verify as signature_holds
 from kcc.compiler.build import BuildOptions, Built, toolchain_identity

@@ -244,7 +244,7 @@ def add_request_args(parser, *names: str, defaults: dict | None = None) -> None:
 # does (kcc.speech.text.iter_chunks cuts a short chunk at a sentence, clause or comma, never
 # inside a phrase); each next one may be 3 x longer, until the plan's limit. The numbers are
 # fixed, not measured: the same request gives the same chunks, hence the same bytes, at any load.
-STREAM_FIRST_PHONEMES = 40
+STREAM_FIRST_PHONEMES = 20
 STREAM_GROWTH = 3.0
 
 

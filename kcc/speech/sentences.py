@@ -64,6 +64,28 @@ def level(token: str) -> int | None:
     return None
 
 
+# Words a phrase starts with (conjunctions, prepositions, relative words) in the Latin-script
+# languages Kokoro speaks. The weakest boundary: used only to end a stream's first short chunks
+# where no mark does, so that the first audio stops where a reader could breathe ("The quick
+# brown fox jumps | over the lazy dog"), the same place at any load.
+PHRASE_STARTS = frozenset("""
+    and but or nor so yet because although though while whereas unless until since when where
+    whenever wherever if that which who whom whose what how why after before as than
+    about above across against along among around at behind below beneath beside between beyond
+    by despite down during except for from in inside into like near of off on onto out outside over
+    past through throughout to toward towards under underneath unlike up upon via with within without
+    y o pero porque aunque cuando donde que como si para por con sin sobre entre hasta desde hacia
+    et ou mais donc car parce lorsque quand où qui dont comme pour avec sans sur sous dans entre vers
+    chez depuis pendant e ma perché quando dove che come se per con senza su tra fra verso durante
+    mas porém quando onde porque como para com sem sobre entre até desde durante
+""".split())
+
+
+def starts_phrase(word: str) -> bool:
+    """A word a phrase starts with (PHRASE_STARTS), whatever its case."""
+    return word.strip().lower() in PHRASE_STARTS
+
+
 def ends_sentence(token: str) -> bool:
     """A caption word, a line or a chunk's last text that closes a sentence."""
     core = token.strip().rstrip(CLOSERS)

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, Sequence
 from kcc.model.kokoro import MAX_PHONEMES  # ALBERT's 512 positions less the two boundary tokens
 from kcc.speech.g2p.g2p import Word
 from kcc.speech.g2p.overrides import INLINE, MAX_OVERRIDE_PHONEMES, MAX_WORD_CHARS
-from kcc.speech.sentences import CLOSERS, level, sentence_ends
+from kcc.speech.sentences import CLOSERS, level, sentence_ends, starts_phrase
 
 # A chunk's frames at speed 1, bounded from above: real Kokoro-82M (default voice, 40 English
 # chunks of prose, digits, spelled-out letters and punctuation runs) took 1.2-3.2 frames per
@@ -146,6 +146,20 @@ def _cut(words: list[Word], incoming: Word, limit: int, natural: bool = False) -
     return None if natural else len(words)
 
 
+def _phrase_cut(words: list[Word], incoming: Word, limit: int) -> int | None:
+    """How many of `words` form a short chunk ending before a phrase's first word (starts_phrase):
+    before `incoming` if it starts one, else before the last word in `words` that does and leaves
+    the rest plus `incoming` within the limit; never fewer than two words. Past 3 x the limit
+    with no phrase in sight, at the last word boundary (a stream's first audio is never delayed
+    by a long sentence without marks)."""
+    if len(words) >= 2 and starts_phrase(incoming.text):
+        return len(words)
+    for z in range(len(words) - 1, 1, -1):
+        if starts_phrase(words[z].text) and len(phoneme_string(words[z:] + [incoming])) <= limit:
+            return z
+    return len(words) if len(phoneme_string(words + [incoming])) > 3 * limit else None
+
+
 def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
                 first_limit: int | Sequence[int] | None = None, min_rest: int = 0) -> Iterator[list[Word]]:
     """Consecutive runs of `words` (all of them, in order), each run's phoneme string <= limit.
@@ -183,6 +197,8 @@ def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
         if current and len(phoneme_string(current + [w])) > lim():
             short = lim() < limit
             z = _cut(current, w, lim(), natural=short)
+            if z is None and short:       # no mark allows it: before a phrase's first word
+                z = _phrase_cut(current, w, lim())
             if z is None:                 # a short run ends only where the text does: grow it
                 if len(phoneme_string(current + [w])) <= limit:
                     current.append(w)

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from kcc import __version__
+from kcc.version import __version__
 from kcc.files import sweep_temporaries
 from kcc.model.loader import available_cores
 from kcc.speech.batch.item import DEFAULT_MAX_CHARS, JobOptions, Outcome, write_atomic

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc import __version__
+from kcc.version import __version__
 from kcc.files import file_sha256, read_bounded, write_atomic
 from kcc.speech.batch import DEFAULT_MAX_CHARS  # noqa: F401  (re-exported: the item's limit)
 from kcc.model.pipeline import DEFAULT_MAX_FRAMES

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kcc import __version__
+from kcc.version import __version__
 from kcc.files import AtomicFile
 from kcc.speech.audio.encoder import Encoder
 from kcc.speech.audio.timestamps import SAMPLE_RATE

@@ -1,6 +1,6 @@
-"""The product's commands on the kcc command line: say, synth, export, voices, and the
-dispatch to serve / wyoming, batch and book (each of which declares its own options). kcc/cli.py
-is the top-level dispatcher; each command here imports what it runs inside its function, so
+"""The product's commands on the kcc command line: say, synth, export, voices. serve / wyoming,
+batch, book and voice design declare their own (their rooms' cli modules), registered by
+kcc/cli.py, the top-level dispatcher; each command here imports what it runs inside its function, so
 `kcc --help` loads none of it."""
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def cmd_voices(args) -> int:
 
 
 def add_commands(sub) -> None:
-    """say, synth, export, voices, serve, wyoming, batch, book on the `kcc` parser's subparsers."""
+    """say, synth, export, voices on the `kcc` parser's subparsers."""
     p = sub.add_parser("say", help="speak text into an audio file (or stdout)", epilog=EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("text", nargs="?", help="the text (or --text-file, or piped on stdin)")
@@ -155,11 +155,3 @@ def add_commands(sub) -> None:
     p.add_argument("--fetch", action="store_true", help="fetch the official voices now (npm pack kokoro-js), "
                    "even if a fetch failed recently; fails if they cannot be had")
     p.set_defaults(fn=cmd_voices)
-    from kcc.speech.batch.cli import add_parser as add_batch
-    from kcc.speech.book.cli import add_parser as add_book
-    from kcc.speech.serve.cli import add_parsers as add_serve
-    from kcc.speech.voice_design.cli import add_parser as add_voice
-    add_serve(sub)                        # serve, wyoming
-    add_batch(sub)
-    add_book(sub)
-    add_voice(sub)                        # voice design

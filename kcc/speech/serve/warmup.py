@@ -32,6 +32,7 @@ from kcc.speech.audio.timestamps import SAMPLE_RATE
 from kcc.speech.engine import plan, synthesize_chunks
 from kcc.speech.g2p.base import G2PError
 from kcc.speech.languages import LANGUAGES
+from kcc.speech.serve.scheduler import SchedulerClosed
 
 log = logging.getLogger("kcc.speech.serve")
 
@@ -88,6 +89,9 @@ class Warmup:
                     log.warning("%s is not warmed: %s", lang, exc)
             self._timed("encoders", warm_encoders)
             self._timed("synthesis", self._synthesize)
+        except SchedulerClosed as exc:   # the server stopped first (e.g. its port was taken): no failure to report
+            self.error = exc
+            log.info("warm-up stopped: the server is shutting down")
         except BaseException as exc:     # reported by /ready and the log; the server keeps answering
             self.error = exc
             log.exception("warm-up failed")
