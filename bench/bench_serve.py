@@ -190,6 +190,27 @@ def peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
     return float("nan")
 
 
+class RssCurve:
+    """The server's VmRSS / RssAnon / RssFile (MB) every `every` seconds, from a thread."""
+
+    def __init__(self, pid: int, every: float):
+        self.pid, self.every, self.rows, self.done = pid, every, [], threading.Event()
+        self.t0 = time.perf_counter()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(self.every if self.rows else 0):
+            self.rows.append({"t": time.perf_counter() - self.t0,
+                              **{k: peak_rss_mb(self.pid, f) for k, f in
+                                 (("rss", "VmRSS"), ("anon", "RssAnon"), ("file", "RssFile"))}})
+
+    def stop(self) -> list[dict]:
+        self.done.set()
+        self.thread.join()
+        return self.rows
+
+
 def http_ready(port: int) -> bool:
     """GET /ready answers 200 (a server that warms first answers 503 until warm)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
@@ -217,6 +238,10 @@ def main() -> int:
                     help="HTTP streamed pcm, HTTP stream_format sse, or `kcc wyoming`'s synthesize events")
     ap.add_argument("--root", default=str(ROOT), help="the kcc tree the server runs (another checkout: 'before')")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--precision", default=None, help="the server's --precision")
+    ap.add_argument("--only-clients", action="store_true", help="only the --clients phase (no 1-client phase)")
+    ap.add_argument("--rss-every", type=float, default=None,
+                    help="also sample the server's memory every this many seconds (VmRSS, RssAnon, RssFile)")
     a = ap.parse_args()
     port = free_port()
     command = ["wyoming", "--uri", f"tcp://127.0.0.1:{port}"] if a.transport == "wyoming" else ["serve", "--port", str(port)]
@@ -226,6 +251,8 @@ def main() -> int:
         argv += ["--threads", str(a.threads)]
     if a.first_chunk_phonemes is not None:
         argv += ["--first-chunk-phonemes", str(a.first_chunk_phonemes)]
+    if a.precision:
+        argv += ["--precision", a.precision]
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.perf_counter()
@@ -253,12 +280,14 @@ def main() -> int:
             warm = one_request(port, doc, a.transport)
             if "error" in warm:
                 raise SystemExit(f"warm-up request failed: {warm['error']}")
+        curve = RssCurve(proc.pid, a.rss_every) if a.rss_every else None
+        phases = [] if a.only_clients else [phase(port, doc, 1, a.requests, a.time_limit, a.transport)]
+        phases.append(phase(port, doc, a.clients, a.requests, a.time_limit, a.transport))
         out = {"cpu": cpu_label(), "fake": a.fake, "text_chars": len(a.text), "root": a.root,
-               "transport": a.transport, "startup_s": startup, "workers": a.workers,
+               "transport": a.transport, "startup_s": startup, "workers": a.workers, "precision": a.precision,
                "first_request_ttfa_ms": 1000 * cold["ttfa"], "idle_rss_mb": idle_rss,
-               "phases": [phase(port, doc, 1, a.requests, a.time_limit, a.transport),
-                          phase(port, doc, a.clients, a.requests, a.time_limit, a.transport)],
-               "peak_rss_mb": peak_rss_mb(proc.pid)}
+               "phases": phases, "peak_rss_mb": peak_rss_mb(proc.pid),
+               "rss_curve": curve.stop() if curve else None}
     finally:
         proc.terminate()
         proc.wait(60)
@@ -272,6 +301,11 @@ def main() -> int:
               f"{p['xrt_median']:.2f} | {p['throughput_audio_s_per_s']:.2f} | {p['stall_max_ms']:.0f} |")
         for e in p["error_samples"]:
             print(f"  error: {e}")
+    if out["rss_curve"]:
+        rows = out["rss_curve"]
+        print(f"server memory every {a.rss_every:g} s over {rows[-1]['t']:.0f} s (MB): " + ", ".join(
+            f"{k} first {rows[0][k]:.0f} / max {max(r[k] for r in rows):.0f} / last {rows[-1][k]:.0f}"
+            for k in ("rss", "anon", "file")))
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
     return 0

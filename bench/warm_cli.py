@@ -54,7 +54,7 @@ print(json.dumps({"construct_s": t1 - t0, "construct_cpu_s": c1 - c0}))
 
 
 def run(root: Path, argv: list[str]) -> dict:
-    """Wall and CPU (user + sys, with its children) of one process; its JSON line merged in."""
+    """Wall, CPU (user + sys, with its children) and peak RSS of one process; its JSON line merged in."""
     t0 = time.perf_counter()
     p = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          env={**os.environ, "PYTHONPATH": str(root)}, cwd=str(root))
@@ -63,7 +63,7 @@ def run(root: Path, argv: list[str]) -> dict:
     wall = time.perf_counter() - t0
     if status:
         raise SystemExit(f"{root}: {argv} failed ({status})")
-    got = {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime}
+    got = {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024}
     line = out.decode().strip().splitlines()[-1] if out.strip() else ""
     if line.startswith("{"):
         got.update(json.loads(line))

@@ -21,6 +21,8 @@ from kcc.speech.serve.service import Limits as ServiceLimits
 from kcc.speech.serve.voice_set import CACHE_PACKS
 from kcc.speech.serve.wyoming_events import WyomingLimits
 from kcc.speech.worker_budget import MAX_WORKERS, SERVER_BASE_BYTES, WORKER_MEMORY_BYTES
+from kcc.speech.voice_design.run import MAX_MINUTES
+from kcc.speech.voice_design.target import MAX_TARGET_BYTES, MAX_TARGET_S, MIN_VOICE_S
 from kcc.speech.voices import MAX_BLEND_PARTS, MAX_STYLE_ABS, PLAUSIBLE_ABS
 from kcc.weights.bounded_read import CHECKPOINT_LIMITS, VOICE_BANK_LIMITS, VOICE_LIMITS
 
@@ -47,8 +49,9 @@ def _table() -> list[tuple[str, str, str]]:
         ("text", "phonemes per chunk (fewer at slow speeds; longer words are cut)", str(MAX_PHONEMES)),
         ("say / synth", "speed; `--max-frames`; `--threads`",
          f"{MIN_SPEED:g}-{MAX_SPEED:g}; {MIN_MAX_FRAMES}-{MAX_MAX_FRAMES}; 1 to the cores available"),
-        ("request (every door)", "seed; a stream's first chunk (phonemes, ending at a sentence, clause or comma) "
-                                 "and each next one's growth; a whole file's chunks end only where the text does",
+        ("request (every door)", "seed; a stream's first chunk (phonemes, ending at a sentence, clause or comma, "
+                                 "else before a phrase's first word, else past 3x at a word) and each next one's "
+                                 "growth; a whole file's chunks end only where the text does",
          f"0-{MAX_SEED}; {STREAM_FIRST_PHONEMES}; {STREAM_GROWTH:g}x"),
         ("server", "a streamed chunk's phonemes: first / most (a whole file: as `kcc say`)",
          f"{svc.first_chunk_phonemes} / {svc.chunk_phonemes}"),
@@ -91,6 +94,8 @@ def _table() -> list[tuple[str, str, str]]:
         ("book (reading work)", "markup bytes parsed / document nodes / PDF content-stream bytes (a stream counted "
                                 "on every page that draws it)",
          f"{_mib(BOOK.max_parse_bytes)} / {BOOK.max_nodes} / {_mib(BOOK.max_pdf_content_bytes)}"),
+        ("voice design", "target recording: voice at least / audio at most / file bytes / `--minutes` at most",
+         f"{MIN_VOICE_S:g} s / {MAX_TARGET_S / 60:g} min / {_mib(MAX_TARGET_BYTES)} / {MAX_MINUTES}"),
     ]
     return rows
 

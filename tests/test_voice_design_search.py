@@ -16,6 +16,7 @@ import pytest
 from kcc.compiler.xray import load_pinned
 from kcc.speech.voice_design import run as vrun
 from kcc.speech.voice_design.encoder import SpeakerEncoder
+from kcc.speech.voice_design.pitch import pitch_stats
 from kcc.speech.voice_design.search import (CLIP, DesignError, Guard, PoolCache, Scorer, Search, StateMismatchError,
                                             fit_blend, make_pack, surrogate_direction)
 from kcc.speech.voice_design.target import resample
@@ -141,6 +142,31 @@ def test_guard_refuses_clipping_loudness_length_and_implausible_packs():
     assert "length" in guard.problem(np.tile(ok, 3), pack)
     assert "not finite" in guard.problem(np.full(48_000, np.nan, np.float32), pack)
     assert "not a voice" in guard.problem(ok, np.zeros_like(pack) + 0.5)
+
+
+def saw(f0: float, seconds: float = 2.0) -> np.ndarray:
+    t = np.arange(int(24_000 * seconds)) / 24_000
+    return (0.2 * ((t * f0) % 1.0 - 0.5)).astype(np.float32)
+
+
+@pytest.mark.parametrize("f0", [80.0, 140.0, 220.0, 330.0])
+def test_pitch_stats_hear_the_period_not_its_multiples(f0):
+    got, voiced = pitch_stats(saw(f0), 24_000)
+    assert abs(got / f0 - 1) < 0.03 and voiced == 1.0
+    assert pitch_stats(np.random.default_rng(0).standard_normal(48_000).astype(np.float32) * 0.1, 24_000) == (0.0, 0.0)
+
+
+def test_guard_refuses_a_pitch_or_a_voicing_no_official_voice_has():
+    guard = Guard.from_pool([0.05, 0.1], [1.5, 3.0], f0=[160.0, 240.0], voiced=[0.8, 0.9])
+    pack = pack_at(0.0)
+    assert guard.problem(saw(200.0), pack) is None
+    assert "median pitch 100 Hz outside the official voices' 139..276 Hz" in guard.problem(saw(100.0), pack)
+    assert "median pitch" in guard.problem(saw(350.0), pack)
+    half = np.concatenate([saw(200.0, 1.0), np.random.default_rng(1).standard_normal(24_000).astype(np.float32) * 0.07])
+    assert "voiced share 0.51 under the official voices' 0.68" in guard.problem(half, pack)
+    # a state saved before the pitch guard: read without one
+    old = Guard.from_state({"rms": [0.04, 0.12], "seconds": [1.0, 4.0]})
+    assert old.f0 is None and old.problem(saw(100.0), pack) is None
 
 
 def test_fit_blend_finds_the_mixture_behind_a_target():

@@ -47,6 +47,7 @@ import numpy as np
 from kcc.files import AtomicFile
 from kcc.speech.engine import plan
 from kcc.speech.voice_design.encoder import SpeakerEncoder, unit
+from kcc.speech.voice_design.pitch import pitch_stats
 from kcc.speech.voice_design.target import resample
 from kcc.speech.voices import ImplausibleVoiceError, check_plausible, style_for
 
@@ -57,6 +58,8 @@ HEARD_RECENT = 48                 # candidates the surrogate remembers beside th
 CLIP = 0.99
 RMS_MARGIN = 1.25                 # x / / the pool's loudest / quietest RMS
 LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total length
+F0_MARGIN = 1.15                  # x / / the pool's highest / lowest median pitch
+VOICED_MARGIN = 0.85              # x the pool's least voiced share of audible frames
 SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
 # Scored during the search, and held out (never scored) for measuring the result.
 SENTENCES = {
@@ -126,13 +129,28 @@ def rotating_for(language: str) -> tuple[str, ...] | None:
 
 @dataclass
 class Guard:
+    """What a candidate must sound like: the official voices' range (with margins) of loudness,
+    length (the phonemes' durations summed), median pitch and voiced share, and no clipping."""
     rms: tuple[float, float]
     seconds: tuple[float, float]
+    f0: tuple[float, float] | None = None          # None: a state saved before the pitch guard
+    voiced: float | None = None
 
     @classmethod
-    def from_pool(cls, rms: list[float], seconds: list[float]) -> "Guard":
+    def from_pool(cls, rms: list[float], seconds: list[float], f0: list[float] | None = None,
+                  voiced: list[float] | None = None) -> "Guard":
         return cls((min(rms) / RMS_MARGIN, max(rms) * RMS_MARGIN),
-                   (min(seconds) / LENGTH_MARGIN, max(seconds) * LENGTH_MARGIN))
+                   (min(seconds) / LENGTH_MARGIN, max(seconds) * LENGTH_MARGIN),
+                   (min(f0) / F0_MARGIN, max(f0) * F0_MARGIN) if f0 else None,
+                   min(voiced) * VOICED_MARGIN if voiced else None)
+
+    @classmethod
+    def from_state(cls, saved: dict) -> "Guard":
+        f0 = saved.get("f0")
+        return cls(tuple(saved["rms"]), tuple(saved["seconds"]), tuple(f0) if f0 else None, saved.get("voiced"))
+
+    def as_state(self) -> dict:
+        return {"rms": self.rms, "seconds": self.seconds, "f0": self.f0, "voiced": self.voiced}
 
     def problem(self, audio: np.ndarray, pack: np.ndarray, length_scale: float = 1.0) -> str | None:
         """Why a candidate is refused, or None. `length_scale`: how much longer (in phonemes) the
@@ -149,6 +167,12 @@ class Guard:
         lo, hi = self.seconds[0] * length_scale, self.seconds[1] * length_scale
         if not lo <= secs <= hi:
             return f"length {secs:.2f} s outside the official voices' {lo:.2f}..{hi:.2f} s"
+        if self.f0 is not None:
+            f0, voiced = pitch_stats(audio, SAMPLE_RATE)
+            if not self.f0[0] <= f0 <= self.f0[1]:
+                return f"median pitch {f0:.0f} Hz outside the official voices' {self.f0[0]:.0f}..{self.f0[1]:.0f} Hz"
+            if voiced < self.voiced:
+                return f"voiced share {voiced:.2f} under the official voices' {self.voiced:.2f} (breath or buzz)"
         try:
             check_plausible(pack, "candidate")
         except ImplausibleVoiceError as exc:
@@ -340,21 +364,24 @@ class Search:
 
     def start(self) -> State:
         t0 = time.monotonic()
-        scores, rms, secs, embeddings = {}, [], [], {}
+        scores, rms, secs, f0s, voiced, embeddings = {}, [], [], [], [], {}
         for i, (name, pack) in enumerate(self.packs.items()):
             heard = self.pool_cache.get(self.scorer, pack) if self.pool_cache else None
-            if heard is None:
+            if heard is None or "f0" not in heard:        # (cached before the pitch guard: heard again)
                 audio = self.scorer.audio(pack)
+                pitch, share = pitch_stats(audio, SAMPLE_RATE)
                 heard = {"embedding": [float(x) for x in self.scorer.embed(audio)], "seconds": audio.size / SAMPLE_RATE,
-                         "rms": float(np.sqrt(np.mean(audio.astype(np.float64) ** 2)))}
+                         "rms": float(np.sqrt(np.mean(audio.astype(np.float64) ** 2))), "f0": pitch, "voiced": share}
                 if self.pool_cache:
                     self.pool_cache.put(self.scorer, pack, heard)
             scores[name] = float(np.asarray(heard["embedding"], np.float32) @ self.target)
             embeddings[name] = np.asarray(heard["embedding"], np.float64)
             rms.append(heard["rms"])
             secs.append(heard["seconds"])
+            f0s.append(heard["f0"])
+            voiced.append(heard["voiced"])
             self._say(f"scoring the official voices: {i + 1}/{len(self.packs)} ({name} {scores[name]:.3f})")
-        guard = Guard.from_pool(rms, secs)
+        guard = Guard.from_pool(rms, secs, f0s, voiced)
         near = sorted(scores, key=scores.get, reverse=True)[:2 * TOP_K]
         fitted = fit_blend(np.stack([embeddings[n] for n in near]), self.target.astype(np.float64))
         # the blend's basis: the voices the fit weighs most, then the most similar ones
@@ -390,7 +417,7 @@ class Search:
         rng = np.random.default_rng(self.seed)
         self.state = State(self.key, list(self.packs), top, [float(x) for x in best[1]],
                            [0.0] * stack.shape[-1], best[0], best[0], rng=rng.bit_generator.state,
-                           guard={"rms": guard.rms, "seconds": guard.seconds}, pool_scores=scores,
+                           guard=guard.as_state(), pool_scores=scores,
                            heard=heard_pairs, incumbent=incumbent, seconds=time.monotonic() - t0)
         self.state.save(self.state_path)
         return self.state
@@ -401,7 +428,7 @@ class Search:
         s = self.state
         stack = self._stack(s.top)
         mu, scale = self._style_frame()
-        guard = Guard(tuple(s.guard["rms"]), tuple(s.guard["seconds"]))
+        guard = Guard.from_state(s.guard)
         rng = np.random.default_rng()
         rng.bit_generator.state = s.rng
         began = time.monotonic()
