@@ -32,7 +32,9 @@ for p in (ROOT, ROOT / "bench"):
 
 import asr_wer  # noqa: E402
 
-WER_MARGIN = 0.01            # points of WER over fp32 a precision may lose
+WER_MARGIN = 0.01            # WER a precision may have on the sentences Whisper hears right from fp32 (new errors)
+WER_OVERALL_MARGIN = 0.02    # points of corpus WER over fp32's (two words of the 112: where fp32 is already
+                             # misheard, Whisper tiny's guesses differ by a word between nearly equal audio)
 DURATION_OFF_BY_ONE = 0.05   # fraction of tokens whose duration may differ by one frame
 HIGH_BAND_HZ = 8000
 HIGH_BAND_DB = 1.0           # |high-band energy, precision vs fp32| in dB, each utterance
@@ -161,14 +163,17 @@ def gate(precision: str, shared: Shared | None = None) -> dict:
         print(f"precision_gate: {precision} vs fp32 {row['log_mel_db']:.2f} dB, high band "
               f"{row['high_band_db']:+.2f} dB  {text} (seed {seed})", file=shared.log)
     wer = {p: asr_wer._corpus_wer(refs, h) for p, h in heard.items()}
+    clean = [i for i, (r, h) in enumerate(zip(refs, heard["fp32"])) if r == h]
+    new_errors = asr_wer._corpus_wer([refs[i] for i in clean], [heard[precision][i] for i in clean]) if clean else 0.0
     reference = shared.reference
     dist = float(np.mean([r["log_mel_db"] for r in rows]))
     hb = max(abs(r["high_band_db"]) for r in rows)
     result = {
         "precision": precision, "seeds": list(shared.seeds), "rows": rows, "wer": wer,
+        "wer_where_fp32_is_heard_right": new_errors, "sentences_fp32_heard_right": len(clean),
         "mean_log_mel_db": dist, "ort_int8_vs_torch": reference, "tokens": tokens,
         "durations_off_by_one": off1, "durations_off_by_more": worse, "max_high_band_db": hb,
-        "passed": {"wer": wer[precision] <= wer["fp32"] + WER_MARGIN,
+        "passed": {"wer": new_errors <= WER_MARGIN and wer[precision] <= wer["fp32"] + WER_OVERALL_MARGIN,
                    "log_mel": dist <= reference["mean_log_mel_db"],
                    "durations": worse == 0 and off1 <= DURATION_OFF_BY_ONE * tokens,
                    "high_band": hb <= HIGH_BAND_DB},

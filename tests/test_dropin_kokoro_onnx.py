@@ -144,17 +144,23 @@ def test_tokenizer_tokenize_and_its_limit():
 
 # -- with_stream.py / with_stream_save.py shapes --------------------------------------------------
 def test_create_stream_yields_the_create_audio(kokoro):
-    text = "The first sentence is here. And then a second one follows it, a little longer than the first."
+    # a text the stream keeps whole (too little follows any place it could cut): create's samples
+    text = "The first sentence is here. And a second one."
 
-    async def collect(**kw):
+    async def collect(text, **kw):
         return [(s, r) async for s, r in kokoro.create_stream(text, voice="af_nicole", speed=1.0, lang="en-us", **kw)]
 
-    parts = asyncio.run(collect())
-    assert parts and all(r == SAMPLE_RATE for _, r in parts)
+    parts = asyncio.run(collect(text))
+    assert len(parts) == 1 and all(r == SAMPLE_RATE for _, r in parts)
     whole, _ = kokoro.create(text, voice="af_nicole", speed=1.0, lang="en-us")
     np.testing.assert_array_equal(np.concatenate([s for s, _ in parts]), whole)
-    trimmed = np.concatenate([s for s, _ in asyncio.run(collect(trim=True))])
+    trimmed = np.concatenate([s for s, _ in asyncio.run(collect(text, trim=True))])
     np.testing.assert_array_equal(trimmed, kokoro.create(text, voice="af_nicole", lang="en-us", trim=True)[0])
+    # a longer one starts with a short chunk, cut where the text allows (here its first sentence end)
+    longer = "The first sentence is here. And then a second one follows it, a little longer than the first."
+    got = asyncio.run(collect(longer))
+    first, _ = kokoro.create("The first sentence is here.", voice="af_nicole", lang="en-us")
+    assert len(got) == 2 and got[0][0].size == first.size
     assert trimmed.size < whole.size
 
 

@@ -1,6 +1,7 @@
 """The listening gate for reduced compute precision (issue 26; bench/precision_gate.py): bf16 and int8
 against fp32 on the real Kokoro-82M weights, ten English sentences x two noise seeds. Reduced precision is
-not held to the X-Ray's bit gate; it must sound as good: Whisper WER within a point of fp32's,
+not held to the X-Ray's bit gate; it must sound as good: no Whisper error on a sentence fp32 is heard
+right (WER <= 1 point there), corpus WER within two points of fp32's,
 log-mel distance to fp32 no larger than the int8 onnxruntime export's distance to torch, the same
 durations (one frame off on <= 5% of tokens), no added hiss above 8 kHz.
 
@@ -31,7 +32,10 @@ def gate(request, shared):
 
 def test_reduced_precision_is_as_intelligible_as_fp32(gate):
     w = gate["wer"]
-    assert w[gate["precision"]] <= w["fp32"] + 0.01, gate["rows"]
+    # no new errors where fp32 is heard right; within two points overall (Whisper's guesses on a
+    # sentence fp32 already loses differ by a word between nearly equal audio)
+    assert gate["sentences_fp32_heard_right"] >= 10 and gate["wer_where_fp32_is_heard_right"] <= 0.01, gate["rows"]
+    assert w[gate["precision"]] <= w["fp32"] + 0.02, gate["rows"]
     assert w["fp32"] <= 0.15
 
 
