@@ -177,7 +177,7 @@ class Guard:
         if self.f0 is not None:
             f0, voiced = pitch_stats(audio, SAMPLE_RATE)
             if not self.f0[0] <= f0 <= self.f0[1]:
-                return f"median pitch {f0:.0f} Hz outside the official voices' {self.f0[0]:.0f}..{self.f0[1]:.0f} Hz"
+                return f"median pitch {f0:.0f} Hz outside the allowed {self.f0[0]:.0f}..{self.f0[1]:.0f} Hz"
             if voiced < self.voiced:
                 return f"voiced share {voiced:.2f} under the official voices' {self.voiced:.2f} (breath or buzz)"
         try:
