@@ -79,7 +79,7 @@ def main() -> int:
             t0, c0 = time.monotonic(), time.process_time()
             search = Search(scorer, packs, target.embedding, lang, args.seed, Path(tmp) / "state.json",
                             progress=lambda s: print(f"  {name}: {s}", file=sys.stderr, flush=True), pool_cache=cache,
-                            rotation=rotation)
+                            rotation=rotation, target_f0=target.f0)
             state = search.start()
             start_minutes = (time.monotonic() - t0) / 60
             start_held = float(held.embed(held.audio(search.pack())) @ target.embedding)

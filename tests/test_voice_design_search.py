@@ -160,10 +160,17 @@ def test_guard_refuses_a_pitch_or_a_voicing_no_official_voice_has():
     guard = Guard.from_pool([0.05, 0.1], [1.5, 3.0], f0=[160.0, 240.0], voiced=[0.8, 0.9])
     pack = pack_at(0.0)
     assert guard.problem(saw(200.0), pack) is None
-    assert "median pitch 100 Hz outside the official voices' 139..276 Hz" in guard.problem(saw(100.0), pack)
+    assert "median pitch 100 Hz outside the allowed 139..276 Hz" in guard.problem(saw(100.0), pack)
     assert "median pitch" in guard.problem(saw(350.0), pack)
     half = np.concatenate([saw(200.0, 1.0), np.random.default_rng(1).standard_normal(24_000).astype(np.float32) * 0.07])
     assert "voiced share 0.51 under the official voices' 0.68" in guard.problem(half, pack)
+    # a target's pitch narrows the range to within 1.2x of it, inside the official voices'
+    near = Guard.from_pool([0.05, 0.1], [1.5, 3.0], f0=[100.0, 240.0], voiced=[0.8, 0.9], target_f0=200.0)
+    assert near.f0 == pytest.approx((200 / 1.2, 200 * 1.2))
+    assert near.problem(saw(200.0), pack) is None and "median pitch 119 Hz outside the allowed 167..240 Hz" in near.problem(saw(120.0), pack)
+    # a target outside every official voice's pitch: its own band
+    assert Guard.from_pool([0.05, 0.1], [1.5, 3.0], f0=[100.0, 140.0], voiced=[0.8], target_f0=300.0).f0 == \
+        pytest.approx((250.0, 360.0))
     # a state saved before the pitch guard: read without one
     old = Guard.from_state({"rms": [0.04, 0.12], "seconds": [1.0, 4.0]})
     assert old.f0 is None and old.problem(saw(100.0), pack) is None

@@ -35,6 +35,8 @@ def test_other_rates_and_containers_decode_to_the_same_voice(speech, encoder, tm
     got = tg.load_targets([path], encoder)
     assert float(got.embedding @ reference.embedding) > 0.99
     assert got.voiced_s == pytest.approx(reference.voiced_s, abs=0.1)
+    # af_heart's speaking pitch (a female voice: ~180-240 Hz), the same at either rate
+    assert 170 < reference.f0 < 250 and got.f0 == pytest.approx(reference.f0, rel=0.03)
 
 
 def test_resample_keeps_a_tone_in_band():

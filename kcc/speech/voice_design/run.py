@@ -111,7 +111,7 @@ def run_design(req: DesignRequest, progress=None, synth=None, encoder: SpeakerEn
     rotation = Scorer.speaking(synth, g2p, rotating, encoder) if rotating else None
     model = str(getattr(synth, "model_id", None) or req.checkpoint or "default")
     search = Search(scorer, packs, target.embedding, code, req.seed, Path(f"{req.out}.design.json"), progress,
-                    PoolCache(cache_subdir("voice_design") / "pool.json", model), rotation)
+                    PoolCache(cache_subdir("voice_design") / "pool.json", model), rotation, target.f0)
     state = search.resume_or_start(req.restart)
     try:
         state = search.run(minutes=req.minutes, steps=req.steps)

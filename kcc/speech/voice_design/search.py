@@ -60,6 +60,7 @@ RMS_MARGIN = 1.25                 # x / / the pool's loudest / quietest RMS
 LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total length
 F0_MARGIN = 1.15                  # x / / the pool's highest / lowest median pitch
 VOICED_MARGIN = 0.85              # x the pool's least voiced share of audible frames
+TARGET_F0_MARGIN = 1.2            # x / / the target's median pitch: a design keeps near the target's pitch
 SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
 # Scored during the search, and held out (never scored) for measuring the result.
 SENTENCES = {
@@ -138,11 +139,17 @@ class Guard:
 
     @classmethod
     def from_pool(cls, rms: list[float], seconds: list[float], f0: list[float] | None = None,
-                  voiced: list[float] | None = None) -> "Guard":
+                  voiced: list[float] | None = None, target_f0: float = 0.0) -> "Guard":
+        """target_f0 (> 0): the pitch range narrows to the target's pitch within TARGET_F0_MARGIN
+        (where that leaves the official voices' range, the target's band alone)."""
+        pitch = (min(f0) / F0_MARGIN, max(f0) * F0_MARGIN) if f0 else None
+        if target_f0 > 0:
+            near = (target_f0 / TARGET_F0_MARGIN, target_f0 * TARGET_F0_MARGIN)
+            both = (max(near[0], pitch[0]), min(near[1], pitch[1])) if pitch else near
+            pitch = both if both[0] < both[1] else near
         return cls((min(rms) / RMS_MARGIN, max(rms) * RMS_MARGIN),
                    (min(seconds) / LENGTH_MARGIN, max(seconds) * LENGTH_MARGIN),
-                   (min(f0) / F0_MARGIN, max(f0) * F0_MARGIN) if f0 else None,
-                   min(voiced) * VOICED_MARGIN if voiced else None)
+                   pitch, min(voiced) * VOICED_MARGIN if voiced else None)
 
     @classmethod
     def from_state(cls, saved: dict) -> "Guard":
@@ -170,7 +177,7 @@ class Guard:
         if self.f0 is not None:
             f0, voiced = pitch_stats(audio, SAMPLE_RATE)
             if not self.f0[0] <= f0 <= self.f0[1]:
-                return f"median pitch {f0:.0f} Hz outside the official voices' {self.f0[0]:.0f}..{self.f0[1]:.0f} Hz"
+                return f"median pitch {f0:.0f} Hz outside the allowed {self.f0[0]:.0f}..{self.f0[1]:.0f} Hz"
             if voiced < self.voiced:
                 return f"voiced share {voiced:.2f} under the official voices' {self.voiced:.2f} (breath or buzz)"
         try:
@@ -342,8 +349,9 @@ class Search:
 
     def __init__(self, scorer: Scorer, packs: dict[str, np.ndarray], target: np.ndarray, language: str,
                  seed: int, state_path: Path, progress=None, pool_cache: PoolCache | None = None,
-                 rotation: Scorer | None = None):
+                 rotation: Scorer | None = None, target_f0: float = 0.0):
         self.scorer, self.packs, self.target = scorer, packs, unit(target)
+        self.target_f0 = target_f0        # the target recording's median pitch (0: not heard): the guard keeps near it
         self.rotation = rotation          # when given: each step scores a fresh ROTATE_K of its sentences
         self.seed, self.state_path, self.progress = seed, Path(state_path), progress
         self.pool_cache = pool_cache
@@ -381,7 +389,7 @@ class Search:
             f0s.append(heard["f0"])
             voiced.append(heard["voiced"])
             self._say(f"scoring the official voices: {i + 1}/{len(self.packs)} ({name} {scores[name]:.3f})")
-        guard = Guard.from_pool(rms, secs, f0s, voiced)
+        guard = Guard.from_pool(rms, secs, f0s, voiced, self.target_f0)
         near = sorted(scores, key=scores.get, reverse=True)[:2 * TOP_K]
         fitted = fit_blend(np.stack([embeddings[n] for n in near]), self.target.astype(np.float64))
         # the blend's basis: the voices the fit weighs most, then the most similar ones

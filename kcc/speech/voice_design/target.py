@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.speech.voice_design import mel
+from kcc.speech.voice_design.pitch import pitch_stats
 from kcc.speech.voice_design.encoder import SpeakerEncoder, unit
 
 MIN_VOICE_S = 3.0
@@ -116,6 +117,7 @@ class Target:
     embedding: np.ndarray                 # [256] unit vector
     voiced_s: float                       # seconds of voice the encoder heard
     consistency: float                    # mean cosine of the partials to the mean
+    f0: float = 0.0                       # median pitch of the voiced frames, Hz (0: none heard)
 
 
 def check_voice(wav16k: np.ndarray, name: str) -> np.ndarray:
@@ -157,7 +159,11 @@ def embed_target(wavs: list[tuple[np.ndarray, int, str]], encoder: SpeakerEncode
     if consistency < MIN_CONSISTENCY:
         warnings.warn(f"the target's parts differ (consistency {consistency:.3f} < {MIN_CONSISTENCY}): several "
                       "speakers? The design aims at their average voice", SeveralVoicesWarning, stacklevel=2)
-    return Target(mean, seconds, consistency)
+    # the pitch the design must keep near: each recording's median, weighed by its length
+    heard = [(pitch_stats(wav, rate)[0], wav.size / rate) for wav, rate, _ in wavs]
+    heard = [(f, s) for f, s in heard if f > 0]
+    f0 = sum(f * s for f, s in heard) / sum(s for _, s in heard) if heard else 0.0
+    return Target(mean, seconds, consistency, f0)
 
 
 def load_targets(paths: list[str | Path], encoder: SpeakerEncoder) -> Target:
