@@ -1,7 +1,7 @@
 """The kcc command line, the top-level dispatcher: the compiler's commands (compile, xray,
 report, import-onnx) here, the product's (say, synth, export, voices, serve, wyoming, batch,
-book) from kcc.speech.cli.commands and the rooms' own cli modules; every command runs under kcc.speech.cli.run.run_command (the
-one exit table, quiet broken pipes, Ctrl-C)."""
+book, voice design) from kcc.speech.cli.commands and the rooms' own cli modules; every command
+runs under kcc.speech.cli.run.run_command (the one exit table, quiet broken pipes, Ctrl-C)."""
 from __future__ import annotations
 
 import argparse

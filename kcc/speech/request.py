@@ -241,9 +241,10 @@ def add_request_args(parser, *names: str, defaults: dict | None = None) -> None:
 
 # -- chunking: the one plan of a request's chunks -------------------------------------------------------
 # A stream's first chunks are short so that audio starts early, and end only where the text
-# does (kcc.speech.text.iter_chunks cuts a short chunk at a sentence, clause or comma, never
-# inside a phrase); each next one may be 3 x longer, until the plan's limit. The numbers are
-# fixed, not measured: the same request gives the same chunks, hence the same bytes, at any load.
+# allows (kcc.speech.text.iter_chunks cuts a short chunk at a sentence, clause or comma, else
+# before a phrase's first word, and inside a phrase only when none comes within 3 x the limit);
+# each next one may be 3 x longer, until the plan's limit. The numbers are fixed, not measured:
+# the same request gives the same chunks, hence the same bytes, at any load.
 STREAM_FIRST_PHONEMES = 20
 STREAM_GROWTH = 3.0
 

@@ -1,6 +1,7 @@
 """The speaker encoder's front-end in numpy: resemblyzer 0.1.4's audio.py without librosa or webrtcvad.
 
-16 kHz mono float in [-1, 1] -> normalize_volume (raise to -30 dBFS, never lower) ->
+Any rate -> resample (band-limited, by the FFT; also the pitch guard's 8 kHz) -> 16 kHz mono float in
+[-1, 1] -> normalize_volume (raise to -30 dBFS, never lower) ->
 trim_long_silences (drop pauses longer than ~6 x 30 ms) -> a 40-band mel power spectrogram
 (25 ms Hann window, 10 ms hop, centred with zero padding, Slaney mel scale and area norm: the
 defaults of librosa.feature.melspectrogram that resemblyzer calls). normalize_volume and the mel
@@ -27,6 +28,20 @@ VAD_MAX_SILENCE = 6
 # A 30 ms window is voice when its energy is within this many dB of the loud windows' level (the
 # 95th percentile): speech syllables sit within ~30 dB of it, pauses and room tone far below.
 VAD_RANGE_DB = 40.0
+
+
+def resample(wav: np.ndarray, rate: int, to: int = SAMPLE_RATE) -> np.ndarray:
+    """Band-limited resampling by the FFT (zero-padded to an even length so both rates' bins line
+    up): deterministic, no SciPy; kcc's 24 kHz -> 16 kHz and any recording's rate."""
+    wav = np.asarray(wav, dtype=np.float64).reshape(-1)
+    if rate == to or wav.size == 0:
+        return wav.astype(np.float32)
+    n_out = int(round(wav.size * to / rate))
+    spec = np.fft.rfft(wav)
+    keep = min(spec.size, n_out // 2 + 1)
+    out_spec = np.zeros(n_out // 2 + 1, complex)
+    out_spec[:keep] = spec[:keep]
+    return (np.fft.irfft(out_spec, n_out) * (n_out / wav.size)).astype(np.float32)
 
 
 def normalize_volume(wav: np.ndarray, target_dbfs: float = TARGET_DBFS) -> np.ndarray:

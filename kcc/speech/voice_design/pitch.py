@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kcc.speech.voice_design.mel import resample
+
 RATE = 8_000
 FRAME = 320                      # 40 ms
 HOP = 160                        # 20 ms
@@ -22,7 +24,7 @@ AUDIBLE_DB = 40.0
 def pitch_stats(audio: np.ndarray, rate: int) -> tuple[float, float]:
     """(median F0 in Hz of the voiced frames, voiced share of the audible frames); (0.0, 0.0)
     when nothing is voiced."""
-    x = _to_8k(np.asarray(audio, np.float64).reshape(-1), rate)
+    x = resample(audio, rate, to=RATE).astype(np.float64)
     if x.size < FRAME:
         return 0.0, 0.0
     n = 1 + (x.size - FRAME) // HOP
@@ -51,14 +53,3 @@ def pitch_stats(audio: np.ndarray, rate: int) -> tuple[float, float]:
     f0 = RATE / (lo + lag[voiced])
     return float(np.median(f0)), float(voiced.mean())
 
-
-def _to_8k(x: np.ndarray, rate: int) -> np.ndarray:
-    """Down to 8 kHz by an FFT resampling (band-limited: no alias from 4-12 kHz's fricatives)."""
-    if rate == RATE:
-        return x
-    n = int(round(x.size * RATE / rate))
-    spec = np.fft.rfft(x)
-    keep = n // 2 + 1
-    out = np.zeros(keep, complex)
-    out[:min(keep, spec.size)] = spec[:min(keep, spec.size)]
-    return np.fft.irfft(out, n) * (n / x.size)

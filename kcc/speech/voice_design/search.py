@@ -48,7 +48,7 @@ from kcc.files import AtomicFile
 from kcc.speech.engine import plan
 from kcc.speech.voice_design.encoder import SpeakerEncoder, unit
 from kcc.speech.voice_design.pitch import pitch_stats
-from kcc.speech.voice_design.target import resample
+from kcc.speech.voice_design.mel import resample
 from kcc.speech.voices import ImplausibleVoiceError, check_plausible, style_for
 
 SAMPLE_RATE = 24_000

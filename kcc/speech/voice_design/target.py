@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kcc.speech.voice_design import mel
+from kcc.speech.voice_design.mel import resample
 from kcc.speech.voice_design.pitch import pitch_stats
 from kcc.speech.voice_design.encoder import SpeakerEncoder, unit
 
@@ -59,20 +60,6 @@ class NotSpeechError(TargetAudioError):
 
 class SeveralVoicesWarning(UserWarning):
     """The recording's parts sound like different speakers (or music): the design aims at their mean."""
-
-
-def resample(wav: np.ndarray, rate: int, to: int = mel.SAMPLE_RATE) -> np.ndarray:
-    """Band-limited resampling by the FFT (zero-padded to an even length so both rates' bins line
-    up): deterministic, no SciPy; kcc's 24 kHz -> 16 kHz and any recording's rate."""
-    wav = np.asarray(wav, dtype=np.float64).reshape(-1)
-    if rate == to or wav.size == 0:
-        return wav.astype(np.float32)
-    n_out = int(round(wav.size * to / rate))
-    spec = np.fft.rfft(wav)
-    keep = min(spec.size, n_out // 2 + 1)
-    out_spec = np.zeros(n_out // 2 + 1, complex)
-    out_spec[:keep] = spec[:keep]
-    return (np.fft.irfft(out_spec, n_out) * (n_out / wav.size)).astype(np.float32)
 
 
 def decode(path: str | Path) -> tuple[np.ndarray, int]:
