@@ -13,6 +13,7 @@ from kcc.speech.book.layout import ITEM_CHARS
 from kcc.speech.g2p.overrides import MAX_LEXICON_BYTES
 from kcc.speech.cli.say import MAX_TEXT_BYTES
 from kcc.speech.request import STREAM_FIRST_PHONEMES, STREAM_GROWTH
+from kcc.speech.text import PACK_PHONEMES
 from kcc.speech.serve.app import HttpLimits
 from kcc.speech.serve.connection import ConnectionLimits
 from kcc.speech.serve.listener import FD_HEADROOM, MAX_OPEN_CEILING, ListenerLimits
@@ -46,7 +47,8 @@ def _table() -> list[tuple[str, str, str]]:
          f"{MAX_STYLE_ABS:g} / {PLAUSIBLE_ABS:g}"),
         ("voice", "voices in a blend (say, batch, server, Wyoming)", str(MAX_BLEND_PARTS)),
         ("text", "`--text-file` size", _mib(MAX_TEXT_BYTES)),
-        ("text", "phonemes per chunk (fewer at slow speeds; longer words are cut)", str(MAX_PHONEMES)),
+        ("text", "phonemes per chunk (fewer at slow speeds; longer words are cut) / whole sentences share "
+         "a chunk up to (a longer sentence is a chunk of its own)", f"{MAX_PHONEMES} / {PACK_PHONEMES}"),
         ("say / synth", "speed; `--max-frames`; `--threads`",
          f"{MIN_SPEED:g}-{MAX_SPEED:g}; {MIN_MAX_FRAMES}-{MAX_MAX_FRAMES}; 1 to the cores available"),
         ("request (every door)", "seed; a stream's first chunk (phonemes, ending at a sentence, clause or comma, "

@@ -28,7 +28,7 @@ from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow, SynthesisError
 from kcc.speech.request import chunking
 from kcc.speech.engine import iter_plan, plan, random_voice, say, split_encoded
 from kcc.speech.audio.wav import pcm16
-from kcc.speech.text import MAX_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
+from kcc.speech.text import MAX_PHONEMES, PACK_PHONEMES, PIECE_CHARS, chunk_limit, clean_text, frame_estimate, pieces
 from test_say import FakeSynth, LetterG2P
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +112,7 @@ def test_an_overflowing_chunk_is_split_and_retried(speed):
     cut at words and retried; callers still get one Chunk per planned chunk, its audio the parts'
     audio end to end and its words' timestamps tiling it."""
     synth, pack = FramedSynth(per_token=8.0), random_voice(0)
-    chunks = plan(PARAGRAPH, LetterG2P(), speed=speed)
+    chunks = plan(PARAGRAPH, LetterG2P(), speed=speed, pack=None)       # chunks filled to the limit
     r = say(None, synth, pack, speed=speed, g2p=LetterG2P(), chunks=chunks)
     assert synth.overflows > 0 and len(r.chunks) == len(chunks)
     assert len(synth.calls) > len(chunks)
@@ -152,13 +152,29 @@ def test_a_word_longer_than_the_limit_is_really_cut():
 def test_a_whole_file_chunk_ends_where_the_text_does_and_a_stream_starts_short_at_a_boundary():
     whole = plan(PARAGRAPH * 2, LetterG2P())
     assert all(c.words[-1].phonemes == "." for c in whole[:-1])              # sentence ends only
-    assert len(whole[0].phonemes) > MAX_PHONEMES // 2                          # filled, not cut early
+    # no two of these sentences fit PACK_PHONEMES together: each is a chunk of its own, whole
+    assert [c.text for c in whole[:2]] == [s + "." for s in PARAGRAPH.split(". ")[:2]]
+    assert not any(". " in c.text for c in whole) and len(whole[1].phonemes) <= PACK_PHONEMES
     streamed = plan(PARAGRAPH * 2, LetterG2P(), **chunking(stream=True))
     # "The old lighthouse keeper climbed the spiral staircase | every evening": no mark within
     # 3 x the first limit, so a word boundary there (none of its words starts a phrase)
     assert len(streamed[0].phonemes) < len(whole[0].phonemes)
     assert [w.text for w in streamed[0].words][:4] == ["The", "old", "lighthouse", "keeper"]
     assert all(len(c.phonemes) <= MAX_PHONEMES for c in whole + streamed)
+
+
+def test_whole_sentences_share_a_chunk_up_to_pack_phonemes_and_a_longer_one_is_alone():
+    short = "Rain fell on the quiet harbour town. "                           # 36 letters a sentence
+    long = "The keeper " + "climbed the stairs and " * 12 + "slept."          # one sentence > 175
+    chunks = plan(short * 12 + long + " " + short * 2, LetterG2P())
+    texts = [c.text for c in chunks]
+    assert all(t.endswith(".") for t in texts)                               # whole sentences only
+    packed = [c for c in chunks if c.text != long]
+    assert all(len(c.phonemes) <= PACK_PHONEMES for c in packed)
+    assert [len(c.words) // 7 for c in packed] == [4, 4, 4, 2]              # as many as fit, in order
+    assert texts[3] == long and PACK_PHONEMES < len(chunks[3].phonemes) <= MAX_PHONEMES
+    unpacked = plan(short * 12 + long + " " + short * 2, LetterG2P(), pack=None)
+    assert len(unpacked[0].phonemes) > 2 * PACK_PHONEMES                   # the old fill, on request
 
 
 # -- text cleaning: control characters and line separators --------------------------------

@@ -25,7 +25,7 @@ from kcc.model.pipeline import DEFAULT_MAX_FRAMES, FrameOverflow
 from kcc.speech.g2p.g2p import G2P, Encoded, G2PError, Word, decode_text, encode
 from kcc.speech.request import FIELDS, NothingToSay, SayError, SpeechRequest, chunking  # noqa: F401  (re-exported)
 from kcc.speech.sentences import ends_sentence as _ends_sentence
-from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces, word_level
+from kcc.speech.text import MAX_PHONEMES, PACK_PHONEMES, chunk_limit, chunk_words, clean_text, iter_chunks, iter_paragraphs, pieces, word_level
 from kcc.speech.audio.timestamps import SAMPLE_RATE, SAMPLES_PER_FRAME, word_timestamps
 from kcc.speech.voices import PACK_ROWS, STYLE_DIM, check_plausible, default_voice_for, load_voice, speaking, style_for, validate_pack
 
@@ -82,12 +82,15 @@ def check_seed(value) -> int:
 
 
 def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = None,
-              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> Iterator[Encoded]:
+              speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0,
+              pack: int | None = PACK_PHONEMES) -> Iterator[Encoded]:
     """Text (str or UTF-8 bytes) -> encoded chunks, lazily, each <= limit phonemes and sized so
     its frames at `speed` fit `max_frames` (kcc.speech.text.chunk_limit); None: a chunk ends only
     where the text does (a whole file); first_limit: the first chunk <= it where a boundary of the
     text allows (a sequence: the first chunks' limits, across paragraphs; min_rest: see
-    kcc.speech.text.iter_chunks; kcc.speech.request.chunking gives both for a stream); words in order. G2P runs one paragraph piece ahead of the chunks."""
+    kcc.speech.text.iter_chunks; kcc.speech.request.chunking gives both for a stream); pack: whole
+    sentences per chunk up to this many phonemes (kcc.speech.text.PACK_PHONEMES, every door's);
+    words in order. G2P runs one paragraph piece ahead of the chunks."""
     text = clean_text(decode_text(text))
     if not text.strip():
         raise NothingToSay("input text is empty")
@@ -95,7 +98,7 @@ def iter_plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence
     ramp = [first_limit] if isinstance(first_limit, int) else list(first_limit or ())
     n = 0
     for para in iter_paragraphs(text):
-        for words in iter_chunks(_paragraph_words(para, g2p), limit, ramp[n:], min_rest):
+        for words in iter_chunks(_paragraph_words(para, g2p), limit, ramp[n:], min_rest, pack):
             enc = encode(words, where=f"chunk {n + 1}")
             if enc.ids:
                 n += 1
@@ -124,9 +127,10 @@ def _paragraph_words(para: str, g2p) -> Iterator[Word]:
 
 
 def plan(text, g2p, limit: int = MAX_PHONEMES, first_limit: "int | Sequence[int] | None" = None,
-         speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0) -> list[Encoded]:
+         speed: float = 1.0, max_frames: int = DEFAULT_MAX_FRAMES, min_rest: int = 0,
+         pack: int | None = PACK_PHONEMES) -> list[Encoded]:
     """iter_plan, all of it (errors anywhere in the text surface before any synthesis)."""
-    return list(iter_plan(text, g2p, limit, first_limit, speed, max_frames, min_rest))
+    return list(iter_plan(text, g2p, limit, first_limit, speed, max_frames, min_rest, pack))
 
 
 def split_encoded(enc: Encoded, parts: int) -> list[Encoded]:

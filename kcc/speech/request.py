@@ -264,7 +264,8 @@ def chunk_ramp(first: int = STREAM_FIRST_PHONEMES, limit: int = 510, growth: flo
 
 def chunking(stream: bool, limit: int = 510, first: int = STREAM_FIRST_PHONEMES) -> dict:
     """kcc.speech.engine.plan's first_limit / min_rest for a request. A whole file (stream False):
-    none: a chunk ends only where the text does (sentence, else clause, else the model's limit).
+    none: a chunk ends only where the text does (sentence, else clause, else the model's limit),
+    whole sentences sharing one up to kcc.speech.text.PACK_PHONEMES (every request, streams too).
     A stream: the ramp, and a paragraph is cut short only when at least twice the first limit
     follows the cut, so a short sentence stays whole."""
     if not stream:

@@ -1,4 +1,5 @@
-"""Long text -> chunks of at most 510 phonemes, split where upstream KPipeline splits.
+"""Long text -> chunks of at most 510 phonemes, split where upstream KPipeline splits; whole
+sentences share a chunk only up to PACK_PHONEMES.
 
 Text is first cleaned (control characters become spaces: espeak-ng reads a NUL as the end of
 its input and would silently drop the rest of the word) and cut into paragraphs at newlines
@@ -35,6 +36,14 @@ from kcc.speech.sentences import CLOSERS, level, sentence_ends, starts_phrase
 # Slower speech scales it by 1 / speed. A chunk that still overflows is split and retried
 # (kcc.speech.engine), so this bound only keeps retries rare.
 FRAME_OVERHEAD, FRAMES_PER_PHONEME = 40.0, 3.2
+# A chunk of a long text holds whole sentences up to this many phonemes (a longer sentence is a
+# chunk of its own, up to the model's 510): the generator's activations grow with a chunk's
+# frames (instance norms over the whole chunk: it cannot run in tiles and give the same audio),
+# so chunks filled to 510 phonemes made a long text's `kcc say` peak 4.7x a sentence's and a
+# server worker's arena that of its longest chunk. With it, memory follows the longest sentence,
+# not the text's length. 175: Kokoro-FastAPI's lower chunk target (175-250 tokens), about two
+# ordinary sentences.
+PACK_PHONEMES = 175
 # G2P gets a long paragraph in pieces of at most this many characters, cut after a sentence end
 # (else at a space, else anywhere): spaCy / espeak time grows faster than linearly in one call.
 PIECE_CHARS = 2000
@@ -129,21 +138,34 @@ def word_level(w: Word) -> int | None:
     return level(w.text) if w.text and w.text != w.phonemes else None
 
 
+def _after_last(words: list[Word], levels: list[int | None], n: int) -> int | None:
+    """How many of `words` end with the last break of level n (a closing quote or bracket staying
+    with its sentence), or None when there is none."""
+    z = next((i for i in range(len(words) - 1, -1, -1) if levels[i] == n), None)
+    if z is None:
+        return None
+    z += 1
+    if z < len(words) and words[z].phonemes and not words[z].phonemes.strip(CLOSERS):
+        z += 1
+    return z
+
+
 def _cut(words: list[Word], incoming: Word, limit: int, natural: bool = False) -> int | None:
     """How many of `words` form the chunk, so that the rest plus `incoming` fits the limit: after
     the last sentence end that allows it, else clause mark, else comma; else all of them (or
     None when `natural`: no boundary in the text allows the cut)."""
     levels = [word_level(w) for w in words]
     for n in range(3):
-        z = next((i for i in range(len(words) - 1, -1, -1) if levels[i] == n), None)
-        if z is None:
-            continue
-        z += 1
-        if z < len(words) and words[z].phonemes and not words[z].phonemes.strip(CLOSERS):
-            z += 1                          # a closing quote or bracket stays with its sentence
-        if len(phoneme_string(words[z:] + [incoming])) <= limit:
+        z = _after_last(words, levels, n)
+        if z is not None and len(phoneme_string(words[z:] + [incoming])) <= limit:
             return z
     return None if natural else len(words)
+
+
+def _sentences_cut(words: list[Word]) -> int | None:
+    """How many of `words` are whole sentences (after the last sentence end), or None."""
+    z = _after_last(words, [word_level(w) for w in words], 0)
+    return z if z else None
 
 
 def _phrase_cut(words: list[Word], incoming: Word, limit: int) -> int | None:
@@ -161,7 +183,8 @@ def _phrase_cut(words: list[Word], incoming: Word, limit: int) -> int | None:
 
 
 def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
-                first_limit: int | Sequence[int] | None = None, min_rest: int = 0) -> Iterator[list[Word]]:
+                first_limit: int | Sequence[int] | None = None, min_rest: int = 0,
+                pack: int | None = None) -> Iterator[list[Word]]:
     """Consecutive runs of `words` (all of them, in order), each run's phoneme string <= limit.
 
     first_limit: the first run's limit, or the first runs' limits in order (a ramp: short runs
@@ -169,7 +192,10 @@ def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
     a short run ends only at a boundary of the text (sentence, clause, comma): where none
     allows the cut it grows, up to `limit`, until one does.
     min_rest: a run is cut short of `limit` only when at least min_rest phonemes follow the cut
-    in `words`, so a short sentence stays one run instead of ending in a fragment."""
+    in `words`, so a short sentence stays one run instead of ending in a fragment.
+    pack: a run holds whole sentences while they fit `pack` phonemes and ends at the last
+    sentence end before the one that would overflow it; a single sentence longer than `pack`
+    grows alone, up to `limit` (PACK_PHONEMES says why). None: runs fill up to `limit`."""
     if limit < 1:
         raise ValueError(f"chunk limit must be positive, got {limit}")
     ramp = [first_limit] if isinstance(first_limit, int) else list(first_limit or ())
@@ -194,6 +220,12 @@ def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
         w = ahead.popleft() if ahead else next(source, None)
         if w is None:
             break
+        if pack is not None and pack < lim() and current and len(phoneme_string(current + [w])) > pack:
+            z = _sentences_cut(current)
+            if z is not None:
+                yield current[:z]
+                k += 1
+                current = current[z:]
         if current and len(phoneme_string(current + [w])) > lim():
             short = lim() < limit
             z = _cut(current, w, lim(), natural=short)

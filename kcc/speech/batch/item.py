@@ -28,7 +28,7 @@ from kcc.speech.batch.audio import encode_audio
 from kcc.speech.batch.manifest import Item, id_problem
 from kcc.speech.engine import plan, resolve_voice, say
 from kcc.speech.g2p.g2p import G2P, Word, encode, load_vocab
-from kcc.speech.text import MAX_PHONEMES, chunk_limit, chunk_words
+from kcc.speech.text import MAX_PHONEMES, PACK_PHONEMES, chunk_limit, iter_chunks
 from kcc.speech.request import chunking
 from kcc.speech.voices import VoiceError, speaking
 
@@ -120,7 +120,8 @@ def phoneme_chunks(phonemes: str, speed: float = 1.0, max_frames: int = DEFAULT_
     words = [Word(tok, tok, True) for tok in phonemes.split()]
     words[-1].whitespace = False
     limit = chunk_limit(MAX_PHONEMES, speed, max_frames)          # as kcc say plans: the frames fit at this speed
-    return [encode(ws, vocab, where=f"chunk {i + 1}") for i, ws in enumerate(chunk_words(words, limit))]
+    chunks = iter_chunks(words, limit, pack=PACK_PHONEMES)                 # as every text is packed
+    return [encode(ws, vocab, where=f"chunk {i + 1}") for i, ws in enumerate(chunks)]
 
 
 _WARNINGS_LOCK = threading.Lock()
