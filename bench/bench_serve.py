@@ -63,6 +63,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class Playback:
+    """A listener playing 16-bit 24 kHz audio from its first byte: when that came (TTFA, from t0),
+    and the gaps it would hear where the next bytes came after the last ones had played."""
+
+    def __init__(self, t0: float):
+        self.t0, self.first, self.play_end, self.stall, self.bytes = t0, None, 0.0, 0.0, 0
+
+    def heard(self, nbytes: int) -> None:
+        now = time.perf_counter() - self.t0
+        if self.first is None:
+            self.first = self.play_end = now
+        elif now > self.play_end:
+            self.stall, self.play_end = self.stall + now - self.play_end, now
+        self.play_end += nbytes / 2 / 24000
+        self.bytes += nbytes
+
+    def result(self) -> dict:
+        wall, audio_s = time.perf_counter() - self.t0, self.bytes / 2 / 24000
+        return {"ttfa": self.first, "wall": wall, "audio_s": audio_s, "xrt": audio_s / wall, "stall": self.stall}
+
+
 def one_request(port: int, doc: dict, transport: str = "pcm") -> dict:
     if transport == "wyoming":
         return asyncio.run(wyoming_request(port, doc))
@@ -76,23 +97,14 @@ def one_request(port: int, doc: dict, transport: str = "pcm") -> dict:
         resp = conn.getresponse()
         if resp.status != 200:
             return {"error": f"{resp.status}: {resp.read()[:200]!r}"}
-        first, n, play_end, stall = None, 0, 0.0, 0.0
-        events = SseAudio() if transport == "sse" else None
+        playback, events = Playback(t0), SseAudio() if transport == "sse" else None
         while (data := resp.read1(65536)):
-            now = time.perf_counter() - t0
             if events is not None:            # the audio in the events completed so far
                 data = events.feed(data)
                 if not data:
                     continue
-            if first is None:
-                first = play_end = now
-            elif now > play_end:             # a listener playing from the first byte would hear a gap
-                stall, play_end = stall + now - play_end, now
-            play_end += len(data) / 2 / 24000
-            n += len(data)
-        wall = time.perf_counter() - t0
-        audio_s = n / 2 / 24000
-        return {"ttfa": first, "wall": wall, "audio_s": audio_s, "xrt": audio_s / wall, "stall": stall}
+            playback.heard(len(data))
+        return playback.result()
     except (OSError, http.client.HTTPException) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -128,24 +140,15 @@ async def wyoming_request(port: int, doc: dict) -> dict:
         async with AsyncTcpClient("127.0.0.1", port) as client:
             voice = SynthesizeVoice(name=doc["voice"]) if doc.get("voice") else None
             await client.write_event(Synthesize(text=doc["input"], voice=voice).event())
-            first, n, play_end, stall = None, 0, 0.0, 0.0
+            playback = Playback(t0)
             while (event := await client.read_event()) is not None:
                 if Error.is_type(event.type):
                     return {"error": Error.from_event(event).text}
                 if AudioStop.is_type(event.type):
                     break
                 if AudioChunk.is_type(event.type):
-                    now = time.perf_counter() - t0
-                    data = AudioChunk.from_event(event).audio
-                    if first is None:
-                        first = play_end = now
-                    elif now > play_end:
-                        stall, play_end = stall + now - play_end, now
-                    play_end += len(data) / 2 / 24000
-                    n += len(data)
-        wall = time.perf_counter() - t0
-        audio_s = n / 2 / 24000
-        return {"ttfa": first, "wall": wall, "audio_s": audio_s, "xrt": audio_s / wall, "stall": stall}
+                    playback.heard(len(AudioChunk.from_event(event).audio))
+        return playback.result()
     except OSError as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
 

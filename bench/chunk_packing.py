@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +22,7 @@ if str(ROOT) not in sys.path:
 
 from bench.machine import cpu_label  # noqa: E402
 from bench.say_memory import long_text  # noqa: E402
+from bench.warm_cli import run  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
@@ -46,16 +44,6 @@ print(json.dumps({"chunks": len(chunks), "longest": max(len(c.ids) for c in chun
 """
 
 
-def one(mode: str, path: Path) -> dict:
-    p = subprocess.Popen([sys.executable, "-c", CHILD, mode, str(path)], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
-    out = p.stdout.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    if status != 0:
-        raise SystemExit(f"{mode}: the child failed ({status})")
-    return {**json.loads(out), "peak_rss_mb": usage.ru_maxrss / 1024}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kb", type=int, default=5)
@@ -68,7 +56,7 @@ def main() -> int:
         src.write_text(long_text(a.kb), encoding="utf-8")
         for _ in range(a.rounds):
             for mode in modes:
-                modes[mode].append(one(mode, src))
+                modes[mode].append(run(ROOT, ["-c", CHILD, mode, str(src)]))
     print(f"{cpu_label()}; {a.kb} KB of prose (bench/say_memory.py's), {a.rounds} rounds interleaved, medians")
     print("| mode | chunks | longest chunk (ids) | synthesis s | audio s | xRT | peak RSS MB |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

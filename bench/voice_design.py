@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -94,11 +95,12 @@ def main() -> int:
                      "start_scoring": round(state.start_score, 3), "end_scoring": round(state.score, 3),
                      "start_held_out": round(start_held, 3), "end_held_out": round(end_held, 3),
                      "ceiling_held_out": round(ceiling, 3), "steps": state.step, "kept": state.accepted,
-                     "guarded": state.refused, "start_minutes": round(start_minutes, 1), "pool_cached": cached,
+                     "guarded": state.refused, "confirmed": state.confirmations, "start_minutes": round(start_minutes, 1), "pool_cached": cached,
                      "minutes": round(minutes, 1), "scoring": "fixed" if args.fixed else "rotating", "cpu_minutes": round(cpu, 1), "blend": state.top,
                      "weights": [round(float(w), 3) for w in np.exp(state.logits) / np.exp(state.logits).sum()]})
         print(json.dumps(rows[-1]), flush=True)
-    print(f"\nCPU: {machine()}; shared machine (~8 engineers on 2 cores): times are upper bounds\n")
+    loadavg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\nCPU: {machine()}; load average at the end {loadavg} (other jobs make the times upper bounds)\n")
     print("| target | kind | target audio (s) | pool | held-out similarity start -> end | ceiling | scoring sentences "
           "start -> end | steps (kept / guarded) | start min (pool cached) | search min wall / CPU |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -29,28 +29,20 @@ if str(ROOT) not in sys.path:
 from bench.machine import cpu_label  # noqa: E402
 
 TEXT = "Hello from generated C."
-KOKORO = r"""
+# A fresh interpreter runs `before` untimed, then times `timed`: wall and CPU (with children).
+TIMED = r"""
 import json, resource, time
+{before}
 def cpu():
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 t0, c0 = time.perf_counter(), cpu()
-import kcc
-k = kcc.Kokoro()
+{timed}
 t1, c1 = time.perf_counter(), cpu()
-print(json.dumps({"kokoro_s": t1 - t0, "kokoro_cpu_s": c1 - c0}))
+print(json.dumps({{"{name}_s": t1 - t0, "{name}_cpu_s": c1 - c0}}))
 """
-LOAD = r"""
-import json, resource, time
-import kcc.api
-def cpu():
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
-t0, c0 = time.perf_counter(), cpu()
-k = kcc.Kokoro()
-t1, c1 = time.perf_counter(), cpu()
-print(json.dumps({"construct_s": t1 - t0, "construct_cpu_s": c1 - c0}))
-"""
+KOKORO = TIMED.format(before="", timed="import kcc\nk = kcc.Kokoro()", name="kokoro")
+LOAD = TIMED.format(before="import kcc.api", timed="k = kcc.Kokoro()", name="construct")
 
 
 def run(root: Path, argv: list[str]) -> dict:

@@ -104,3 +104,21 @@ def test_the_rotating_pool_holds_the_scoring_sentences_and_none_held_out():
     assert pool == rotating_for("en-us") and len(pool) == len(set(pool)) == 15
     assert set(SENTENCES["en"]) <= set(pool) and not set(HELD_OUT["en"]) & set(pool)
     assert rotating_for("es") is None
+
+
+def test_a_win_is_confirmed_on_fresh_sentences_before_it_is_kept(world, tmp_path):
+    """A candidate that beats the incumbent on its ROTATE_K sentences is heard on the rest of the
+    pool (here one more) and kept only if it still wins there: nothing is kept unconfirmed, and a
+    kept one is the incumbent on every sentence it was heard on."""
+    s = search(world, tmp_path / "c.json")
+    confirmed = 0
+    for _ in range(12):
+        before, kept = s.state.confirmations, s.state.accepted
+        s.run(steps=s.state.step + 1)
+        if s.state.confirmations == before:
+            assert s.state.accepted == kept
+            continue
+        confirmed += 1
+        if s.state.accepted > kept:
+            assert sorted(s.state.incumbent, key=int) == [str(i) for i in range(len(GROUPS))]
+    assert confirmed >= 1

@@ -24,7 +24,11 @@ of kcc speaking SENTENCES with it.
    proposed (a fit to three fixed sentences' content does not carry to other sentences). The
    incumbent's embedding per sentence is remembered until it is replaced (the start is heard on
    every pool sentence once), so most steps synthesise only the candidate; the similarity shown
-   is the incumbent's mean over the sentences it has spoken.
+   is the incumbent's mean over the sentences it has spoken. A win there is confirmed on
+   ROTATE_K more fresh sentences and kept only if the candidate still wins on all of them: with
+   three sentences a step's noise lets chance wins through, and the kept chances add up to a
+   drift (a female target's design walked to a male voice's blend while its score on the
+   sentences it was heard on rose).
 3. Guard: no clipping (peak < CLIP), loudness (RMS) and length of the scoring sentences inside
    the range the pool voices span (with a margin; for rotating sentences the length range is
    scaled by their phoneme count), and a plausible pack (kcc.speech.voices).
@@ -243,6 +247,7 @@ class State:
     sigma_guided: float = SIGMA_START         # the surrogate-guided steps' size
     accepted: int = 0
     refused: int = 0                          # candidates the guard refused
+    confirmations: int = 0                    # rotating wins heard again on fresh sentences
     seconds: float = 0.0                      # search time spent, over every run
     rng: dict = field(default_factory=dict)
     guard: dict = field(default_factory=dict)
@@ -458,7 +463,15 @@ class Search:
                 score, audio, emb = self.scorer.similarity(pack, self.target)
                 incumbent, length_scale, fresh = s.score, 1.0, None
             else:
-                score, audio, emb, incumbent, length_scale, fresh = self._rotating(rng, pack)
+                idx = self._draw(rng)
+                score, audio, emb, incumbent, length_scale, fresh, heard = self._rotating(idx, pack)
+                if score > incumbent and guard.problem(audio, pack, length_scale) is None:
+                    # a win on ROTATE_K sentences is confirmed on ROTATE_K more before it is kept
+                    more = self._draw(rng, exclude=idx)
+                    if more:
+                        score, audio, emb, incumbent, length_scale, fresh, _ = self._rotating(
+                            sorted(idx + more), pack, heard)
+                        s.confirmations += 1
             s.heard = s.heard[:len(self.packs)] + (s.heard[len(self.packs):] + [
                 (list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb)))])[-HEARD_RECENT:]
             problem = guard.problem(audio, pack, length_scale)
@@ -490,26 +503,35 @@ class Search:
                       f"{s.seconds / 60:.1f} min")
         return s
 
-    def _rotating(self, rng, pack: np.ndarray):
-        """The candidate and the incumbent scored on the same fresh ROTATE_K sentences (a fair,
-        paired comparison), each as the mean of its per-sentence embeddings; the incumbent's
-        embedding per sentence is kept until it is replaced, so most steps synthesise the
-        candidate only. Returns (candidate score, its audio, its embedding, the incumbent's score,
-        the guard's length scale, the candidate's embeddings by sentence)."""
+    def _draw(self, rng, exclude: list[int] = ()) -> list[int]:
+        """ROTATE_K rotating sentences (fewer where fewer are left), none of `exclude`, in order."""
+        rest = [i for i in range(len(self.rotation.groups)) if i not in exclude]
+        k = min(ROTATE_K, len(rest))
+        return sorted(rest[int(j)] for j in rng.choice(len(rest), k, replace=False)) if k else []
+
+    def _rotating(self, idx: list[int], pack: np.ndarray, heard: dict | None = None):
+        """The candidate and the incumbent scored on the same sentences `idx` (a fair, paired
+        comparison), each as the mean of its per-sentence embeddings; the incumbent's embedding
+        per sentence is kept until it is replaced, so most steps synthesise the candidate only.
+        heard: the candidate's (audio, embedding) of sentences already spoken. Returns (candidate
+        score, its audio, its embedding, the incumbent's score, the guard's length scale, the
+        candidate's embeddings by sentence, what the candidate has spoken)."""
         s, rot = self.state, self.rotation
-        idx = sorted(int(i) for i in rng.choice(len(rot.groups), min(ROTATE_K, len(rot.groups)), replace=False))
         best = None
         for i in idx:
             if str(i) not in s.incumbent:
                 best = self.pack() if best is None else best
                 s.incumbent[str(i)] = [float(x) for x in rot.sentence(best, i)[1]]
-        heard = [rot.sentence(pack, i) for i in idx]
-        embs = [e for _, e in heard]
-        return (mean_similarity(embs, self.target), np.concatenate([a for a, _ in heard]),
+        heard = dict(heard or {})
+        for i in idx:
+            if i not in heard:
+                heard[i] = rot.sentence(pack, i)
+        embs = [heard[i][1] for i in idx]
+        return (mean_similarity(embs, self.target), np.concatenate([heard[i][0] for i in idx]),
                 unit(np.mean(np.asarray(embs, np.float64), axis=0)),
                 mean_similarity([s.incumbent[str(i)] for i in idx], self.target),
                 rot.phonemes(idx) / max(1, self.scorer.phonemes()),
-                {str(i): [float(x) for x in e] for i, e in zip(idx, embs)})
+                {str(i): [float(x) for x in e] for i, e in zip(idx, embs)}, heard)
 
     def pack(self) -> np.ndarray:
         return make_pack(self._stack(self.state.top), np.asarray(self.state.logits), np.asarray(self.state.offset))
