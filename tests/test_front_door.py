@@ -5,6 +5,7 @@ threads while another client streams) and batch speak each request of MATRIX; ev
 16-bit samples must be equal to `kcc say`'s."""
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import io
 import threading
@@ -179,3 +180,22 @@ def test_say_decides_japanese_voice_and_british_reading(by_say, kokoro):
     assert speaking("bm_george", "auto", "The quick brown fox.")[0] == "en-gb"
     us, _ = kokoro.create(MATRIX[1][1]["text"], voice="bm_george", lang="en-us")
     assert not np.array_equal(s16(us), by_say["english, bm_george"])      # en-us would sound (and be) different
+
+
+@needs_real_model
+def test_wyoming_speaks_the_servers_streamed_bytes(synth, tmp_path):
+    """Wyoming's synthesize is a stream (its chunks planned as HTTP's streamed requests): for the
+    same text and voice, its audio-chunk bytes are the HTTP server's streamed pcm, byte for byte."""
+    pytest.importorskip("wyoming")
+    from wyoming.tts import Synthesize, SynthesizeVoice
+    from test_wyoming import audio_of, exchange, serving_wyoming
+
+    cases = [(name, req) for name, req in MATRIX if name in ("english, bm_george", "a long sentence")]
+    with serving(tmp_path, service=real_service(synth)) as srv:
+        streamed = {name: speak(srv, body(req, stream=True, fmt="pcm")) for name, req in cases}
+    with serving_wyoming(real_service(synth)) as port:
+        for name, req in cases:
+            events = asyncio.run(exchange(port, [Synthesize(text=req["text"], voice=SynthesizeVoice(name=req["voice"]))]))
+            status, pcm = streamed[name]
+            assert status == 200 and len(pcm) > 24_000, name
+            assert audio_of(events) == pcm, name
