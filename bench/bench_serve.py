@@ -242,6 +242,7 @@ def main() -> int:
     ap.add_argument("--root", default=str(ROOT), help="the kcc tree the server runs (another checkout: 'before')")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--precision", default=None, help="the server's --precision")
+    ap.add_argument("--languages", default=None, help="the server's --languages (the G2P it warms and offers)")
     ap.add_argument("--only-clients", action="store_true", help="only the --clients phase (no 1-client phase)")
     ap.add_argument("--rss-every", type=float, default=None,
                     help="also sample the server's memory every this many seconds (VmRSS, RssAnon, RssFile)")
@@ -256,6 +257,8 @@ def main() -> int:
         argv += ["--first-chunk-phonemes", str(a.first_chunk_phonemes)]
     if a.precision:
         argv += ["--precision", a.precision]
+    if a.languages:
+        argv += ["--languages", a.languages]
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.perf_counter()
@@ -287,7 +290,7 @@ def main() -> int:
         phases = [] if a.only_clients else [phase(port, doc, 1, a.requests, a.time_limit, a.transport)]
         phases.append(phase(port, doc, a.clients, a.requests, a.time_limit, a.transport))
         out = {"cpu": cpu_label(), "fake": a.fake, "text_chars": len(a.text), "root": a.root,
-               "transport": a.transport, "startup_s": startup, "workers": a.workers, "precision": a.precision,
+               "transport": a.transport, "startup_s": startup, "workers": a.workers, "precision": a.precision, "languages": a.languages,
                "first_request_ttfa_ms": 1000 * cold["ttfa"], "idle_rss_mb": idle_rss,
                "phases": phases, "peak_rss_mb": peak_rss_mb(proc.pid),
                "rss_curve": curve.stop() if curve else None}
