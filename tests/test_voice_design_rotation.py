@@ -108,7 +108,7 @@ def test_the_rotating_pool_holds_the_scoring_sentences_and_none_held_out():
 
 def test_a_win_is_confirmed_on_fresh_sentences_before_it_is_kept(world, tmp_path):
     """A candidate that beats the incumbent on its ROTATE_K sentences is heard on the rest of the
-    pool (here one more) and kept only if it still wins there: nothing is kept unconfirmed, and a
+    pool (here one more) and kept only if it still wins on them together: nothing is kept unconfirmed, and a
     kept one is the incumbent on every sentence it was heard on."""
     s = search(world, tmp_path / "c.json")
     confirmed = 0

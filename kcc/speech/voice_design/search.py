@@ -25,7 +25,8 @@ of kcc speaking SENTENCES with it.
    incumbent's embedding per sentence is remembered until it is replaced (the start is heard on
    every pool sentence once), so most steps synthesise only the candidate; the similarity shown
    is the incumbent's mean over the sentences it has spoken. A win there is confirmed on
-   ROTATE_K more fresh sentences and kept only if the candidate still wins on all of them: with
+   ROTATE_K more fresh sentences and kept only if the candidate still wins on all of them
+   together (the mean of its embeddings over the six against the incumbent's): with
    three sentences a step's noise lets chance wins through, and the kept chances add up to a
    drift (a female target's design walked to a male voice's blend while its score on the
    sentences it was heard on rose).
