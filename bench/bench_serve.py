@@ -290,7 +290,8 @@ def main() -> int:
         phases = [] if a.only_clients else [phase(port, doc, 1, a.requests, a.time_limit, a.transport)]
         phases.append(phase(port, doc, a.clients, a.requests, a.time_limit, a.transport))
         out = {"cpu": cpu_label(), "fake": a.fake, "text_chars": len(a.text), "root": a.root,
-               "transport": a.transport, "startup_s": startup, "workers": a.workers, "precision": a.precision, "languages": a.languages,
+               "transport": a.transport, "startup_s": startup, "workers": a.workers, "precision": a.precision,
+               "languages": a.languages,
                "first_request_ttfa_ms": 1000 * cold["ttfa"], "idle_rss_mb": idle_rss,
                "phases": phases, "peak_rss_mb": peak_rss_mb(proc.pid),
                "rss_curve": curve.stop() if curve else None}

@@ -164,8 +164,7 @@ def _cut(words: list[Word], incoming: Word, limit: int, natural: bool = False) -
 
 def _sentences_cut(words: list[Word]) -> int | None:
     """How many of `words` are whole sentences (after the last sentence end), or None."""
-    z = _after_last(words, [word_level(w) for w in words], 0)
-    return z if z else None
+    return _after_last(words, [word_level(w) for w in words], 0)
 
 
 def _phrase_cut(words: list[Word], incoming: Word, limit: int) -> int | None:
@@ -220,25 +219,27 @@ def iter_chunks(words: Iterable[Word], limit: int = MAX_PHONEMES,
         w = ahead.popleft() if ahead else next(source, None)
         if w is None:
             break
-        if pack is not None and pack < lim() and current and len(phoneme_string(current + [w])) > pack:
+        grown = len(phoneme_string(current + [w])) if current else 0
+        if pack is not None and pack < lim() and grown > pack:
             z = _sentences_cut(current)
             if z is not None:
                 yield current[:z]
                 k += 1
                 current = current[z:]
-        if current and len(phoneme_string(current + [w])) > lim():
+                grown = len(phoneme_string(current + [w])) if current else 0
+        if grown > lim():
             short = lim() < limit
             z = _cut(current, w, lim(), natural=short)
             if z is None and short:       # no mark allows it: before a phrase's first word
                 z = _phrase_cut(current, w, lim())
             if z is None:                 # a short run ends only where the text does: grow it
-                if len(phoneme_string(current + [w])) <= limit:
+                if grown <= limit:
                     current.append(w)
                     continue
                 z = _cut(current, w, limit)
             if short and min_rest > 0 and not rest_at_least(current[z:] + [w], min_rest):
                 ramp = ramp[:k]           # too little follows: no more short runs
-                if len(phoneme_string(current + [w])) > limit:
+                if grown > limit:
                     z = _cut(current, w, limit)
                 else:
                     current.append(w)

@@ -466,16 +466,16 @@ class Search:
             else:
                 idx = self._draw(rng)
                 score, audio, emb, incumbent, length_scale, fresh, heard = self._rotating(idx, pack)
-                if score > incumbent and guard.problem(audio, pack, length_scale) is None:
-                    # a win on ROTATE_K sentences is confirmed on ROTATE_K more before it is kept
-                    more = self._draw(rng, exclude=idx)
-                    if more:
-                        score, audio, emb, incumbent, length_scale, fresh, _ = self._rotating(
-                            sorted(idx + more), pack, heard)
-                        s.confirmations += 1
+            problem = guard.problem(audio, pack, length_scale)
+            if self.rotation is not None and problem is None and score > incumbent:
+                # a win on ROTATE_K sentences is confirmed on ROTATE_K more before it is kept
+                more = self._draw(rng, exclude=idx)
+                if more:
+                    score, audio, emb, incumbent, length_scale, fresh, _ = self._rotating(sorted(idx + more), pack, heard)
+                    s.confirmations += 1
+                    problem = guard.problem(audio, pack, length_scale)
             s.heard = s.heard[:len(self.packs)] + (s.heard[len(self.packs):] + [
                 (list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb)))])[-HEARD_RECENT:]
-            problem = guard.problem(audio, pack, length_scale)
             kept = problem is None and score > incumbent
             if kept:
                 s.logits, s.offset, s.score = [float(x) for x in logits], [float(x) for x in offset], score
