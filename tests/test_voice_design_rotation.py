@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,7 +13,9 @@ import pytest
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.search import (HELD_OUT, ROTATE_K, SENTENCES, Guard, PoolCache, Scorer, Search,
                                             mean_similarity, rotating_for)
-from test_voice_design_search import PitchSynth, pack_at
+from kcc.model.pipeline import THREADS
+from kcc.speech.voice_design.mel import resample
+from test_voice_design_search import SHORT, PitchSynth, pack_at, playback_factor
 
 # four one-chunk "sentences" of different phoneme counts (PitchSynth speaks the same utterance for each)
 GROUPS = [[SimpleNamespace(ids=[5] * n, phonemes="a" * n)] for n in (3, 4, 5, 6)]
@@ -122,3 +126,49 @@ def test_a_win_is_confirmed_on_fresh_sentences_before_it_is_kept(world, tmp_path
         if s.state.accepted > kept:
             assert sorted(s.state.incumbent, key=int) == [str(i) for i in range(len(GROUPS))]
     assert confirmed >= 1
+
+
+class SharingSynth(PitchSynth):
+    """PitchSynth that notes the kernel threads each synthesis is given (pipeline.THREADS), the
+    first two held until both have started: two sentences spoken side by side."""
+
+    def __init__(self):
+        super().__init__()
+        self.both = threading.Barrier(2, timeout=10)
+        self.lock = threading.Lock()
+        self.threads = []
+
+    def synthesize(self, ids, style, speed=1.0, seed=0):
+        with self.lock:
+            first_two = self.calls < 2
+            self.calls += 1
+        if first_two:
+            self.both.wait()
+        share = THREADS.get()
+        n = share() if callable(share) else share
+        if first_two:
+            self.both.wait()                 # neither finishes before the other has read its share
+        else:                                # the pipeline reads the share again before each stage:
+            deadline = time.monotonic() + 10  # once the other sentence is done, this one has both cores
+            while n != 2 and time.monotonic() < deadline:
+                time.sleep(0.001)
+                n = share()
+        with self.lock:
+            self.threads.append(n)
+        f = playback_factor(style)
+        return SimpleNamespace(audio=0.5 * resample(SHORT, 16_000, to=int(24_000 / f)))
+
+
+def test_sentences_side_by_side_share_the_cores_and_equal_one_by_one(encoder):
+    jobs = [(pack_at(-0.4), 0), (pack_at(0.45), 1), (pack_at(0.0), 3)]
+    one = Scorer(PitchSynth(), [c for g in GROUPS for c in g], encoder, GROUPS)
+    one.cores = 1
+    synth = SharingSynth()
+    two = Scorer(synth, [c for g in GROUPS for c in g], encoder, GROUPS)
+    two.cores = 2
+    alone, side_by_side = one.sentences(jobs), two.sentences(jobs)
+    for (audio_a, emb_a), (audio_b, emb_b) in zip(alone, side_by_side):
+        np.testing.assert_array_equal(audio_a, audio_b)
+        np.testing.assert_array_equal(emb_a, emb_b)
+    assert synth.threads[:2] == [1, 1]       # two at once: a core each
+    assert synth.threads[2] == 2             # the last one, once alone: both cores
