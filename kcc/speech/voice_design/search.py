@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import dataclasses
 import math
 import threading
 import time
@@ -70,6 +71,7 @@ LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total le
 F0_MARGIN = 1.15                  # x / / the pool's highest / lowest median pitch
 VOICED_MARGIN = 0.85              # x the pool's least voiced share of audible frames
 TARGET_F0_MARGIN = 1.2            # x / / the target's median pitch: a design keeps near the target's pitch
+START_F0_SLACK = 1.05             # x / / the start's pitch, where the band is widened to reach it
 SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
 # Scored during the search, and held out (never scored) for measuring the result.
 SENTENCES = {
@@ -164,6 +166,15 @@ class Guard:
     def from_state(cls, saved: dict) -> "Guard":
         f0 = saved.get("f0")
         return cls(tuple(saved["rms"]), tuple(saved["seconds"]), tuple(f0) if f0 else None, saved.get("voiced"))
+
+    def reaching(self, start_f0: float) -> "Guard":
+        """The pitch band widened to hold the start's pitch (within START_F0_SLACK): a start outside
+        the target's band (a real recording's pitch, a pool of the other sex) then moves toward it
+        step by step, where a band it is outside of would refuse every step near it."""
+        if self.f0 is None or start_f0 <= 0 or self.f0[0] <= start_f0 <= self.f0[1]:
+            return self
+        return dataclasses.replace(self, f0=(min(self.f0[0], start_f0 / START_F0_SLACK),
+                                             max(self.f0[1], start_f0 * START_F0_SLACK)))
 
     def as_state(self) -> dict:
         return {"rms": self.rms, "seconds": self.seconds, "f0": self.f0, "voiced": self.voiced}
@@ -446,8 +457,10 @@ class Search:
         stack = self._stack(top)
         sims = np.array([scores[n] for n in top])
         fit_w = np.array([fitted[near.index(n)] for n in top])
-        # The best voice alone is already scored (and, an official voice, inside the guard's range).
+        # The best voice alone is already scored (and, an official voice, inside the pool's range;
+        # the target's pitch band it may be outside of: the guard is widened to reach it below).
         best = (scores[top[0]], np.where(np.arange(len(top)) < 1, 0.0, -30.0))
+        best_f0 = f0s[list(self.packs).index(top[0])]
         candidates = [np.where(np.arange(len(top)) < k, 0.0, -30.0) for k in (2, 3) if k <= len(top)]
         candidates.append((sims - sims.max()) * 20.0)                # similarity-weighted blend of the top
         candidates.append(np.log(fit_w + 1e-4))                       # the embedding fit's blend
@@ -458,8 +471,10 @@ class Search:
             pack = make_pack(stack, logits, np.zeros(stack.shape[-1]))
             score, audio, emb = self.scorer.similarity(pack, self.target)
             heard_pairs.append((list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb))))
-            if guard.problem(audio, pack) is None and score > best[0]:
-                best = (score, logits)
+            f0 = pitch_stats(audio, SAMPLE_RATE)[0]
+            if guard.reaching(f0).problem(audio, pack) is None and score > best[0]:
+                best, best_f0 = (score, logits), f0
+        guard = guard.reaching(best_f0)
         incumbent = {}
         if self.rotation is not None:
             # the start heard on every rotating sentence: the incumbent's side of the first steps'

@@ -26,7 +26,9 @@ MAX_TARGET_BYTES = 512 << 20              # the file itself, before any decoding
 SILENT_PEAK = 1e-3                        # -60 dBFS: nothing to hear
 # Mean cosine of each 1.6 s partial to the recording's mean embedding. One kcc voice speaking two
 # sentences: 0.915..0.924 (af_heart, am_adam, bf_emma, bm_george); two of them taking turns every
-# 2 s: 0.838..0.869 (tests/test_voice_design_target.py).
+# 2 s: 0.838..0.869 (tests/test_voice_design_target.py). A real one-speaker recording can score as
+# low: JFK's 11 s inaugural excerpt (a 1961 broadcast, whisper.cpp's sample) 0.842. So it warns
+# and asks, never refuses.
 MIN_CONSISTENCY = 0.89
 # Speech stops and starts: the share of 20 ms frames quieter than half the mean RMS (Scheirer &
 # Slaney's low-energy ratio) is 0.33..0.35 on kcc speech with its pauses trimmed; sustained
@@ -145,7 +147,7 @@ def embed_target(wavs: list[tuple[np.ndarray, int, str]], encoder: SpeakerEncode
     consistency = float((every @ mean).mean())
     if consistency < MIN_CONSISTENCY:
         warnings.warn(f"the target's parts differ (consistency {consistency:.3f} < {MIN_CONSISTENCY}): several "
-                      "speakers? The design aims at their average voice", SeveralVoicesWarning, stacklevel=2)
+                      "speakers, or one recorded in changing conditions? The design aims at their average voice", SeveralVoicesWarning, stacklevel=2)
     # the pitch the design must keep near: each recording's median, weighed by its length
     heard = [(pitch_stats(wav, rate)[0], wav.size / rate) for wav, rate, _ in wavs]
     heard = [(f, s) for f, s in heard if f > 0]
