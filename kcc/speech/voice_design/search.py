@@ -71,7 +71,10 @@ LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total le
 F0_MARGIN = 1.15                  # x / / the pool's highest / lowest median pitch
 VOICED_MARGIN = 0.85              # x the pool's least voiced share of audible frames
 TARGET_F0_MARGIN = 1.2            # x / / the target's median pitch: a design keeps near the target's pitch
-START_F0_SLACK = 1.05             # x / / the start's pitch, where the band is widened to reach it
+# x / / the start's pitch, where the band is widened to reach it: the guard hears the rotating
+# sentences and the start was heard on the scoring ones, and one voice's median pitch moves ~10%
+# from sentence to sentence (a 167 Hz start read 151-157 Hz on others): F0_MARGIN's allowance.
+START_F0_SLACK = F0_MARGIN
 SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
 # Scored during the search, and held out (never scored) for measuring the result.
 SENTENCES = {
@@ -168,7 +171,7 @@ class Guard:
         return cls(tuple(saved["rms"]), tuple(saved["seconds"]), tuple(f0) if f0 else None, saved.get("voiced"))
 
     def reaching(self, start_f0: float) -> "Guard":
-        """The pitch band widened to hold the start's pitch (within START_F0_SLACK): a start outside
+        """The pitch band widened to hold the start's pitch (and START_F0_SLACK): a start outside
         the target's band (a real recording's pitch, a pool of the other sex) then moves toward it
         step by step, where a band it is outside of would refuse every step near it."""
         if self.f0 is None or start_f0 <= 0 or self.f0[0] <= start_f0 <= self.f0[1]:
@@ -301,6 +304,7 @@ class State:
     accepted: int = 0
     refused: int = 0                          # candidates the guard refused
     confirmations: int = 0                    # rotating wins heard again on fresh sentences
+    refusal: str = ""                         # why the guard refused the last candidate it refused
     seconds: float = 0.0                      # search time spent, over every run
     rng: dict = field(default_factory=dict)
     guard: dict = field(default_factory=dict)
@@ -542,6 +546,7 @@ class Search:
                 # the incumbent's similarity over every sentence it has spoken so far
                 s.score = mean_similarity(list(s.incumbent.values()), self.target)
             s.refused += problem is not None
+            s.refusal = problem or s.refusal
             # each kind of step keeps its own step size, by the 1/5 success rule
             sigma = min(SIGMA_MAX, sigma * math.exp(0.8)) if kept else max(SIGMA_MIN, sigma * math.exp(-0.2))
             if guided:
@@ -556,7 +561,7 @@ class Search:
                 (time.monotonic() - began) / (60 * minutes)
             bar = "#" * int(20 * min(1.0, done))
             self._say(f"[{bar:<20}] step {s.step}: similarity {s.score:.3f} (start {s.start_score:.3f}), "
-                      f"{s.accepted} kept, {s.refused} guarded, step sizes {s.sigma:.2f} / {s.sigma_guided:.2f}, "
+                      f"{s.accepted} kept, {s.refused} guarded{f' (last: {s.refusal})' if s.refusal else ''}, step sizes {s.sigma:.2f} / {s.sigma_guided:.2f}, "
                       f"{s.seconds / 60:.1f} min")
         return s
 
