@@ -17,8 +17,9 @@ from kcc.compiler.xray import load_pinned
 from kcc.speech.voice_design import run as vrun
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.pitch import pitch_stats
-from kcc.speech.voice_design.search import (CLIP, DesignError, Guard, PoolCache, Scorer, Search, StateMismatchError,
-                                            fit_blend, make_pack, surrogate_direction)
+from kcc.speech.voice_design import search as search_module
+from kcc.speech.voice_design.search import (CLIP, LOGIT_SIGMA_MIN, SIGMA_MIN, DesignError, Guard, PoolCache, Scorer,
+                                            Search, StateMismatchError, fit_blend, make_pack, surrogate_direction)
 from kcc.speech.voice_design.target import resample
 from kcc.speech.voices import load_pack, style_mean
 
@@ -108,6 +109,22 @@ def test_steps_never_lose_similarity_are_reproducible_and_resume(setup, started,
     again.run(steps=3)
     assert again.state.logits == end.logits and again.state.offset == end.offset and again.state.score == end.score
     np.testing.assert_array_equal(again.pack(), straight.pack())
+
+
+def test_the_blend_keeps_moving_once_the_offset_steps_are_small(setup, started, tmp_path, monkeypatch):
+    """The blend's logits step by LOGIT_SIGMA_MIN at least: at the offset's smallest step size a
+    softmax-saturated blend (one voice ~1) would otherwise never move again."""
+    s = resumed(setup, started, tmp_path / "s.json")
+    s.state.sigma = s.state.sigma_guided = SIGMA_MIN
+    tried = []
+    real = search_module.make_pack
+    monkeypatch.setattr(search_module, "make_pack", lambda packs, logits, offset: (
+        tried.append((np.asarray(logits) - np.asarray(s.state.logits), np.asarray(offset) - np.asarray(s.state.offset))),
+        real(packs, logits, offset))[1])
+    s.run(steps=6)
+    logit_steps = np.concatenate([d for d, _ in tried])
+    assert logit_steps.std() > 0.15         # ~N(0, >= 0.3) each, 18 draws (the offset's own size: 0.05)
+    assert max(np.abs(o).max() for _, o in tried) > 0                      # the offset still moves too
 
 
 def test_a_state_of_another_design_is_not_resumed(setup, started, tmp_path):
