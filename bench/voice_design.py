@@ -66,11 +66,20 @@ class Listener:
         from bench.asr_wer import Whisper
         self.whisper, self.norm = Whisper(), EnglishTextNormalizer()
 
-    def wer(self, scorer: Scorer, pack: np.ndarray) -> float:
+    def wer(self, sentences: list[np.ndarray]) -> float:
+        """WER in % of the held-out sentences' audio, one array per sentence."""
         import jiwer
         refs = [self.norm(t) for t in HELD_OUT["en"]]
-        hyps = [self.norm(self.whisper(scorer.audio(pack, g))) or "<silence>" for g in scorer.groups]
+        hyps = [self.norm(self.whisper(audio)) or "<silence>" for audio in sentences]
         return round(100 * jiwer.wer(refs, hyps), 1)
+
+
+def held_out(held: Scorer, pack: np.ndarray, target: np.ndarray, listener: Listener | None) -> tuple[float, float | None]:
+    """(similarity, Whisper WER or None) of `pack` speaking the held-out sentences, each sentence
+    synthesised once for both (the similarity hears them together, as Scorer.audio joins them)."""
+    sentences = [held.audio(pack, g) for g in held.groups]
+    similarity = float(held.embed(np.concatenate(sentences)) @ target)
+    return similarity, listener.wer(sentences) if listener else None
 
 
 def main() -> int:
@@ -99,11 +108,9 @@ def main() -> int:
             ceiling = float(halves[0] @ halves[1])
         else:
             target_pack = load_voice(voice)
-            target_scorer = Scorer.speaking(synth, G2P(lang), (TARGET_TEXT,), encoder)
-            target_audio = target_scorer.audio(target_pack)
+            target_audio = Scorer.speaking(synth, g2p, (TARGET_TEXT,), encoder).audio(target_pack)
             target = embed_target([(target_audio, 24_000, name)], encoder)
-            ceiling = float(held.embed(held.audio(target_pack)) @ target.embedding)
-            target_wer = listener.wer(held, target_pack) if listener else None
+            ceiling, target_wer = held_out(held, target_pack, target.embedding, listener)
         pool = sorted(n for n in voice_catalog() if in_pool(n))
         packs = {n: load_voice(n) for n in pool}
         scorer = Scorer.speaking(synth, g2p, sentences_for(lang), encoder)
@@ -117,12 +124,11 @@ def main() -> int:
                             rotation=rotation, target_f0=target.f0)
             state = search.start()
             start_minutes = (time.monotonic() - t0) / 60
-            start_held = float(held.embed(held.audio(search.pack())) @ target.embedding)
+            start_held, _ = held_out(held, search.pack(), target.embedding, None)
             t1, c1 = time.monotonic(), time.process_time()
             state = search.run(minutes=args.minutes)
             minutes, cpu = (time.monotonic() - t1) / 60, (time.process_time() - c1) / 60
-            end_held = float(held.embed(held.audio(search.pack())) @ target.embedding)
-            end_wer = listener.wer(held, search.pack()) if listener else None
+            end_held, end_wer = held_out(held, search.pack(), target.embedding, listener)
         best_official = max(state.pool_scores.values())
         kind = {"blend": "blend of two voices held out of the pool", "real_jfk": "real recording (1961 broadcast)"}
         rows.append({"target": name, "voice": voice or "JFK", "kind": kind.get(name, "official voice held out of the pool"),

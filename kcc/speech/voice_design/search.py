@@ -44,9 +44,9 @@ give the same pack.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import dataclasses
 import math
 import threading
 import time
@@ -237,13 +237,9 @@ class Scorer:
                             np.float32).reshape(-1) for c in (self.chunks if chunks is None else chunks)]
         return np.concatenate(parts)
 
-    def sentence(self, pack: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """(audio, embedding) of sentence i alone: the unit a rotating score averages."""
-        return self.sentences([(pack, i)])[0]
-
     def sentences(self, jobs: list[tuple[np.ndarray, int]]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(audio, embedding) of each (pack, sentence index), the sentences spoken side by side on
-        every core. A short sentence scales only ~x1.6 on a second kernel thread, two sentences at
+        """(audio, embedding) of each (pack, sentence index), each sentence alone (the unit a
+        rotating score averages), the sentences spoken side by side on every core. A short sentence scales only ~x1.6 on a second kernel thread, two sentences at
         one thread each ~x2; so each job runs at cores // (jobs running) threads, read before each
         stage, and the last one left takes every core. The audio's bits do not depend on the thread
         count, so the result is the sequential one. The encoder hears them in order, here."""
