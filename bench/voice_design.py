@@ -39,6 +39,8 @@ from kcc.model import load  # noqa: E402
 from kcc.speech.g2p.g2p import G2P  # noqa: E402
 from kcc.speech.voice_design.encoder import SpeakerEncoder  # noqa: E402
 from kcc.files import cache_subdir  # noqa: E402
+from kcc.speech.voice_design import race as race_module  # noqa: E402
+from kcc.speech.voice_design.race import Race  # noqa: E402
 from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, rotating_for, sentences_for  # noqa: E402
 from kcc.speech.voice_design.target import decode, embed_target  # noqa: E402
 from bench.real_recording import jfk_wav  # noqa: E402
@@ -89,8 +91,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--fixed", action="store_true", help="score every step on the 3 fixed sentences (no rotation)")
+    ap.add_argument("--lanes", type=int, default=race_module.LANES, help="searches racing for the first half (1: no race)")
     ap.add_argument("--no-wer", action="store_true", help="skip Whisper's word error rate of the held-out speech")
     args = ap.parse_args()
+    race_module.LANES = args.lanes
     synth = load(None)
     encoder = SpeakerEncoder()
     listener = None if args.no_wer else Listener()
@@ -122,13 +126,15 @@ def main() -> int:
             search = Search(scorer, packs, target.embedding, lang, args.seed, Path(tmp) / "state.json",
                             progress=lambda s: print(f"  {name}: {s}", file=sys.stderr, flush=True), pool_cache=cache,
                             rotation=rotation, target_f0=target.f0)
-            state = search.start()
+            race = Race(search)
+            state = race.resume_or_start(restart=True, minutes=args.minutes)
             start_minutes = (time.monotonic() - t0) / 60
             start_held, _ = held_out(held, search.pack(), target.embedding, None)
             t1, c1 = time.monotonic(), time.process_time()
-            state = search.run(minutes=args.minutes)
+            race.run(minutes=args.minutes)
             minutes, cpu = (time.monotonic() - t1) / 60, (time.process_time() - c1) / 60
-            end_held, end_wer = held_out(held, search.pack(), target.embedding, listener)
+            end_held, end_wer = held_out(held, race.pack(), target.embedding, listener)
+            state = search.state
         best_official = max(state.pool_scores.values())
         kind = {"blend": "blend of two voices held out of the pool", "real_jfk": "real recording (1961 broadcast)"}
         rows.append({"target": name, "voice": voice or "JFK", "kind": kind.get(name, "official voice held out of the pool"),
@@ -136,9 +142,12 @@ def main() -> int:
                      "ceiling_kind": "the two halves of the recording" if voice is None else "the voice's own held-out speech",
                      "pool": len(pool), "best_single_scoring": round(best_official, 3),
                      "start_scoring": round(state.start_score, 3), "end_scoring": round(state.score, 3),
+                     "lanes": [{"steps": lane.step, "score": round(lane.score, 3)} for lane in race.lanes],
+                     "winner": race.plan.winner,
                      "start_held_out": round(start_held, 3), "end_held_out": round(end_held, 3),
-                     "ceiling_held_out": round(ceiling, 3), "steps": state.step, "kept": state.accepted,
-                     "guarded": state.refused, "confirmed": state.confirmations, "start_minutes": round(start_minutes, 1), "pool_cached": cached,
+                     "ceiling_held_out": round(ceiling, 3), "steps": race.steps,
+                     "kept": sum(lane.accepted for lane in race.lanes), "guarded": sum(lane.refused for lane in race.lanes),
+                     "confirmed": sum(lane.confirmations for lane in race.lanes), "start_minutes": round(start_minutes, 1), "pool_cached": cached,
                      "minutes": round(minutes, 1), "scoring": "fixed" if args.fixed else "rotating", "cpu_minutes": round(cpu, 1), "blend": state.top,
                      "weights": [round(float(w), 3) for w in np.exp(state.logits) / np.exp(state.logits).sum()]})
         print(json.dumps(rows[-1]), flush=True)

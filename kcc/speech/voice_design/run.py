@@ -17,6 +17,7 @@ from kcc.speech.engine import load_synthesizer
 from kcc.speech.g2p.g2p import G2P
 from kcc.speech.languages import ALIASES, LANGUAGES, voice_language
 from kcc.speech.voice_design.encoder import SpeakerEncoder
+from kcc.speech.voice_design.race import Race
 from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, rotating_for, sentences_for
 from kcc.speech.voice_design.target import decode, embed_target
 from kcc.speech.voices import load_pack, voice_catalog
@@ -112,12 +113,14 @@ def run_design(req: DesignRequest, progress=None, synth=None, encoder: SpeakerEn
     model = str(getattr(synth, "model_id", None) or req.checkpoint or "default")
     search = Search(scorer, packs, target.embedding, code, req.seed, Path(f"{req.out}.design.json"), progress,
                     PoolCache(cache_subdir("voice_design") / "pool.json", model), rotation, target.f0)
-    state = search.resume_or_start(req.restart)
+    race = Race(search)
+    race.resume_or_start(req.restart, req.minutes, req.steps)
     try:
-        state = search.run(minutes=req.minutes, steps=req.steps)
+        race.run(minutes=req.minutes, steps=req.steps)
     finally:
-        write_pack(search.pack(), Path(req.out))
+        pack = race.pack()
+        write_pack(pack, Path(req.out))
+    state = search.state
     w = np.exp(np.asarray(state.logits) - max(state.logits))
     order = [state.top[i] for i in np.argsort(-w) if w[i] / w.sum() >= 0.01]
-    return DesignResult(search.pack(), state.start_score, state.score, state.step, state.seconds / 60, order,
-                        Path(req.out))
+    return DesignResult(pack, state.start_score, state.score, race.steps, race.seconds / 60, order, Path(req.out))

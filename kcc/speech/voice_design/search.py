@@ -38,6 +38,9 @@ of kcc speaking SENTENCES with it.
    the range the pool voices span (with a margin; for rotating sentences the length range is
    scaled by their phoneme count), and a plausible pack (kcc.speech.voices).
 
+A design runs several of these walks (kcc.speech.voice_design.race): they share the first part of
+the budget, the best goes on.
+
 The state (step, RNG, step size, best parameters and score) is written atomically after every
 step: the same command rerun continues where Ctrl-C stopped it, and the same seed and step count
 give the same pack.
@@ -557,7 +560,7 @@ class Search:
             s.step += 1
             s.seconds += time.monotonic() - t0
             s.rng = rng.bit_generator.state
-            s.save(self.state_path)
+            self.save()
             done = (s.step / steps if steps else 0.0) if minutes is None else \
                 (time.monotonic() - began) / (60 * minutes)
             bar = "#" * int(20 * min(1.0, done))
@@ -565,6 +568,24 @@ class Search:
                       f"{s.accepted} kept, {s.refused} guarded{f' (last: {s.refusal})' if s.refusal else ''}, step sizes {s.sigma:.2f} / {s.sigma_guided:.2f}, "
                       f"{s.seconds / 60:.1f} min")
         return s
+
+    def save(self) -> None:
+        """Where run() writes the state after every step (a Race writes its every lane)."""
+        self.state.save(self.state_path)
+
+    def hear_everywhere(self) -> float:
+        """The incumbent heard on every rotating sentence it has not spoken yet; its similarity
+        over all of them (over the scoring sentences where there is no rotation): the footing on
+        which searches of the same design compare."""
+        s, rot = self.state, self.rotation
+        if rot is None:
+            return s.score
+        missing = [i for i in range(len(rot.groups)) if str(i) not in s.incumbent]
+        pack = self.pack()
+        for i, (_, emb) in zip(missing, rot.sentences([(pack, i) for i in missing])):
+            s.incumbent[str(i)] = [float(x) for x in emb]
+        s.score = mean_similarity(list(s.incumbent.values()), self.target)
+        return s.score
 
     def _draw(self, rng, exclude: list[int] = ()) -> list[int]:
         """ROTATE_K rotating sentences (fewer where fewer are left), none of `exclude`, in order."""
