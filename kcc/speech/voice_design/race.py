@@ -89,7 +89,9 @@ class Race:
     def run(self, minutes: float | None = None, steps: int | None = None) -> State:
         """Steps until `steps` (in all lanes together, across runs) or `minutes` (this run) are spent."""
         deadline = time.monotonic() + 60 * minutes if minutes is not None else math.inf
-        left = lambda: (deadline - time.monotonic()) / 60 if minutes is not None else None     # noqa: E731
+
+        def left() -> float | None:
+            return (deadline - time.monotonic()) / 60 if minutes is not None else None
         if self.plan.winner is None:
             for r in range(self.plan.lanes):
                 while not self._finished(r) and (left() is None or left() > 0) and (steps is None or self.steps < steps):
