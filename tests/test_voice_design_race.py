@@ -179,3 +179,20 @@ def test_restart_replaces_a_state_in_the_way(world, tmp_path):
     shutil.copy(tmp_path / "d.json", tmp_path / "e.json")
     with pytest.raises(StateMismatchError, match="another target"):
         race_at(world, tmp_path / "e.json", seed=1).resume_or_start()
+
+
+def test_the_command_races_and_writes_the_winners_pack(tmp_path):
+    """kcc voice design (run_design) on a budget that races: the steps of every lane add up to the
+    budget, the pack written is the winner's, the state file holds the race."""
+    from kcc.speech.audio.wav import write_wav
+    from kcc.speech.voice_design import run as vrun
+    from kcc.speech.voice_design.target import resample
+    from test_voice_design_search import SPEECH
+    target = write_wav(tmp_path / "me.wav", resample(SPEECH, 16_000, to=int(16_000 / 1.1)), sample_rate=16_000)
+    req = vrun.DesignRequest(targets=[target], out=tmp_path / "me.npy", pool=["af_heart", "am_adam"], steps=STEPS)
+    result = vrun.run_design(req, synth=PitchSynth())
+    saved = json.loads((tmp_path / "me.npy.design.json").read_text())
+    assert saved["plan"]["lanes"] == LANES and saved["plan"]["winner"] is not None
+    assert result.steps == STEPS == sum(lane["step"] for lane in saved["lanes"])
+    assert result.end == pytest.approx(saved["lanes"][saved["plan"]["winner"]]["score"])
+    np.testing.assert_array_equal(np.load(tmp_path / "me.npy"), result.pack)
