@@ -12,8 +12,8 @@ from pathlib import Path
 EPILOG = """Three walks from the best blend of the official voices share the first half of the budget; the one
 heard closest to the target then runs the rest. The search writes its state beside the output
 (NAME.pt.design.json) after every step: Ctrl-C, then the same command continues; the same --seed
-and --steps give the same voice. Save NAME.pt into a
-directory and speak it by name with `kcc say --voices-dir DIR --voice NAME`, or by path anywhere."""
+and --steps give the same voice. Save NAME.pt into a directory and speak it by name with
+`kcc say --voices-dir DIR --voice NAME`, or by path anywhere."""
 
 
 def add_parser(sub) -> None:
