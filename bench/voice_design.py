@@ -39,8 +39,7 @@ from kcc.model import load  # noqa: E402
 from kcc.speech.g2p.g2p import G2P  # noqa: E402
 from kcc.speech.voice_design.encoder import SpeakerEncoder  # noqa: E402
 from kcc.files import cache_subdir  # noqa: E402
-from kcc.speech.voice_design import race as race_module  # noqa: E402
-from kcc.speech.voice_design.race import Race  # noqa: E402
+from kcc.speech.voice_design.race import LANES, Race  # noqa: E402
 from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, rotating_for, sentences_for  # noqa: E402
 from kcc.speech.voice_design.target import decode, embed_target  # noqa: E402
 from bench.real_recording import jfk_wav  # noqa: E402
@@ -91,10 +90,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--fixed", action="store_true", help="score every step on the 3 fixed sentences (no rotation)")
-    ap.add_argument("--lanes", type=int, default=race_module.LANES, help="searches racing for the first half (1: no race)")
+    ap.add_argument("--lanes", type=int, default=LANES, help="searches racing for the first half (1: no race)")
     ap.add_argument("--no-wer", action="store_true", help="skip Whisper's word error rate of the held-out speech")
     args = ap.parse_args()
-    race_module.LANES = args.lanes
     synth = load(None)
     encoder = SpeakerEncoder()
     listener = None if args.no_wer else Listener()
@@ -126,8 +124,8 @@ def main() -> int:
             search = Search(scorer, packs, target.embedding, lang, args.seed, Path(tmp) / "state.json",
                             progress=lambda s: print(f"  {name}: {s}", file=sys.stderr, flush=True), pool_cache=cache,
                             rotation=rotation, target_f0=target.f0)
-            race = Race(search)
-            state = race.resume_or_start(restart=True, minutes=args.minutes)
+            race = Race(search, lanes=args.lanes)
+            race.resume_or_start(restart=True, minutes=args.minutes)
             start_minutes = (time.monotonic() - t0) / 60
             start_held, _ = held_out(held, search.pack(), target.embedding, None)
             t1, c1 = time.monotonic(), time.process_time()

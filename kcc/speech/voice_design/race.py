@@ -43,21 +43,22 @@ class Plan:
     scores: list[float] | None = None       # each lane heard on every rotating sentence, when the race ended
 
     @classmethod
-    def for_budget(cls, start_seconds: float, minutes: float | None, steps: int | None) -> "Plan":
+    def for_budget(cls, start_seconds: float, minutes: float | None, steps: int | None,
+                   lanes: int = LANES) -> "Plan":
         if steps is not None:
-            each = int(steps * RACE_SHARE / LANES)
-            lanes = LANES if each >= MIN_LANE_STEPS else 1
+            each = int(steps * RACE_SHARE / lanes)
+            lanes = lanes if each >= MIN_LANE_STEPS else 1
             return cls(lanes, start_seconds, lane_steps=each if lanes > 1 else steps)
-        each = 60.0 * (minutes or 0.0) * RACE_SHARE / LANES
-        lanes = LANES if each >= MIN_LANE_SECONDS else 1
+        each = 60.0 * (minutes or 0.0) * RACE_SHARE / lanes
+        lanes = lanes if each >= MIN_LANE_SECONDS else 1
         return cls(lanes, start_seconds, lane_until=start_seconds + each if lanes > 1 else 0.0)
 
 
 class Race:
     """`resume_or_start(...)`, then `run(...)`; `search.state` is the lane running (the winner at the end)."""
 
-    def __init__(self, search: Search):
-        self.search, self.path = search, Path(search.state_path)
+    def __init__(self, search: Search, lanes: int = LANES):
+        self.search, self.path, self.wanted = search, Path(search.state_path), lanes     # wanted: a new design's lanes
         self.plan: Plan | None = None
         self.lanes: list[State] = []
         self._frozen: dict[int, str] = {}          # the lanes not running, serialised once
@@ -73,7 +74,7 @@ class Race:
                              f"{self.search.state.step}, similarity {self.search.state.score:.3f}")
             return self.search.state
         start = self.search.start()
-        self.plan = Plan.for_budget(start.seconds, minutes, steps)
+        self.plan = Plan.for_budget(start.seconds, minutes, steps, self.wanted)
         self.lanes = [start] + [self._lane(start, r) for r in range(1, self.plan.lanes)]
         self.search.state = start
         self.save()
@@ -188,9 +189,7 @@ class Race:
             if not isinstance(data, dict) or data.get("race") != RACE_VERSION:
                 raise StateMismatchError(f"{self.path}: not a voice design state of this version; pass --restart "
                                          "to replace it")
-            if data.get("key") != self.search.key:
-                raise StateMismatchError(f"{self.path}: the state of a design for another target, language, pool "
-                                         "or seed; pass --restart to replace it, or another -o")
+            self.search.check_key(data.get("key"))
             self.plan = Plan(**data["plan"])
             self.lanes = [State(**lane) for lane in data["lanes"]]
             if len(self.lanes) != self.plan.lanes:

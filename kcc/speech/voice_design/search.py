@@ -242,8 +242,8 @@ class Scorer:
 
     def sentences(self, jobs: list[tuple[np.ndarray, int]]) -> list[tuple[np.ndarray, np.ndarray]]:
         """(audio, embedding) of each (pack, sentence index), each sentence alone (the unit a
-        rotating score averages), the sentences spoken side by side on every core. A short sentence scales only ~x1.6 on a second kernel thread, two sentences at
-        one thread each ~x2; so each job runs at cores // (jobs running) threads, read before each
+        rotating score averages), the sentences spoken side by side on every core. A short
+        sentence scales only ~x1.6 on a second kernel thread, two sentences at one thread each ~x2; so each job runs at cores // (jobs running) threads, read before each
         stage, and the last one left takes every core. The audio's bits do not depend on the thread
         count, so the result is the sequential one. The encoder hears them in order, here."""
         if len(jobs) <= 1 or self.cores <= 1:
@@ -428,9 +428,7 @@ class Search:
     def resume_or_start(self, restart: bool = False) -> State:
         if self.state_path.is_file() and not restart:
             state = State.load(self.state_path)
-            if state.key != self.key:
-                raise StateMismatchError(f"{self.state_path}: the state of a design for another target, language, "
-                                         "pool or seed; pass --restart to replace it, or another -o")
+            self.check_key(state.key)
             self.state = state
             self._say(f"resuming at step {state.step}, similarity {state.score:.3f}")
             return state
@@ -568,6 +566,12 @@ class Search:
                       f"{s.accepted} kept, {s.refused} guarded{f' (last: {s.refusal})' if s.refusal else ''}, step sizes {s.sigma:.2f} / {s.sigma_guided:.2f}, "
                       f"{s.seconds / 60:.1f} min")
         return s
+
+    def check_key(self, key: str) -> None:
+        """StateMismatchError unless a saved state's key is this design's."""
+        if key != self.key:
+            raise StateMismatchError(f"{self.state_path}: the state of a design for another target, language, "
+                                     "pool or seed; pass --restart to replace it, or another -o")
 
     def save(self) -> None:
         """Where run() writes the state after every step (a Race writes its every lane)."""
