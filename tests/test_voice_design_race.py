@@ -11,7 +11,7 @@ import pytest
 
 from kcc.speech.voice_design import race as race_module
 from kcc.speech.voice_design.encoder import SpeakerEncoder
-from kcc.speech.voice_design.race import LANES, RACE_SHARE, Plan, Race
+from kcc.speech.voice_design.race import LANES, RACE_SHARE, RACE_VERSION, Plan, Race
 from kcc.speech.voice_design.search import PoolCache, Scorer, Search, StateMismatchError, mean_similarity
 from test_voice_design_search import PitchSynth, pack_at
 
@@ -160,12 +160,15 @@ def test_a_minutes_budget_runs_each_lane_its_seconds(world, tmp_path, monkeypatc
 @pytest.mark.parametrize("text, why", [
     ("{not json", "not a voice design state"),
     ('{"version": 1, "key": "x", "step": 3}', "not a voice design state of this version"),
-    ('{"race": 1, "key": "other", "plan": {}, "lanes": []}', "another target"),
-    ('{"race": 1, "key": "KEY", "plan": {"lanes": 2}, "lanes": []}', "not a voice design state"),
+    ('{"race": 1, "key": "KEY", "plan": {"lanes": 1}, "lanes": []}', "not a voice design state of this version"),
+    ('{"race": RACE, "key": "KEY", "plan": {"lanes": 1}, "lanes": [{"version": 1}]}',
+     "not a voice design state of this version"),           # lanes walked by an earlier search
+    ('{"race": RACE, "key": "other", "plan": {}, "lanes": []}', "another target"),
+    ('{"race": RACE, "key": "KEY", "plan": {"lanes": 2}, "lanes": []}', "not a voice design state"),
 ])
 def test_a_state_file_that_is_not_this_design_is_a_named_error(world, tmp_path, text, why):
     race = race_at(world, tmp_path / "d.json")
-    (tmp_path / "d.json").write_text(text.replace("KEY", race.search.key))
+    (tmp_path / "d.json").write_text(text.replace("KEY", race.search.key).replace("RACE", str(RACE_VERSION)))
     with pytest.raises(StateMismatchError, match=why) as exc:
         race.resume_or_start()
     assert "--restart" in str(exc.value)

@@ -19,7 +19,7 @@ from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.pitch import pitch_stats
 from kcc.speech.voice_design import search as search_module
 from kcc.speech.voice_design.search import (CLIP, LOGIT_SIGMA_MIN, SIGMA_MIN, DesignError, Guard, PoolCache, Scorer,
-                                            Search, StateMismatchError, fit_blend, make_pack, surrogate_direction)
+                                            Search, StateMismatchError, fit_blend, local_direction, make_pack)
 from kcc.speech.voice_design.target import resample
 from kcc.speech.voices import load_pack, style_mean
 
@@ -212,17 +212,27 @@ def test_fit_blend_finds_the_mixture_behind_a_target():
     np.testing.assert_allclose(w, [0, 0.7, 0, 0.3, 0], atol=0.02)
 
 
-def test_surrogate_direction_recovers_a_linear_map_uphill():
+def test_local_direction_turns_the_embedding_toward_the_target():
     rng = np.random.default_rng(6)
-    true = rng.standard_normal((256, 256)) / 16
-    z = rng.standard_normal((40, 256))
+    jac = rng.standard_normal((128, 256)) / 16
+    at = rng.standard_normal(256)
+    at /= np.linalg.norm(at)
     target = rng.standard_normal(256)
-    g = surrogate_direction(z, z @ true, target, ridge=1e-3)
+    target /= np.linalg.norm(target)
+    u = 0.2 * rng.standard_normal((48, 128))
+    g = local_direction(u, u @ jac, target, at)
     assert np.linalg.norm(g) == pytest.approx(1.0)
-    # a step along it raises the modelled similarity more than 40 random unit steps do
-    gain = lambda d: float((d @ true) @ target)   # noqa: E731
-    randoms = rng.standard_normal((40, 256))
-    assert gain(g) > max(gain(r / np.linalg.norm(r)) for r in randoms)
+
+    def similarity(step):               # the modelled embedding after a small step, against the target
+        e = at + step @ jac
+        return float(e @ target / np.linalg.norm(e))
+
+    # a small step along it raises the similarity more than any of 40 random unit steps does
+    randoms = rng.standard_normal((40, 128))
+    assert similarity(0.05 * g) - similarity(0 * g) > 0
+    assert similarity(0.05 * g) > max(similarity(0.05 * r / np.linalg.norm(r)) for r in randoms)
+    # the part of the target along `at` only rescales the embedding: the direction ignores it
+    np.testing.assert_allclose(local_direction(u, u @ jac, target + 3 * at, at), g, atol=1e-9)
 
 
 def test_make_pack_blends_then_offsets_every_row():

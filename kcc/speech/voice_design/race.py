@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from kcc.files import AtomicFile
-from kcc.speech.voice_design.search import Search, State, StateMismatchError
+from kcc.speech.voice_design.search import STATE_VERSION, Search, State, StateMismatchError
 
 LANES = 3
 RACE_SHARE = 0.5                  # of the budget the lanes share; the winner runs the rest
 MIN_LANE_STEPS = 30
 MIN_LANE_SECONDS = 60.0
-RACE_VERSION = 1
+RACE_VERSION = 2
 
 
 @dataclass
@@ -186,7 +186,8 @@ class Race:
     def _load(self) -> None:
         try:
             data = json.loads(self.path.read_text())
-            if not isinstance(data, dict) or data.get("race") != RACE_VERSION:
+            if not isinstance(data, dict) or data.get("race") != RACE_VERSION or \
+                    any(lane.get("version") != STATE_VERSION for lane in data.get("lanes", [])):
                 raise StateMismatchError(f"{self.path}: not a voice design state of this version; pass --restart "
                                          "to replace it")
             self.search.check_key(data.get("key"))

@@ -13,14 +13,18 @@ of kcc speaking SENTENCES with it.
    One more start blend comes from the embeddings alone: the simplex weights whose blend of the
    pool's embeddings points closest to the target's (fit_blend).
 2. Improve: a (1+1) evolution strategy on (logits of the top TOP_K, offset), seeded numpy RNG,
-   step size adapted by the 1/5 success rule; a candidate replaces the best only if it scores
+   step size adapted by the 1/5 success rule; the offset moves in the decoder's half of the row
+   (PREDICTOR_STEP: the predictor's half, durations and pitch, stays the blend's); a candidate replaces the best only if it scores
    higher and passes the guard. The blend's logits step by LOGIT_SIGMA_MIN at least: once the
    offset's steps have shrunk, a blend that had drifted to one voice (softmax ~1) never moved
    again, and the designs that kept a mixture were the ones heard closest on held-out sentences
    (bf_emma from the American voices, seed 0: held out 0.865-0.871 without, 0.896 with; seeds 0-3
-   with it 0.860-0.922, mean 0.889). Every other step the offset moves along the direction a ridge
-   regression of embedding-from-style (fitted on the pool and the last HEARD_RECENT candidates)
-   says raises the similarity, instead of a random one.
+   with it 0.860-0.922, mean 0.889). Every other step the offset moves along the direction a local
+   linear model says raises the similarity, instead of a random one: a ridge regression of how
+   the embedding moved (candidate minus incumbent, heard on the same sentences) on how the style
+   moved, over the last HEARD_RECENT candidates (local_direction). Fitted on the pool's voices
+   instead, that direction pointed away from the target (cosine -0.23 with the step that reaches
+   bf_emma from its start; the local one +0.22 after 48 candidates, a random one ~0.09).
    Rotating scoring (when the search is given a rotation Scorer, as `kcc voice design` does for
    the languages with a ROTATING pool): each step draws a fresh ROTATE_K of that pool's sentences
    and scores the candidate and the incumbent on the same ones, each as the mean of its
@@ -61,6 +65,7 @@ import numpy as np
 
 from kcc.compiler.threads import available_cores
 from kcc.files import AtomicFile
+from kcc.model.kokoro import STYLE_PRED
 from kcc.model.pipeline import THREADS
 from kcc.speech.engine import plan
 from kcc.speech.voice_design.encoder import SpeakerEncoder, unit
@@ -69,9 +74,10 @@ from kcc.speech.voice_design.mel import resample
 from kcc.speech.voices import ImplausibleVoiceError, check_plausible, style_for
 
 SAMPLE_RATE = 24_000
-STATE_VERSION = 1
+STATE_VERSION = 2
 TOP_K = 6
-HEARD_RECENT = 48                 # candidates the surrogate remembers beside the pool
+HEARD_RECENT = 48                 # candidates the local model is fitted on
+HEARD_MIN = 8                     # candidates heard before the guided steps begin
 CLIP = 0.99
 RMS_MARGIN = 1.25                 # x / / the pool's loudest / quietest RMS
 LENGTH_MARGIN = 1.10              # x / / the pool's longest / shortest total length
@@ -84,6 +90,11 @@ TARGET_F0_MARGIN = 1.2            # x / / the target's median pitch: a design ke
 START_F0_SLACK = F0_MARGIN
 SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
 LOGIT_SIGMA_MIN = 0.3             # the blend keeps moving after the offset's steps shrink
+# The offset's steps in the predictor's half of a row (STYLE_PRED: durations, pitch) are this
+# fraction of the decoder half's. The encoder hears timbre: bf_emma's pack fitted by least squares
+# as a blend of three American voices plus one offset scores 0.971 held out (its own pack 0.969),
+# the decoder half of that offset alone 0.963, the predictor half alone 0.745 (the blend 0.739).
+PREDICTOR_STEP = 0.0
 # Scored during the search, and held out (never scored) for measuring the result.
 SENTENCES = {
     "en": ("The old lighthouse keeper watched the storm roll in across the bay.",
@@ -313,7 +324,8 @@ class State:
     rng: dict = field(default_factory=dict)
     guard: dict = field(default_factory=dict)
     pool_scores: dict = field(default_factory=dict)
-    heard: list = field(default_factory=list)     # [(style z, embedding)] of the pool and recent candidates
+    heard: list = field(default_factory=list)     # [(style step, embedding step)] of recent candidates
+    embedding: list = field(default_factory=list)  # fixed scoring: the best pack's embedding
     incumbent: dict = field(default_factory=dict)  # rotating scoring: the best pack's embedding per sentence
     version: int = STATE_VERSION
 
@@ -363,13 +375,16 @@ def _project_simplex(v: np.ndarray) -> np.ndarray:
     return np.maximum(v - css[k] / (k + 1), 0)
 
 
-def surrogate_direction(z: np.ndarray, e: np.ndarray, target: np.ndarray, ridge: float = 1.0) -> np.ndarray:
-    """A unit direction in standardised style space along which a ridge-regressed linear model of
-    embedding-from-style (fitted on every (style, embedding) pair heard so far) raises the
-    similarity to `target`: W t, with W = Zc^T (Zc Zc^T + ridge I)^-1 Ec in its dual form."""
-    zc, ec = z - z.mean(axis=0), e - e.mean(axis=0)
-    w = zc.T @ np.linalg.solve(zc @ zc.T + ridge * np.eye(len(z)), ec)
-    g = w @ target
+def local_direction(u: np.ndarray, d: np.ndarray, target: np.ndarray, at: np.ndarray,
+                    ridge: float = 0.1) -> np.ndarray:
+    """A unit direction in standardised style space along which the embedding turns toward
+    `target` from `at` (the incumbent's unit embedding), by a linear model of the embedding's
+    steps `d` [n, 256] from the style's steps `u` [n, dims] around the incumbent: J = U^T (U U^T
+    + ridge * mean |u|^2 I)^-1 D in its dual form (n << dims), applied to the target's part
+    orthogonal to `at` (the part of a step along `at` only rescales the embedding)."""
+    lam = ridge * float(np.mean(np.sum(u * u, axis=1))) + 1e-12
+    jac = u.T @ np.linalg.solve(u @ u.T + lam * np.eye(len(u)), d)
+    g = jac @ (target - float(at @ target) * at)
     return g / max(float(np.linalg.norm(g)), 1e-12)
 
 
@@ -466,20 +481,17 @@ class Search:
         # The best voice alone is already scored (and, an official voice, inside the pool's range;
         # the target's pitch band it may be outside of: the guard is widened to reach it below).
         best = (scores[top[0]], np.where(np.arange(len(top)) < 1, 0.0, -30.0))
+        best_emb = embeddings[top[0]]
         best_f0 = f0s[list(self.packs).index(top[0])]
         candidates = [np.where(np.arange(len(top)) < k, 0.0, -30.0) for k in (2, 3) if k <= len(top)]
         candidates.append((sims - sims.max()) * 20.0)                # similarity-weighted blend of the top
         candidates.append(np.log(fit_w + 1e-4))                       # the embedding fit's blend
-        mu, scale = self._style_frame()
-        heard_pairs = [(list(map(float, (self._mean_row(self.packs[n]) - mu) / scale)), list(map(float, embeddings[n])))
-                       for n in self.packs]
         for logits in candidates:
             pack = make_pack(stack, logits, np.zeros(stack.shape[-1]))
             score, audio, emb = self.scorer.similarity(pack, self.target)
-            heard_pairs.append((list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb))))
             f0 = pitch_stats(audio, SAMPLE_RATE)[0]
             if guard.reaching(f0).problem(audio, pack) is None and score > best[0]:
-                best, best_f0 = (score, logits), f0
+                best, best_f0, best_emb = (score, logits), f0, emb
         guard = guard.reaching(best_f0)
         incumbent = {}
         if self.rotation is not None:
@@ -494,7 +506,8 @@ class Search:
         self.state = State(self.key, list(self.packs), top, [float(x) for x in best[1]],
                            [0.0] * stack.shape[-1], best[0], best[0], rng=rng.bit_generator.state,
                            guard=guard.as_state(), pool_scores=scores,
-                           heard=heard_pairs, incumbent=incumbent, seconds=time.monotonic() - t0)
+                           embedding=[float(x) for x in best_emb], incumbent=incumbent,
+                           seconds=time.monotonic() - t0)
         self.state.save(self.state_path)
         return self.state
 
@@ -503,47 +516,55 @@ class Search:
         """Steps until `steps` (total, across runs) or `minutes` (this run) are spent."""
         s = self.state
         stack = self._stack(s.top)
-        mu, scale = self._style_frame()
+        scale = self._style_frame()[1]
         guard = Guard.from_state(s.guard)
         rng = np.random.default_rng()
         rng.bit_generator.state = s.rng
+        reach = np.ones(stack.shape[-1])
+        reach[STYLE_PRED] = PREDICTOR_STEP
         began = time.monotonic()
         deadline = began + 60 * minutes if minutes is not None else math.inf
         while (steps is None or s.step < steps) and time.monotonic() < deadline:
             t0 = time.monotonic()
-            guided = s.step % 2 == 0
+            guided = s.step % 2 == 0 and len(s.heard) >= HEARD_MIN
+            best = self.pack()
             sigma = s.sigma_guided if guided else s.sigma
             logits = np.asarray(s.logits) + max(sigma, LOGIT_SIGMA_MIN) * rng.standard_normal(len(s.logits))
-            noise = rng.standard_normal(stack.shape[-1])
+            noise = rng.standard_normal(stack.shape[-1]) * reach
             if guided:
-                # every other step: along the surrogate's uphill direction, with a little noise
-                z, e = (np.array([p[i] for p in s.heard]) for i in (0, 1))
-                along = surrogate_direction(z, e, self.target.astype(np.float64)) * np.sqrt(noise.size)
+                # every other step: along the local model's uphill direction, with a little noise
+                u, d = (np.array([p[i] for p in s.heard]) for i in (0, 1))
+                along = local_direction(u * reach, d, self.target.astype(np.float64), self._heard_as())
+                along *= np.sqrt(np.count_nonzero(reach))
                 noise = along * abs(1.0 + 0.5 * rng.standard_normal()) + 0.3 * noise
             offset = np.asarray(s.offset) + sigma * 0.5 * scale * noise
             pack = make_pack(stack, logits, offset)
             if self.rotation is None:
                 score, audio, emb = self.scorer.similarity(pack, self.target)
-                incumbent, length_scale, fresh = s.score, 1.0, None
+                incumbent, length_scale, fresh, used = s.score, 1.0, None, None
             else:
-                idx = self._draw(rng)
+                idx = used = self._draw(rng)
                 score, audio, emb, incumbent, length_scale, fresh, heard = self._rotating(idx, pack)
             problem = guard.problem(audio, pack, length_scale)
             if self.rotation is not None and problem is None and score > incumbent:
                 # a win on ROTATE_K sentences is confirmed on ROTATE_K more before it is kept
                 more = self._draw(rng, exclude=idx)
                 if more:
-                    score, audio, emb, incumbent, length_scale, fresh, _ = self._rotating(sorted(idx + more), pack, heard)
+                    used = sorted(idx + more)
+                    score, audio, emb, incumbent, length_scale, fresh, _ = self._rotating(used, pack, heard)
                     s.confirmations += 1
                     problem = guard.problem(audio, pack, length_scale)
-            s.heard = s.heard[:len(self.packs)] + (s.heard[len(self.packs):] + [
-                (list(map(float, (self._mean_row(pack) - mu) / scale)), list(map(float, emb)))])[-HEARD_RECENT:]
+            # the step heard: the style's move and the embedding's, against the incumbent on the same sentences
+            step = (self._mean_row(pack) - self._mean_row(best)) / scale
+            s.heard = (s.heard + [(list(map(float, step)), list(map(float, emb - self._heard_as(used))))])[-HEARD_RECENT:]
             kept = problem is None and score > incumbent
             if kept:
                 s.logits, s.offset, s.score = [float(x) for x in logits], [float(x) for x in offset], score
                 s.accepted += 1
                 if fresh is not None:
                     s.incumbent = fresh
+                else:
+                    s.embedding = [float(x) for x in emb]
             if fresh is not None:
                 # the incumbent's similarity over every sentence it has spoken so far
                 s.score = mean_similarity(list(s.incumbent.values()), self.target)
@@ -590,6 +611,15 @@ class Search:
             s.incumbent[str(i)] = [float(x) for x in emb]
         s.score = mean_similarity(list(s.incumbent.values()), self.target)
         return s.score
+
+    def _heard_as(self, sentences: list[int] | None = None) -> np.ndarray:
+        """The incumbent's unit embedding: on the rotating `sentences` (all it has spoken where
+        None), or on the fixed scoring sentences."""
+        s = self.state
+        if self.rotation is None:
+            return np.asarray(s.embedding, np.float64)
+        keys = list(s.incumbent) if sentences is None else [str(i) for i in sentences]
+        return unit(np.mean(np.asarray([s.incumbent[k] for k in keys], np.float64), axis=0))
 
     def _draw(self, rng, exclude: list[int] = ()) -> list[int]:
         """ROTATE_K rotating sentences (fewer where fewer are left), none of `exclude`, in order."""
