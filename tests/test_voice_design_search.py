@@ -18,7 +18,8 @@ from kcc.speech.voice_design import run as vrun
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.pitch import pitch_stats
 from kcc.speech.voice_design import search as search_module
-from kcc.speech.voice_design.search import (CLIP, LOGIT_SIGMA_MIN, SIGMA_MIN, DesignError, Guard, PoolCache, Scorer,
+from kcc.model.kokoro import STYLE_DEC, STYLE_PRED
+from kcc.speech.voice_design.search import (CLIP, HEARD_MIN, LOGIT_SIGMA_MIN, SIGMA_MIN, DesignError, Guard, PoolCache, Scorer,
                                             Search, StateMismatchError, fit_blend, local_direction, make_pack)
 from kcc.speech.voice_design.target import resample
 from kcc.speech.voices import load_pack, style_mean
@@ -125,6 +126,28 @@ def test_the_blend_keeps_moving_once_the_offset_steps_are_small(setup, started, 
     logit_steps = np.concatenate([d for d, _ in tried])
     assert logit_steps.std() > 0.15         # ~N(0, >= 0.3) each, 18 draws (the offset's own size: 0.05)
     assert max(np.abs(o).max() for _, o in tried) > 0                      # the offset still moves too
+
+
+def test_the_offset_moves_the_decoder_half_and_the_guide_learns_from_each_step(setup, started, tmp_path, monkeypatch):
+    """The predictor's half of a row (durations, pitch) stays the blend's; every candidate heard
+    leaves (its style step, its embedding step against the incumbent) for the local model, and
+    once HEARD_MIN are heard every other step is guided by it."""
+    s = resumed(setup, started, tmp_path / "s.json")
+    guided = []
+    real = search_module.local_direction
+    monkeypatch.setattr(search_module, "local_direction", lambda *a, **k: guided.append(len(a[0])) or real(*a, **k))
+    steps = HEARD_MIN + 6
+    s.run(steps=steps)
+    offset = np.asarray(s.state.offset)
+    assert np.abs(offset[STYLE_PRED]).max() == 0 and np.abs(offset[STYLE_DEC]).max() > 0
+    assert s.state.accepted > 0
+    assert len(s.state.heard) == steps
+    for step, moved in s.state.heard:
+        assert len(step) == 256 and len(moved) == 256
+    # the style steps' predictor half is the logits' move only: far smaller than the offset's
+    u = np.array([step for step, _ in s.state.heard])
+    assert np.abs(u[:, STYLE_PRED]).mean() < np.abs(u[:, STYLE_DEC]).mean()
+    assert guided == [n for n in range(HEARD_MIN, steps) if n % 2 == 0]      # the candidates heard before it
 
 
 def test_a_state_of_another_design_is_not_resumed(setup, started, tmp_path):
