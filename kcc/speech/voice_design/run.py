@@ -16,6 +16,7 @@ from kcc.files import AtomicFile, cache_subdir
 from kcc.speech.engine import load_synthesizer
 from kcc.speech.g2p.g2p import G2P
 from kcc.speech.languages import ALIASES, LANGUAGES, voice_language
+from kcc.speech.voice_design import DEFAULT_MINUTES
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.race import Race
 from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, rotating_for, sentences_for
@@ -33,7 +34,7 @@ class DesignRequest:
     out: Path
     language: str = "en-us"
     pool: list[str] | None = None
-    minutes: float = 10.0
+    minutes: float = DEFAULT_MINUTES
     steps: int | None = None
     seed: int = 0
     restart: bool = False
@@ -86,7 +87,7 @@ def write_pack(pack: np.ndarray, path: Path) -> Path:
         return out.commit()
 
 
-def design_voice(targets, out, *, language: str = "en-us", pool: list[str] | None = None, minutes: float = 10.0,
+def design_voice(targets, out, *, language: str = "en-us", pool: list[str] | None = None, minutes: float = DEFAULT_MINUTES,
                  steps: int | None = None, seed: int = 0, restart: bool = False, checkpoint: str | None = None,
                  progress=None) -> DesignResult:
     """kcc.design_voice: a voice pack like the target recording(s), written to `out` (.pt, .npy or
