@@ -10,10 +10,12 @@ with a voice the search is not given:
                      fetches it from npm, pinned), with every American voice to start from; its
                      ceiling is the cosine between the recording's two halves (no held-out speech of
                      the speaker exists to compare with)
+  held_out_jf_alpha  jf_alpha (Japanese) with the other four Japanese voices to start from
 The design speaks the target's language (British English for bf_emma: the American voices
 read British phonemes, as `kcc voice design --language en-gb --pool af_...,am_...` does).
-The search scores on search.SENTENCES; start and end similarity are measured on
-search.HELD_OUT (kcc speaking the designed voice, against the target recording's embedding).
+The search scores on the language's sentences (voice_design/sentences.py); start and end
+similarity are measured on its held-out ones (kcc speaking the designed voice, against the target
+recording's embedding). Whisper's WER is English only (tiny.en).
 --minutes is the search's budget after the start (scoring the pool, once per model: cached,
 then a few blends), whose time is reported apart. CPU minutes are the process's own (all
 threads): on a shared machine the wall time is an upper bound. The ceiling: the target voice's own held-out speech against its target recording (what a
@@ -40,7 +42,8 @@ from kcc.speech.g2p.g2p import G2P  # noqa: E402
 from kcc.speech.voice_design.encoder import SpeakerEncoder  # noqa: E402
 from kcc.files import cache_subdir  # noqa: E402
 from kcc.speech.voice_design.race import LANES, Race  # noqa: E402
-from kcc.speech.voice_design.search import HELD_OUT, PoolCache, Scorer, Search, rotating_for, sentences_for  # noqa: E402
+from kcc.speech.voice_design.search import PoolCache, Scorer, Search  # noqa: E402
+from kcc.speech.voice_design.sentences import sentences_of  # noqa: E402
 from kcc.speech.voice_design.target import decode, embed_target  # noqa: E402
 from bench.real_recording import jfk_wav  # noqa: E402
 from kcc.speech.voices import load_voice, voice_catalog  # noqa: E402
@@ -49,10 +52,14 @@ from kcc.speech.languages import voice_language  # noqa: E402
 TARGET_TEXT = ("In the spring the river rose higher than anyone in the town could remember. "
                "The children built a raft from old doors and floated it past the church. "
                "By evening the water had gone down and the fields shone like glass.")
+TARGET_TEXTS = {"en": TARGET_TEXT,
+                "ja": "春になると、川は町の誰も覚えていないほど高く水かさを増した。子どもたちは古い扉でいかだを作り、"
+                      "教会の前を流れていった。夕方には水が引き、畑はガラスのように光っていた。"}
 TARGETS = {
     "held_out_bf_emma": ("bf_emma", "en-gb", lambda n: voice_language(n) == "en-us"),
     "blend": ("af_sky:0.5,am_puck:0.5", "en-us", lambda n: voice_language(n) == "en-us" and n not in ("af_sky", "am_puck")),
     "real_jfk": (None, "en-us", lambda n: voice_language(n) == "en-us"),
+    "held_out_jf_alpha": ("jf_alpha", "ja", lambda n: voice_language(n) == "ja" and n != "jf_alpha"),
 }
 
 
@@ -67,20 +74,20 @@ class Listener:
         from bench.asr_wer import Whisper
         self.whisper, self.norm = Whisper(), EnglishTextNormalizer()
 
-    def wer(self, sentences: list[np.ndarray]) -> float:
+    def wer(self, texts: tuple[str, ...], sentences: list[np.ndarray]) -> float:
         """WER in % of the held-out sentences' audio, one array per sentence."""
         import jiwer
-        refs = [self.norm(t) for t in HELD_OUT["en"]]
+        refs = [self.norm(t) for t in texts]
         hyps = [self.norm(self.whisper(audio)) or "<silence>" for audio in sentences]
         return round(100 * jiwer.wer(refs, hyps), 1)
 
 
-def held_out(held: Scorer, pack: np.ndarray, target: np.ndarray, listener: Listener | None) -> tuple[float, float | None]:
+def held_out(held: Scorer, pack: np.ndarray, target: np.ndarray, wer=None) -> tuple[float, float | None]:
     """(similarity, Whisper WER or None) of `pack` speaking the held-out sentences, each sentence
     synthesised once for both (the similarity hears them together, as Scorer.audio joins them)."""
     sentences = [held.audio(pack, g) for g in held.groups]
     similarity = float(held.embed(np.concatenate(sentences)) @ target)
-    return similarity, listener.wer(sentences) if listener else None
+    return similarity, wer(sentences) if wer else None
 
 
 def main() -> int:
@@ -100,7 +107,10 @@ def main() -> int:
     for name in args.targets.split(","):
         voice, lang, in_pool = TARGETS[name]
         g2p = G2P(lang)                  # the target's language: the design speaks it too
-        held = Scorer.speaking(synth, g2p, HELD_OUT["en"], encoder)
+        sentences = sentences_of(lang)
+        held = Scorer.speaking(synth, g2p, sentences.held_out, encoder)
+        # tiny.en hears English only
+        hears = (lambda audio: listener.wer(sentences.held_out, audio)) if listener and lang.startswith("en") else None
         target_wer = None
         if voice is None:                # the real recording
             wav, rate = decode(jfk_wav())
@@ -110,13 +120,14 @@ def main() -> int:
             ceiling = float(halves[0] @ halves[1])
         else:
             target_pack = load_voice(voice)
-            target_audio = Scorer.speaking(synth, g2p, (TARGET_TEXT,), encoder).audio(target_pack)
+            target_text = TARGET_TEXTS[lang.split("-")[0]]
+            target_audio = Scorer.speaking(synth, g2p, (target_text,), encoder).audio(target_pack)
             target = embed_target([(target_audio, 24_000, name)], encoder)
-            ceiling, target_wer = held_out(held, target_pack, target.embedding, listener)
+            ceiling, target_wer = held_out(held, target_pack, target.embedding, hears)
         pool = sorted(n for n in voice_catalog() if in_pool(n))
         packs = {n: load_voice(n) for n in pool}
-        scorer = Scorer.speaking(synth, g2p, sentences_for(lang), encoder)
-        rotation = None if args.fixed else Scorer.speaking(synth, g2p, rotating_for(lang), encoder)
+        scorer = Scorer.speaking(synth, g2p, sentences.scoring, encoder)
+        rotation = None if args.fixed else Scorer.speaking(synth, g2p, sentences.rotating, encoder)
         with tempfile.TemporaryDirectory() as tmp:
             cache = PoolCache(cache_subdir("voice_design") / "pool.json", synth.model_id)
             cached = sum(cache.get(scorer, p) is not None for p in packs.values())
@@ -131,7 +142,7 @@ def main() -> int:
             t1, c1 = time.monotonic(), time.process_time()
             race.run(minutes=args.minutes)
             minutes, cpu = (time.monotonic() - t1) / 60, (time.process_time() - c1) / 60
-            end_held, end_wer = held_out(held, race.pack(), target.embedding, listener)
+            end_held, end_wer = held_out(held, race.pack(), target.embedding, hears)
             state = search.state
         best_official = max(state.pool_scores.values())
         kind = {"blend": "blend of two voices held out of the pool", "real_jfk": "real recording (1961 broadcast)"}

@@ -34,8 +34,8 @@ from kcc.model import load  # noqa: E402
 from kcc.model.kokoro import STYLE_DEC, STYLE_PRED  # noqa: E402
 from kcc.speech.g2p.g2p import G2P  # noqa: E402
 from kcc.speech.voice_design.encoder import SpeakerEncoder, unit  # noqa: E402
-from kcc.speech.voice_design.search import (HELD_OUT, ROTATE_K, Scorer, local_direction, mean_similarity,  # noqa: E402
-                                            rotating_for, sentences_for)
+from kcc.speech.voice_design.search import ROTATE_K, Scorer, local_direction, mean_similarity  # noqa: E402
+from kcc.speech.voice_design.sentences import sentences_of  # noqa: E402
 from kcc.speech.voice_design.target import embed_target  # noqa: E402
 from kcc.speech.voices import load_voice, voice_catalog  # noqa: E402
 
@@ -82,7 +82,7 @@ def main() -> int:
     args = ap.parse_args()
     voice, lang, in_pool = TARGETS["held_out_bf_emma"]
     synth, encoder, g2p = load(None), SpeakerEncoder(), G2P(lang)
-    held = Scorer.speaking(synth, g2p, HELD_OUT["en"], encoder)
+    held = Scorer.speaking(synth, g2p, sentences_of(lang).held_out, encoder)
     emma = load_voice(voice)
     target = embed_target([(Scorer.speaking(synth, g2p, (TARGET_TEXT,), encoder).audio(emma), 24_000, voice)],
                           encoder).embedding.astype(np.float64)
@@ -109,13 +109,13 @@ def main() -> int:
     ideal = (emma - start).reshape(emma.shape[0], -1).mean(axis=0) / scale
     ideal[STYLE_PRED] = 0.0
     ideal /= np.linalg.norm(ideal)
-    scorer = Scorer.speaking(synth, g2p, sentences_for(lang), encoder)
+    scorer = Scorer.speaking(synth, g2p, sentences_of(lang).scoring, encoder)
     pool_emb = np.stack([scorer.embed(scorer.audio(p.astype(np.float32))) for p in packs.values()])
     z, e = (means - means.mean(axis=0)) / scale, pool_emb - pool_emb.mean(axis=0)
     z[:, STYLE_PRED] = 0.0
     g = (z.T @ np.linalg.solve(z @ z.T + np.eye(len(z)), e)) @ target       # the pool-fitted linear model's uphill
     directions = {"pool-fitted model": round(float(g @ ideal / np.linalg.norm(g)), 3)}
-    rotation = Scorer.speaking(synth, g2p, rotating_for(lang), encoder)
+    rotation = Scorer.speaking(synth, g2p, sentences_of(lang).rotating, encoder)
     start32 = start.astype(np.float32)
     at_start = [emb for _, emb in rotation.sentences([(start32, i) for i in range(len(rotation.groups))])]
     rng = np.random.default_rng(args.seed)

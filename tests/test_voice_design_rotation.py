@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from kcc.speech.voice_design.encoder import SpeakerEncoder
-from kcc.speech.voice_design.search import (HELD_OUT, ROTATE_K, SENTENCES, Guard, PoolCache, Scorer, Search,
-                                            mean_similarity, rotating_for)
+from kcc.speech.voice_design.search import ROTATE_K, Guard, PoolCache, Scorer, Search, mean_similarity
 from kcc.model.pipeline import THREADS
 from kcc.speech.voice_design.mel import resample
 from test_voice_design_search import SHORT, PitchSynth, pack_at, playback_factor
@@ -104,13 +103,6 @@ def test_guard_length_range_scales_with_the_sentences_spoken():
     assert "length" in guard.problem(five_s, pack)
     assert guard.problem(five_s, pack, length_scale=2.0) is None
     assert "length 5.00 s outside the official voices' 0.91..1.65 s" in guard.problem(five_s, pack, length_scale=0.5)
-
-
-def test_the_rotating_pool_holds_the_scoring_sentences_and_none_held_out():
-    pool = rotating_for("en-gb")
-    assert pool == rotating_for("en-us") and len(pool) == len(set(pool)) == 15
-    assert set(SENTENCES["en"]) <= set(pool) and not set(HELD_OUT["en"]) & set(pool)
-    assert rotating_for("es") is None
 
 
 def test_a_win_is_confirmed_on_fresh_sentences_before_it_is_kept(world, tmp_path):

@@ -275,7 +275,6 @@ def test_packs_are_written_in_every_layout_the_front_ends_read(tmp_path, suffix)
 @pytest.mark.parametrize("change, message", [
     ({"out": Path("voice.wav")}, "written as .pt, .npy, .bin"),
     ({"language": "tlh"}, "not one of"),
-    ({"language": "ja"}, "no sentences for language 'ja'"),
     ({"pool": ["af_heart", "zz_nobody"]}, "no voice named zz_nobody"),
     ({"minutes": 0}, "--minutes 0"),
     ({"steps": -1}, "--steps -1"),

@@ -19,7 +19,8 @@ from kcc.speech.languages import ALIASES, LANGUAGES, voice_language
 from kcc.speech.voice_design import DEFAULT_MINUTES
 from kcc.speech.voice_design.encoder import SpeakerEncoder
 from kcc.speech.voice_design.race import Race
-from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search, rotating_for, sentences_for
+from kcc.speech.voice_design.search import DesignError, PoolCache, Scorer, Search
+from kcc.speech.voice_design.sentences import sentences_of
 from kcc.speech.voice_design.target import decode, embed_target
 from kcc.speech.voices import load_pack, voice_catalog
 from kcc.weights.torch_zip import save_torch_zip
@@ -59,7 +60,6 @@ def check_request(req: DesignRequest) -> tuple[str, list[str]]:
     code = ALIASES.get(req.language, req.language)
     if code not in LANGUAGES:
         raise DesignError(f"--language {req.language}: not one of {', '.join(LANGUAGES)}")
-    sentences_for(code)
     if not (0 < req.minutes <= MAX_MINUTES):
         raise DesignError(f"--minutes {req.minutes}: give 0 < minutes <= {MAX_MINUTES}")
     if req.steps is not None and req.steps < 0:
@@ -108,9 +108,9 @@ def run_design(req: DesignRequest, progress=None, synth=None, encoder: SpeakerEn
     synth = synth or load_synthesizer(req.checkpoint, log=sys.stderr if progress else None)
     packs = {name: load_pack(name) for name in pool}
     g2p = G2P(code)
-    scorer = Scorer.speaking(synth, g2p, sentences_for(code), encoder)
-    rotating = rotating_for(code)
-    rotation = Scorer.speaking(synth, g2p, rotating, encoder) if rotating else None
+    sentences = sentences_of(code)
+    scorer = Scorer.speaking(synth, g2p, sentences.scoring, encoder)
+    rotation = Scorer.speaking(synth, g2p, sentences.rotating, encoder)
     model = str(getattr(synth, "model_id", None) or req.checkpoint or "default")
     search = Search(scorer, packs, target.embedding, code, req.seed, Path(f"{req.out}.design.json"), progress,
                     PoolCache(cache_subdir("voice_design") / "pool.json", model), rotation, target.f0)

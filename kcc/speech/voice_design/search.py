@@ -5,7 +5,7 @@ added to every row: pack = sum_i softmax(logits)_i * P_i + offset. Blending keep
 phoneme-count dependence, and one offset for all rows carries what a change learned on the
 scoring sentences over to sentences of other lengths (a per-row walk would tune only the rows
 those sentences use). Its score is the cosine between the target's embedding and the embedding
-of kcc speaking SENTENCES with it.
+of kcc speaking the language's scoring sentences with it (sentences.py).
 
 1. Start: every pool voice is scored (once per model: PoolCache); the best of the best voice
    alone and a few blends of the top voices (the top 2 / 3 equally, the top TOP_K weighted by
@@ -25,8 +25,8 @@ of kcc speaking SENTENCES with it.
    moved, over the last HEARD_RECENT candidates (local_direction). Fitted on the pool's voices
    instead, that direction pointed away from the target (cosine -0.23 with the step that reaches
    bf_emma from its start; the local one +0.22 after 48 candidates, a random one ~0.09).
-   Rotating scoring (when the search is given a rotation Scorer, as `kcc voice design` does for
-   the languages with a ROTATING pool): each step draws a fresh ROTATE_K of that pool's sentences
+   Rotating scoring (when the search is given a rotation Scorer, as `kcc voice design` does in
+   every language): each step draws a fresh ROTATE_K of the language's rotating pool
    and scores the candidate and the incumbent on the same ones, each as the mean of its
    per-sentence embeddings, so a change is kept only if it wins on sentences drawn after it was
    proposed (a fit to three fixed sentences' content does not carry to other sentences). The
@@ -92,51 +92,11 @@ SIGMA_START, SIGMA_MIN, SIGMA_MAX = 0.3, 0.05, 1.0
 LOGIT_SIGMA_MIN = 0.3             # the blend keeps moving after the offset's steps shrink
 # The offset's steps in the predictor's half of a row (STYLE_PRED: durations, pitch) are this
 # fraction of the decoder half's. The encoder hears timbre: bf_emma's pack fitted by least squares
-# as a blend of three American voices plus one offset scores 0.971 held out (its own pack 0.969),
-# the decoder half of that offset alone 0.963, the predictor half alone 0.745 (the blend 0.739).
+# as a blend of three American voices plus one offset scores 0.970 held out (its own pack 0.969),
+# the decoder half of that offset alone 0.960, the predictor half alone 0.761, the blend alone
+# 0.744 (bench/voice_design_reach.py).
 PREDICTOR_STEP = 0.0
-# Scored during the search, and held out (never scored) for measuring the result.
-SENTENCES = {
-    "en": ("The old lighthouse keeper watched the storm roll in across the bay.",
-           "Could you pass me the salt and the pepper, please?",
-           "Seven bright kites danced above the quiet village green."),
-    "es": ("El viejo farero miraba cómo llegaba la tormenta sobre la bahía.",
-           "¿Me pasas la sal y la pimienta, por favor?",
-           "Siete cometas brillantes bailaban sobre la plaza tranquila."),
-    "fr": ("Le vieux gardien du phare regardait la tempête arriver sur la baie.",
-           "Pourriez-vous me passer le sel et le poivre, s'il vous plaît ?",
-           "Sept cerfs-volants dansaient au-dessus du village tranquille."),
-    "it": ("Il vecchio guardiano del faro guardava la tempesta arrivare sulla baia.",
-           "Mi passi il sale e il pepe, per favore?",
-           "Sette aquiloni luminosi danzavano sopra il villaggio tranquillo."),
-    "pt": ("O velho faroleiro observava a tempestade chegar pela baía.",
-           "Você pode me passar o sal e a pimenta, por favor?",
-           "Sete pipas brilhantes dançavam sobre a praça tranquila."),
-}
-# The larger pool the search draws a fresh ROTATE_K of each step (when it is given one): a change
-# is kept only if it wins on sentences it was not tuned on, so what it learns is the voice, not
-# three sentences' content. Disjoint from HELD_OUT (and from bench/voice_design.py's target text).
-ROTATING = {
-    "en": SENTENCES["en"] + (
-        "She folded the map twice and slipped it into her coat pocket.",
-        "How many apples did you say were left in the basket?",
-        "The committee will announce its decision early next week.",
-        "A cold wind whistled through the broken window of the barn.",
-        "Please remember to water the tomatoes before you leave.",
-        "He laughed so hard that he nearly dropped his coffee.",
-        "Thousands of birds gathered on the frozen lake at dawn.",
-        "Why would anyone paint a bicycle bright purple?",
-        "The museum opens at ten and closes at half past five.",
-        "Our neighbours are moving to a farm in the mountains.",
-        "Turn left at the fountain, then walk straight for two blocks.",
-        "The violinist tuned her instrument while the audience waited."),
-}
-ROTATE_K = 3                      # sentences drawn per step from ROTATING
-HELD_OUT = {
-    "en": ("My grandmother kept every letter she ever received in a wooden box.",
-           "The train to the coast leaves at a quarter past nine tomorrow morning.",
-           "Nobody expected the small bakery to win the national prize."),
-}
+ROTATE_K = 3                      # sentences drawn per step from the language's rotating pool (sentences.py)
 
 
 class DesignError(ValueError):
@@ -145,20 +105,6 @@ class DesignError(ValueError):
 
 class StateMismatchError(DesignError):
     """A state file from another design (target, language, pool or seed) is in the way."""
-
-
-def sentences_for(language: str, held_out: bool = False) -> tuple[str, ...]:
-    table = HELD_OUT if held_out else SENTENCES
-    key = language.split("-")[0]
-    if key not in table:
-        raise DesignError(f"voice design speaks {'/'.join(sorted(table))} sentences; no "
-                          f"{'held-out ' if held_out else ''}sentences for language '{language}' yet")
-    return table[key]
-
-
-def rotating_for(language: str) -> tuple[str, ...] | None:
-    """The rotating scoring pool of the language, or None (the search then scores SENTENCES only)."""
-    return ROTATING.get(language.split("-")[0])
 
 
 @dataclass
