@@ -291,7 +291,8 @@ def target_mode(path: Path) -> int:
 
 
 class ProcessEnding(RuntimeError):
-    """kcc is ending on a signal: no new temporary file is made (AtomicFile.track)."""
+    """kcc is ending on a signal: no new temporary file is made (AtomicFile.track), no new worker
+    pool (kcc.speech.batch.local_pool)."""
 
 
 _LIVE_LOCK = threading.Lock()

@@ -534,6 +534,20 @@ def test_pool_matches_in_process_and_survives_a_killed_worker(tmp_path):
     assert outputs(tmp_path / "pool") == outputs(tmp_path / "serial")
 
 
+def test_no_worker_pool_is_built_once_kcc_is_ending(monkeypatch):
+    """After a signal's clean-up (AtomicFile.ending) the batch's thread, which runs on until the
+    process ends, builds no new pool: its five semaphores would outlive the clean-up that
+    released the others, and multiprocessing's resource tracker would warn of them."""
+    from kcc.files import AtomicFile, ProcessEnding
+    from kcc.speech.batch import local_pool
+    built = []
+    monkeypatch.setattr(local_pool, "ProcessPoolExecutor", lambda *a, **k: built.append(a) or pytest.fail("built"))
+    monkeypatch.setattr(AtomicFile, "ending", True)
+    with pytest.raises(ProcessEnding, match="no new worker pool"):
+        next(local_pool.run_processes([Item("1", 1, "One.")], JobOptions("out"), lambda: None, 2))
+    assert built == []
+
+
 def test_pool_gives_up_on_an_item_that_always_kills_its_worker(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()

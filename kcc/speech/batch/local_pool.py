@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Callable, Iterable, Iterator
 
+from kcc.files import AtomicFile, ProcessEnding
 from kcc.model.loader import available_cores
 from kcc.speech.batch.item import ItemWorker, JobOptions, Outcome
 from kcc.speech.batch.manifest import Item
@@ -133,6 +134,11 @@ def run_processes(items: Iterable[Item], options: JobOptions, factory: Callable,
     deaths: dict[int, int] = {}
     ctx = get_context("spawn")
     while pending or suspects:
+        if AtomicFile.ending:
+            # Ending on a signal, whose clean-up stopped the workers and released the pools'
+            # semaphores: a pool rebuilt now would register five more that nothing releases
+            # (multiprocessing's resource tracker then warns of leaked semaphores).
+            raise ProcessEnding("kcc is ending; no new worker pool")
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with_parent,
                                    initargs=(os.getpid(),))
         inflight: dict[Future, Item] = {}
