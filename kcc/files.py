@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from kcc.cache_trust import ownership_problem, private_dir
 
@@ -193,8 +194,8 @@ def temp_dir(parent: Path, target_name: str):
     """A fresh kcc temporary directory in `parent` (0700) for the block, removed after it unless
     the block renamed it away; listed in AtomicFile.live meanwhile, so an interrupted process
     removes it too (and a killed one leaves a name the next sweep recognises)."""
-    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target_name), suffix=TEMP_SUFFIX, dir=parent))
-    AtomicFile.track(tmp)
+    tmp = AtomicFile.make_live(lambda: Path(tempfile.mkdtemp(prefix=temp_prefix(target_name), suffix=TEMP_SUFFIX,
+                                                             dir=parent)))
     try:
         yield tmp
     finally:
@@ -246,11 +247,14 @@ def remove_dir_atomically(path: str | Path) -> int:
     (0: nothing was there); other OSErrors of the rename as the system gives them."""
     path = Path(path)
     tmp = path.parent / f"{temp_prefix(path.name)}{secrets.token_hex(4)}{TEMP_SUFFIX}"
-    try:
+
+    def rename() -> Path:
         os.rename(path, tmp)
+        return tmp
+    try:
+        AtomicFile.make_live(rename)
     except FileNotFoundError:
         return 0
-    AtomicFile.track(tmp)
     try:
         freed = disk_bytes(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -291,7 +295,7 @@ def target_mode(path: Path) -> int:
 
 
 class ProcessEnding(RuntimeError):
-    """kcc is ending on a signal: no new temporary file is made (AtomicFile.track), no new worker
+    """kcc is ending on a signal: no new temporary file is made (AtomicFile.make_live), no new worker
     pool (kcc.speech.batch.local_pool)."""
 
 
@@ -330,29 +334,32 @@ class AtomicFile:
         if self.path.parent not in AtomicFile.swept:      # once per directory and process
             AtomicFile.swept.add(self.path.parent)
             sweep_temporaries(self.path.parent)
-        try:
+        fds: list[int] = []
+
+        def make() -> Path:
             fd, tmp = tempfile.mkstemp(prefix=temp_prefix(self.path.name), suffix=TEMP_SUFFIX, dir=self.path.parent)
+            fds.append(fd)
+            return Path(tmp)
+        try:
+            self.tmp = AtomicFile.make_live(make)
         except OSError as exc:
             raise named_for(exc, self.path) from None
-        self.tmp = Path(tmp)
-        try:
-            AtomicFile.track(self.tmp)
-        except ProcessEnding:
-            os.close(fd)
-            raise
-        self.fh = os.fdopen(fd, "wb")
+        self.fh = os.fdopen(fds[0], "wb")
 
     @staticmethod
-    def track(tmp: Path) -> None:
-        """List a fresh temporary in `live`; once the process is ending (discard_live(ending=True))
-        it is removed instead and ProcessEnding raised: the command's thread, which runs on while
-        the main thread ends the process, makes nothing the clean-up has already passed."""
+    def make_live(make: Callable[[], Path]) -> Path:
+        """make() (the mkstemp, mkdtemp or rename that brings a temporary into being) and its path
+        listed in `live`, under one lock with discard_live: a temporary that exists is always
+        listed, so the clean-up of an interrupted process finds it (made first and listed after,
+        one could appear between the two while the main thread ended the process, and stay).
+        Once the process is ending (discard_live(ending=True)) none is made: ProcessEnding, for
+        the command's thread, which runs on while the main thread ends the process."""
         with _LIVE_LOCK:
-            if not AtomicFile.ending:
-                AtomicFile.live.add(tmp)
-                return
-        _remove(tmp)
-        raise ProcessEnding(f"kcc is ending; {tmp.name} was not kept")
+            if AtomicFile.ending:
+                raise ProcessEnding("kcc is ending; no new temporary is made")
+            tmp = make()
+            AtomicFile.live.add(tmp)
+        return tmp
 
     @staticmethod
     def discard_live(ending: bool = False) -> None:

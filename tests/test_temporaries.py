@@ -171,6 +171,35 @@ def test_an_ending_process_removes_its_temporaries_and_makes_no_new_one(tmp_path
     assert list(tmp_path.iterdir()) == [] and AtomicFile.live == set()
 
 
+def test_a_temporary_being_made_when_the_clean_up_runs_is_still_removed(tmp_path, monkeypatch):
+    """Made and listed under one lock: a clean-up that runs while the command's thread is inside
+    mkstemp waits for it and removes what it made (made first and listed after, the file could
+    appear just after the clean-up and stay when the process ends)."""
+    import threading
+    monkeypatch.setattr(AtomicFile, "live", set())
+    monkeypatch.setattr(AtomicFile, "ending", False)
+    inside, go_on = threading.Event(), threading.Event()
+    real = files.tempfile.mkstemp
+
+    def slow_mkstemp(*a, **k):
+        made = real(*a, **k)
+        inside.set()
+        go_on.wait(5)
+        return made
+    monkeypatch.setattr(files.tempfile, "mkstemp", slow_mkstemp)
+    writer = threading.Thread(target=lambda: AtomicFile(tmp_path / "late.wav"))
+    writer.start()
+    assert inside.wait(5)
+    cleaner = threading.Thread(target=AtomicFile.discard_live, kwargs={"ending": True})
+    cleaner.start()
+    cleaner.join(0.2)
+    assert cleaner.is_alive()                     # it waits for the temporary being made
+    go_on.set()
+    writer.join(5)
+    cleaner.join(5)
+    assert list(tmp_path.iterdir()) == [] and AtomicFile.live == set()
+
+
 def test_an_interrupt_inside_a_command_discards_without_ending(tmp_path, monkeypatch):
     """A command that raises Interrupted itself (not a signal) is cleaned up and returns; the
     process goes on (a test, an embedding program) and may write again."""
