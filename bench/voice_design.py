@@ -76,9 +76,10 @@ class Listener:
             from whisper_normalizer.english import EnglishTextNormalizer
 
             from bench.asr_wer import Whisper
-            self.whisper, self.norm = Whisper(), EnglishTextNormalizer()
+            self.whisper, self.norm, self.unit = Whisper(), EnglishTextNormalizer(), "words"
         else:
-            from bench.languages_upstream import MultilingualWhisper, _units, whisper_base_dir
+            from bench.languages_upstream import CHARACTER_SCORED, MultilingualWhisper, _units, whisper_base_dir
+            self.unit = "characters" if self.language in CHARACTER_SCORED else "words"
             self.whisper = MultilingualWhisper(whisper_base_dir())
             self.whisper.language = self.language
             self.norm = lambda text: _units(text, self.language)
@@ -156,7 +157,7 @@ def main() -> int:
         kind = {"blend": "blend of two voices held out of the pool", "real_jfk": "real recording (1961 broadcast)"}
         rows.append({"target": name, "voice": voice or "JFK", "kind": kind.get(name, "official voice held out of the pool"),
                      "target_seconds": round(target.voiced_s, 1), "wer_target": target_wer, "wer_design": end_wer,
-                     "wer_of": "characters" if lang in ("ja", "zh") else "words",
+                     "wer_of": listener.unit if listener else None,
                      "ceiling_kind": "the two halves of the recording" if voice is None else "the voice's own held-out speech",
                      "pool": len(pool), "best_single_scoring": round(best_official, 3),
                      "start_scoring": round(state.start_score, 3), "end_scoring": round(state.score, 3),
